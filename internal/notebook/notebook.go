@@ -1,0 +1,91 @@
+// Package notebook reads, validates and writes Jupyter notebooks (nbformat 4),
+// and turns cell outputs into the plain form the comparators work on.
+//
+// It keeps unknown fields of the notebook intact where it can (metadata is
+// held as raw JSON) so that a notebook rebuilt by the server still opens in
+// Jupyter with everything the author put there.
+package notebook
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Notebook is an nbformat 4 notebook.
+type Notebook struct {
+	Cells         []*Cell                    `json:"cells"`
+	Metadata      map[string]json.RawMessage `json:"metadata"`
+	NBFormat      int                        `json:"nbformat"`
+	NBFormatMinor int                        `json:"nbformat_minor"`
+}
+
+// Cell is one notebook cell. Source is always held as one string; on the
+// wire nbformat allows a string or a list of strings.
+type Cell struct {
+	ID             string                     `json:"id,omitempty"`
+	CellType       string                     `json:"cell_type"`
+	Source         MultilineString            `json:"source"`
+	Metadata       map[string]json.RawMessage `json:"metadata"`
+	Outputs        []*Output                  `json:"outputs,omitempty"`
+	ExecutionCount *int                       `json:"execution_count,omitempty"`
+	Attachments    json.RawMessage            `json:"attachments,omitempty"`
+}
+
+// Output is one output of a code cell, as nbformat stores it.
+type Output struct {
+	OutputType     string                     `json:"output_type"`
+	Name           string                     `json:"name,omitempty"`
+	Text           MultilineString            `json:"text,omitempty"`
+	Data           map[string]MultilineString `json:"data,omitempty"`
+	Metadata       json.RawMessage            `json:"metadata,omitempty"`
+	ExecutionCount *int                       `json:"execution_count,omitempty"`
+	Ename          string                     `json:"ename,omitempty"`
+	Evalue         string                     `json:"evalue,omitempty"`
+	Traceback      []string                   `json:"traceback,omitempty"`
+}
+
+// Output types defined by nbformat 4.
+const (
+	OutputStream        = "stream"
+	OutputExecuteResult = "execute_result"
+	OutputDisplayData   = "display_data"
+	OutputError         = "error"
+)
+
+// MultilineString is nbformat's "string or list of strings". It is decoded
+// into one string and encoded as a list of lines, as Jupyter writes it.
+type MultilineString string
+
+// UnmarshalJSON accepts a string or a list of strings.
+func (m *MultilineString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '[' {
+		var parts []string
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return err
+		}
+		*m = MultilineString(strings.Join(parts, ""))
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*m = MultilineString(s)
+	return nil
+}
+
+// MarshalJSON writes the list-of-lines form.
+func (m MultilineString) MarshalJSON() ([]byte, error) {
+	s := string(m)
+	if s == "" {
+		return []byte("[]"), nil
+	}
+	lines := strings.SplitAfter(s, "\n")
+	if lines[len(lines)-1] == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return json.Marshal(lines)
+}
+
+// String returns the text.
+func (m MultilineString) String() string { return string(m) }
