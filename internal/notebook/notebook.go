@@ -56,8 +56,13 @@ const (
 // into one string and encoded as a list of lines, as Jupyter writes it.
 type MultilineString string
 
-// UnmarshalJSON accepts a string or a list of strings.
+// UnmarshalJSON accepts a string or a list of strings. Any other JSON value
+// (a MIME bundle's application/json data) is kept as its JSON text.
 func (m *MultilineString) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '{' {
+		*m = MultilineString(b)
+		return nil
+	}
 	if len(b) > 0 && b[0] == '[' {
 		var parts []string
 		if err := json.Unmarshal(b, &parts); err != nil {
@@ -89,3 +94,83 @@ func (m MultilineString) MarshalJSON() ([]byte, error) {
 
 // String returns the text.
 func (m MultilineString) String() string { return string(m) }
+
+// MarshalJSON writes the keys nbformat requires for each cell type: code
+// cells always carry "outputs" and "execution_count" (null when not run),
+// other cells never do.
+func (c *Cell) MarshalJSON() ([]byte, error) {
+	meta := c.Metadata
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	if c.CellType == "code" {
+		outs := c.Outputs
+		if outs == nil {
+			outs = []*Output{}
+		}
+		return json.Marshal(struct {
+			ID             string                     `json:"id,omitempty"`
+			CellType       string                     `json:"cell_type"`
+			ExecutionCount *int                       `json:"execution_count"`
+			Metadata       map[string]json.RawMessage `json:"metadata"`
+			Outputs        []*Output                  `json:"outputs"`
+			Source         MultilineString            `json:"source"`
+		}{c.ID, c.CellType, c.ExecutionCount, meta, outs, c.Source})
+	}
+	return json.Marshal(struct {
+		ID          string                     `json:"id,omitempty"`
+		CellType    string                     `json:"cell_type"`
+		Metadata    map[string]json.RawMessage `json:"metadata"`
+		Source      MultilineString            `json:"source"`
+		Attachments json.RawMessage            `json:"attachments,omitempty"`
+	}{c.ID, c.CellType, meta, c.Source, c.Attachments})
+}
+
+// MarshalJSON writes execute_result's required execution_count and data/metadata.
+func (o *Output) MarshalJSON() ([]byte, error) {
+	meta := o.Metadata
+	if len(meta) == 0 {
+		meta = json.RawMessage("{}")
+	}
+	switch o.OutputType {
+	case OutputStream:
+		return json.Marshal(struct {
+			OutputType string          `json:"output_type"`
+			Name       string          `json:"name"`
+			Text       MultilineString `json:"text"`
+		}{o.OutputType, o.Name, o.Text})
+	case OutputExecuteResult:
+		return json.Marshal(struct {
+			OutputType     string                     `json:"output_type"`
+			ExecutionCount *int                       `json:"execution_count"`
+			Data           map[string]MultilineString `json:"data"`
+			Metadata       json.RawMessage            `json:"metadata"`
+		}{o.OutputType, o.ExecutionCount, nonNilData(o.Data), meta})
+	case OutputDisplayData:
+		return json.Marshal(struct {
+			OutputType string                     `json:"output_type"`
+			Data       map[string]MultilineString `json:"data"`
+			Metadata   json.RawMessage            `json:"metadata"`
+		}{o.OutputType, nonNilData(o.Data), meta})
+	case OutputError:
+		tb := o.Traceback
+		if tb == nil {
+			tb = []string{}
+		}
+		return json.Marshal(struct {
+			OutputType string   `json:"output_type"`
+			Ename      string   `json:"ename"`
+			Evalue     string   `json:"evalue"`
+			Traceback  []string `json:"traceback"`
+		}{o.OutputType, o.Ename, o.Evalue, tb})
+	}
+	type plain Output
+	return json.Marshal((*plain)(o))
+}
+
+func nonNilData(d map[string]MultilineString) map[string]MultilineString {
+	if d == nil {
+		return map[string]MultilineString{}
+	}
+	return d
+}

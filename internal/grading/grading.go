@@ -1,0 +1,173 @@
+package grading
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Role says what a user may do. A runner token is accepted only on runner routes.
+type Role string
+
+// Roles.
+const (
+	RoleLearner    Role = "learner"
+	RoleInstructor Role = "instructor"
+	RoleAdmin      Role = "admin"
+	RoleRunner     Role = "runner"
+)
+
+// Valid reports whether r is a known role.
+func (r Role) Valid() bool {
+	switch r {
+	case RoleLearner, RoleInstructor, RoleAdmin, RoleRunner:
+		return true
+	}
+	return false
+}
+
+// CanSeeAll reports whether r may read every learner's submissions.
+func (r Role) CanSeeAll() bool { return r == RoleInstructor || r == RoleAdmin }
+
+// User is a person or a runner holding API tokens.
+type User struct {
+	ID        int64
+	Name      string
+	Role      Role
+	CreatedAt time.Time
+}
+
+// Submission statuses, as the API reports them.
+const (
+	StatusQueued  = "queued"
+	StatusRunning = "running"
+	StatusGraded  = "graded"
+	StatusFailed  = "failed" // infrastructure failure after the last attempt
+)
+
+// Verdicts of one graded cell.
+const (
+	VerdictPass             = "pass"
+	VerdictMismatch         = "mismatch"
+	VerdictError            = "error"
+	VerdictTimeout          = "timeout"
+	VerdictNotRun           = "not-run"
+	VerdictMissing          = "missing"
+	VerdictTampered         = "tampered"
+	VerdictIncompleteOutput = "incomplete-output"
+	VerdictMemoryLimit      = "memory-limit"
+)
+
+// Submission is one uploaded notebook for one exercise.
+type Submission struct {
+	ID              string
+	UserID          int64
+	UserName        string
+	ExerciseID      string
+	ExerciseVersion string
+	NotebookSHA256  string
+	Status          string
+	Score           float64
+	MaxScore        float64
+	Message         string
+	Profile         string
+	RunnerID        string
+	EnvFingerprint  string
+	GraderVersion   string
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	GradedAt        *time.Time
+	Cells           []CellResult
+}
+
+// CellResult is the verdict of one graded cell.
+type CellResult struct {
+	CellID    string  `json:"id"`
+	Verdict   string  `json:"verdict"`
+	Points    float64 `json:"points"`
+	MaxPoints float64 `json:"max_points"`
+	Message   string  `json:"message"`
+	// Counted is false for cells that do not count on the runner's profile
+	// (an NPU-only question graded on a CPU runner).
+	Counted  bool   `json:"counted"`
+	Observed string `json:"observed,omitempty"`
+	Expected string `json:"expected,omitempty"`
+	Diff     string `json:"diff,omitempty"`
+}
+
+// Job states. Only the queue package writes them.
+const (
+	JobQueued    = "queued"
+	JobLeased    = "leased"
+	JobSucceeded = "succeeded"
+	JobFailed    = "failed"
+	JobCanceled  = "canceled"
+)
+
+// Job kinds.
+const (
+	JobGrade     = "grade"
+	JobReference = "reference"
+)
+
+// Job is one unit of runner work: execute a notebook.
+type Job struct {
+	ID             int64
+	SubmissionID   string
+	Kind           string
+	ExerciseID     string
+	State          string
+	Requires       Requirement
+	Attempt        int
+	MaxAttempts    int
+	LeaseToken     string
+	RunnerID       string
+	LeaseExpiresAt *time.Time
+	LastError      string
+	CreatedAt      time.Time
+}
+
+// Requirement is what a job needs of a runner. Empty fields need nothing.
+type Requirement struct {
+	Accelerator string `json:"accelerator,omitempty"` // "", "cpu", "npu"
+	Product     string `json:"product,omitempty"`     // "A2", "A3", "950"
+	TorchAir    string `json:"torchair,omitempty"`    // minimum release, e.g. "7.3.0"
+	Feature     string `json:"feature,omitempty"`     // e.g. "deadlock_check"
+}
+
+// IsZero reports whether r asks for nothing.
+func (r Requirement) IsZero() bool { return r == Requirement{} }
+
+// Lease is a claimed job as the runner sees it.
+type Lease struct {
+	JobID          int64           `json:"job_id"`
+	Token          string          `json:"lease_token"`
+	ExpiresAt      time.Time       `json:"lease_expires_at"`
+	Attempt        int             `json:"attempt"`
+	Kind           string          `json:"kind"`
+	ExerciseID     string          `json:"exercise"`
+	SubmissionID   string          `json:"submission_id,omitempty"`
+	Notebook       json.RawMessage `json:"notebook"`
+	CellTimeout    float64         `json:"cell_timeout_s"`
+	JobTimeout     float64         `json:"job_timeout_s"`
+	Requires       Requirement     `json:"requires"`
+	ExerciseDigest string          `json:"exercise_version"`
+}
+
+// ExecutionResult is what a runner sends back for a job.
+type ExecutionResult struct {
+	// Notebook is the executed notebook (nil when execution never produced one).
+	Notebook json.RawMessage `json:"notebook,omitempty"`
+	// Log is the executor's stderr tail, for instructors.
+	Log string `json:"log,omitempty"`
+	// Profile and EnvFingerprint identify the runner environment.
+	Profile        string `json:"profile"`
+	EnvFingerprint string `json:"env_fingerprint,omitempty"`
+	// Killed is set when the whole run hit its deadline or a limit and was
+	// killed; Reason says which ("job timeout 5m0s exceeded").
+	Killed bool   `json:"killed,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// MemoryLimitHit and the cell it happened in, when known.
+	MemoryLimitHit bool   `json:"memory_limit_hit,omitempty"`
+	InfraError     string `json:"infra_error,omitempty"`
+	DurationMS     int64  `json:"duration_ms"`
+}

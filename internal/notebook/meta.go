@@ -1,0 +1,108 @@
+package notebook
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// GraderMeta is the structural part of a cell's metadata.grader: which
+// cell it is, whether it is graded, whether the learner writes it, and what
+// it needs. The comparison keys are read by package compare.
+type GraderMeta struct {
+	ID       string              `json:"id"`
+	Points   float64             `json:"points"`
+	Solution bool                `json:"solution"`
+	Starter  *string             `json:"starter"`
+	Requires grading.Requirement `json:"requires"`
+	Timeout  float64             `json:"timeout"`
+	Probe    bool                `json:"probe"`
+	Compare  string              `json:"compare"`
+	// Raw is the whole grader object, for the comparators.
+	Raw json.RawMessage `json:"-"`
+}
+
+// Graded reports whether the cell's outputs earn points.
+func (g GraderMeta) Graded() bool { return g.ID != "" && g.Points > 0 }
+
+var graderIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+
+// Grader returns the cell's grader metadata; a cell without it returns the zero value.
+func (c *Cell) Grader() (GraderMeta, error) {
+	raw, ok := c.Metadata["grader"]
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		return GraderMeta{}, nil
+	}
+	var g GraderMeta
+	if err := json.Unmarshal(raw, &g); err != nil {
+		return GraderMeta{}, fmt.Errorf("metadata.grader: %w", err)
+	}
+	if g.ID != "" && !graderIDPattern.MatchString(g.ID) {
+		return GraderMeta{}, fmt.Errorf("metadata.grader.id %q: only letters, digits, '-' and '_'", g.ID)
+	}
+	if g.Points < 0 {
+		return GraderMeta{}, fmt.Errorf("metadata.grader.points %v is negative", g.Points)
+	}
+	g.Raw = raw
+	return g, nil
+}
+
+// MustGrader is Grader for notebooks already validated by Parse.
+func (c *Cell) MustGrader() GraderMeta {
+	g, _ := c.Grader()
+	return g
+}
+
+// Tags returns metadata.tags.
+func (c *Cell) Tags() []string {
+	var tags []string
+	if raw, ok := c.Metadata["tags"]; ok {
+		_ = json.Unmarshal(raw, &tags)
+	}
+	return tags
+}
+
+// AddTag adds a tag if it is not there yet.
+func (c *Cell) AddTag(tag string) {
+	tags := c.Tags()
+	for _, t := range tags {
+		if t == tag {
+			return
+		}
+	}
+	tags = append(tags, tag)
+	b, _ := json.Marshal(tags)
+	if c.Metadata == nil {
+		c.Metadata = map[string]json.RawMessage{}
+	}
+	c.Metadata["tags"] = b
+}
+
+// NotebookDefaults returns the notebook-level metadata.grader (comparison defaults).
+func (nb *Notebook) NotebookDefaults() json.RawMessage {
+	return nb.Metadata["grader"]
+}
+
+// ClearOutputs removes every output and execution count.
+func (nb *Notebook) ClearOutputs() {
+	for _, c := range nb.Cells {
+		if c.CellType == "code" {
+			c.Outputs = []*Output{}
+			c.ExecutionCount = nil
+		} else {
+			c.Outputs = nil
+		}
+	}
+}
+
+// CellByGraderID returns the first cell whose grader id is id.
+func (nb *Notebook) CellByGraderID(id string) *Cell {
+	for _, c := range nb.Cells {
+		if c.MustGrader().ID == id {
+			return c
+		}
+	}
+	return nil
+}

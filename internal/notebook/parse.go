@@ -1,0 +1,196 @@
+package notebook
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-multierror"
+)
+
+// Limits bound what Parse accepts, so that no upload can make the server
+// allocate without bound. Zero fields take the defaults.
+type Limits struct {
+	MaxBytes    int64 // whole document
+	MaxDepth    int   // JSON nesting
+	MaxCells    int
+	MaxOutputs  int // per cell
+	MaxAttach   int64
+	MinMinor    int
+	MaxMinor    int
+	RequireIDs  bool // nbformat 4.5 ids present and unique
+	AllowOutput bool // outputs may be present (uploads may carry them; they are discarded later)
+}
+
+// DefaultLimits fit learner uploads of the tutorial's exercises with room to spare.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBytes:    8 << 20,
+		MaxDepth:    64,
+		MaxCells:    2000,
+		MaxOutputs:  1000,
+		MaxAttach:   2 << 20,
+		MinMinor:    0,
+		MaxMinor:    5,
+		AllowOutput: true,
+	}
+}
+
+// ErrTooLarge is returned (wrapped) when the document exceeds MaxBytes.
+var ErrTooLarge = errors.New("notebook too large")
+
+var cellIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+// Parse decodes and validates a notebook. A notebook with several problems
+// returns a *multierror.Error listing all of them.
+func Parse(data []byte, lim Limits) (*Notebook, error) {
+	def := DefaultLimits()
+	if lim.MaxBytes == 0 {
+		lim.MaxBytes = def.MaxBytes
+	}
+	if lim.MaxDepth == 0 {
+		lim.MaxDepth = def.MaxDepth
+	}
+	if lim.MaxCells == 0 {
+		lim.MaxCells = def.MaxCells
+	}
+	if lim.MaxOutputs == 0 {
+		lim.MaxOutputs = def.MaxOutputs
+	}
+	if lim.MaxAttach == 0 {
+		lim.MaxAttach = def.MaxAttach
+	}
+	if lim.MaxMinor == 0 {
+		lim.MaxMinor = def.MaxMinor
+	}
+	if int64(len(data)) > lim.MaxBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), lim.MaxBytes)
+	}
+	if !utf8.Valid(data) {
+		return nil, errors.New("notebook is not valid UTF-8")
+	}
+	if err := checkDepth(data, lim.MaxDepth); err != nil {
+		return nil, err
+	}
+	var nb Notebook
+	if err := json.Unmarshal(data, &nb); err != nil {
+		return nil, fmt.Errorf("notebook is not valid nbformat JSON: %w", err)
+	}
+	var errs *multierror.Error
+	if nb.NBFormat != 4 {
+		errs = multierror.Append(errs, fmt.Errorf("nbformat %d is not supported (only 4.%d–4.%d)", nb.NBFormat, lim.MinMinor, lim.MaxMinor))
+	} else if nb.NBFormatMinor < lim.MinMinor || nb.NBFormatMinor > lim.MaxMinor {
+		errs = multierror.Append(errs, fmt.Errorf("nbformat 4.%d is not supported (only 4.%d–4.%d)", nb.NBFormatMinor, lim.MinMinor, lim.MaxMinor))
+	}
+	if nb.Cells == nil {
+		errs = multierror.Append(errs, errors.New("notebook has no \"cells\" list"))
+	}
+	if len(nb.Cells) > lim.MaxCells {
+		errs = multierror.Append(errs, fmt.Errorf("notebook has %d cells, the limit is %d", len(nb.Cells), lim.MaxCells))
+	}
+	seen := map[string]int{}
+	for i, c := range nb.Cells {
+		if c == nil {
+			errs = multierror.Append(errs, fmt.Errorf("cell %d is null", i+1))
+			continue
+		}
+		switch c.CellType {
+		case "code", "markdown", "raw":
+		default:
+			errs = multierror.Append(errs, fmt.Errorf("cell %d has unknown cell_type %q", i+1, c.CellType))
+		}
+		if c.ID != "" {
+			if !cellIDPattern.MatchString(c.ID) {
+				errs = multierror.Append(errs, fmt.Errorf("cell %d has an invalid id %q (1–64 letters, digits, '-' or '_')", i+1, c.ID))
+			} else if j, dup := seen[c.ID]; dup {
+				errs = multierror.Append(errs, fmt.Errorf("cells %d and %d have the same id %q", j+1, i+1, c.ID))
+			}
+			seen[c.ID] = i
+		} else if lim.RequireIDs || nb.NBFormatMinor >= 5 {
+			errs = multierror.Append(errs, fmt.Errorf("cell %d has no id (required from nbformat 4.5)", i+1))
+		}
+		if len(c.Outputs) > lim.MaxOutputs {
+			errs = multierror.Append(errs, fmt.Errorf("cell %d has %d outputs, the limit is %d", i+1, len(c.Outputs), lim.MaxOutputs))
+		}
+		if len(c.Outputs) > 0 && c.CellType != "code" {
+			errs = multierror.Append(errs, fmt.Errorf("cell %d is %s but has outputs", i+1, c.CellType))
+		}
+		for k, o := range c.Outputs {
+			if o == nil {
+				errs = multierror.Append(errs, fmt.Errorf("cell %d output %d is null", i+1, k+1))
+				continue
+			}
+			switch o.OutputType {
+			case OutputStream, OutputExecuteResult, OutputDisplayData, OutputError:
+			default:
+				errs = multierror.Append(errs, fmt.Errorf("cell %d output %d has unknown output_type %q", i+1, k+1, o.OutputType))
+			}
+		}
+		if int64(len(c.Attachments)) > lim.MaxAttach {
+			errs = multierror.Append(errs, fmt.Errorf("cell %d attachments are %d bytes, the limit is %d", i+1, len(c.Attachments), lim.MaxAttach))
+		}
+		if _, err := c.Grader(); err != nil {
+			errs = multierror.Append(errs, fmt.Errorf("cell %d: %w", i+1, err))
+		}
+	}
+	if err := errs.ErrorOrNil(); err != nil {
+		return nil, err
+	}
+	return &nb, nil
+}
+
+// checkDepth walks the JSON tokens and refuses documents nested deeper than
+// max before anything is decoded into memory.
+func checkDepth(data []byte, max int) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	depth := 0
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("notebook is not valid JSON: %w", err)
+		}
+		if d, ok := tok.(json.Delim); ok {
+			switch d {
+			case '{', '[':
+				depth++
+				if depth > max {
+					return fmt.Errorf("notebook JSON is nested deeper than %d levels", max)
+				}
+			default:
+				depth--
+			}
+		}
+	}
+}
+
+// Encode writes the notebook as Jupyter does (indented JSON, trailing newline).
+func Encode(nb *Notebook) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(nb); err != nil {
+		return nil, fmt.Errorf("encode notebook: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Clone returns a deep copy.
+func (nb *Notebook) Clone() *Notebook {
+	b, err := json.Marshal(nb)
+	if err != nil {
+		panic(fmt.Sprintf("notebook: clone: %v", err)) // a decoded notebook always re-encodes
+	}
+	var out Notebook
+	if err := json.Unmarshal(b, &out); err != nil {
+		panic(fmt.Sprintf("notebook: clone: %v", err))
+	}
+	return &out
+}

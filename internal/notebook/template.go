@@ -1,0 +1,181 @@
+package notebook
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// Solution region markers, as nbgrader spells them.
+const (
+	BeginSolution = "### BEGIN SOLUTION"
+	EndSolution   = "### END SOLUTION"
+)
+
+// DefaultStarterCode replaces a solution region in the starter.
+const DefaultStarterCode = "# YOUR CODE HERE\nraise NotImplementedError()"
+
+// StarterSource returns what the starter shows for a solution cell.
+func StarterSource(c *Cell) string {
+	g := c.MustGrader()
+	if g.Starter != nil {
+		return *g.Starter
+	}
+	src := string(c.Source)
+	lines := strings.SplitAfter(src, "\n")
+	var out strings.Builder
+	in, found := false, false
+	for _, ln := range lines {
+		trimmed := strings.TrimSpace(ln)
+		switch {
+		case strings.HasPrefix(trimmed, BeginSolution):
+			in, found = true, true
+			indent := ln[:len(ln)-len(strings.TrimLeft(ln, " \t"))]
+			for _, s := range strings.Split(DefaultStarterCode, "\n") {
+				out.WriteString(indent + s + "\n")
+			}
+		case strings.HasPrefix(trimmed, EndSolution):
+			in = false
+		case !in:
+			out.WriteString(ln)
+		}
+	}
+	if !found {
+		return DefaultStarterCode
+	}
+	return strings.TrimRight(out.String(), "\n")
+}
+
+// starterMetaKeys are the grader keys a learner may see: enough to match
+// cells and show points, none of the comparison rules.
+var starterMetaKeys = []string{"id", "points", "solution", "requires"}
+
+// Starter derives the notebook learners download from the answer: solution
+// regions replaced, probe cells dropped, outputs cleared, and the grader
+// metadata cut down to ids, points and requirements.
+func Starter(answer *Notebook) (*Notebook, error) {
+	nb := answer.Clone()
+	nb.ClearOutputs()
+	delete(nb.Metadata, "grader")
+	cells := nb.Cells[:0]
+	for i, c := range nb.Cells {
+		g, err := c.Grader()
+		if err != nil {
+			return nil, fmt.Errorf("answer cell %d: %w", i+1, err)
+		}
+		if g.Probe {
+			continue
+		}
+		if g.Solution {
+			c.Source = MultilineString(StarterSource(c))
+		}
+		if g.Raw != nil {
+			var full map[string]json.RawMessage
+			if err := json.Unmarshal(g.Raw, &full); err != nil {
+				return nil, fmt.Errorf("answer cell %d: %w", i+1, err)
+			}
+			kept := map[string]json.RawMessage{}
+			for _, k := range starterMetaKeys {
+				if v, ok := full[k]; ok {
+					kept[k] = v
+				}
+			}
+			b, _ := json.Marshal(kept)
+			c.Metadata["grader"] = b
+		}
+		cells = append(cells, c)
+	}
+	nb.Cells = cells
+	return nb, nil
+}
+
+// Integrity is what Rebuild found wrong with an upload, per graded cell id.
+type Integrity struct {
+	// Verdicts maps a graded cell id to tampered or missing.
+	Verdicts map[string]string
+	// Messages explains each verdict.
+	Messages map[string]string
+	// MissingSolutions lists solution cells absent from the upload; the
+	// starter's code stands in for them.
+	MissingSolutions []string
+}
+
+// Rebuild builds the notebook the runner executes from the answer (the
+// template) and a learner's upload. Only the learner's solution cells are
+// taken; every other cell comes from the template, so an edited locked cell
+// changes nothing (it is reported as tampered when it is graded), a deleted
+// graded cell is restored (and graded missing), and outputs in the upload
+// are never executed or counted.
+func Rebuild(answer, upload *Notebook) (*Notebook, Integrity, error) {
+	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
+	byGrader := map[string]*Cell{}
+	byID := map[string]*Cell{}
+	for _, c := range upload.Cells {
+		if g := c.MustGrader(); g.ID != "" {
+			if _, dup := byGrader[g.ID]; !dup {
+				byGrader[g.ID] = c
+			}
+		}
+		if c.ID != "" {
+			byID[c.ID] = c
+		}
+	}
+	nb := answer.Clone()
+	nb.ClearOutputs()
+	for i, c := range nb.Cells {
+		g, err := c.Grader()
+		if err != nil {
+			return nil, integ, fmt.Errorf("template cell %d: %w", i+1, err)
+		}
+		if g.ID == "" {
+			continue
+		}
+		learner := byGrader[g.ID]
+		if learner == nil && c.ID != "" {
+			if lc := byID[c.ID]; lc != nil && lc.MustGrader().ID == "" {
+				learner = lc // Jupyter front-ends that drop custom metadata keep the cell id
+			}
+		}
+		switch {
+		case g.Solution:
+			if learner == nil {
+				c.Source = MultilineString(StarterSource(c))
+				integ.MissingSolutions = append(integ.MissingSolutions, g.ID)
+				if g.Graded() {
+					integ.Verdicts[g.ID] = grading.VerdictMissing
+					integ.Messages[g.ID] = "this cell was deleted from the notebook; it was restored from the template and not graded"
+				}
+				continue
+			}
+			if learner.CellType != "code" && c.CellType == "code" {
+				c.Source = MultilineString(StarterSource(c))
+				continue
+			}
+			c.Source = learner.Source
+		case g.Graded():
+			if learner == nil {
+				integ.Verdicts[g.ID] = grading.VerdictMissing
+				integ.Messages[g.ID] = "this graded cell was deleted from the notebook; it was restored from the template and not graded"
+				continue
+			}
+			if normalizeSource(string(learner.Source)) != normalizeSource(string(c.Source)) {
+				integ.Verdicts[g.ID] = grading.VerdictTampered
+				integ.Messages[g.ID] = "this cell is locked but its code was changed; the original code was run and the cell earns no points"
+			}
+		}
+	}
+	return nb, integ, nil
+}
+
+// normalizeSource ignores trailing whitespace and line-ending differences,
+// which editors introduce without the learner meaning to change a cell.
+func normalizeSource(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " \t")
+	}
+	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
+}

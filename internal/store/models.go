@@ -1,0 +1,114 @@
+package store
+
+import "time"
+
+// Row types mirror the migrations exactly; GORM never creates or alters tables.
+
+type userRow struct {
+	ID        int64
+	Name      string
+	Role      string
+	CreatedAt time.Time
+}
+
+func (userRow) TableName() string { return "users" }
+
+type tokenRow struct {
+	ID         int64
+	UserID     int64
+	Hash       string
+	Prefix     string
+	CreatedAt  time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}
+
+func (tokenRow) TableName() string { return "tokens" }
+
+type blobRow struct {
+	SHA256    string `gorm:"column:sha256;primaryKey"`
+	Size      int64
+	Data      []byte
+	CreatedAt time.Time
+}
+
+func (blobRow) TableName() string { return "blobs" }
+
+type submissionRow struct {
+	ID              string `gorm:"primaryKey"`
+	UserID          int64
+	ExerciseID      string
+	ExerciseVersion string
+	NotebookSHA256  string  `gorm:"column:notebook_sha256"`
+	ExecutedSHA256  *string `gorm:"column:executed_sha256"`
+	Status          string
+	Score           float64
+	MaxScore        float64
+	Message         string
+	Profile         string
+	RunnerID        string
+	EnvFingerprint  string
+	GraderVersion   string
+	IdempotencyKey  *string
+	CreatedAt       time.Time
+	StartedAt       *time.Time
+	GradedAt        *time.Time
+}
+
+func (submissionRow) TableName() string { return "submissions" }
+
+type cellResultRow struct {
+	ID           int64
+	SubmissionID string
+	Position     int
+	CellID       string
+	Verdict      string
+	Points       float64
+	MaxPoints    float64
+	Counted      bool
+	Message      string
+	Observed     string
+	Expected     string
+	Diff         string
+}
+
+func (cellResultRow) TableName() string { return "cell_results" }
+
+// JobRow is the jobs table, shared with package queue.
+type JobRow struct {
+	ID             int64
+	SubmissionID   *string
+	Kind           string
+	ExerciseID     string
+	State          string
+	Requires       string
+	Priority       int
+	Attempt        int
+	MaxAttempts    int
+	PayloadSHA256  string `gorm:"column:payload_sha256"`
+	LeaseToken     string
+	RunnerID       string
+	LeaseExpiresAt *time.Time
+	NotBefore      time.Time
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// TableName names the table.
+func (JobRow) TableName() string { return "jobs" }
+
+type runnerRow struct {
+	ID        string `gorm:"primaryKey"`
+	Name      string
+	UserID    *int64
+	Labels    string
+	Profile   string
+	Report    string
+	Verdict   string
+	Draining  bool
+	LastSeen  time.Time
+	CreatedAt time.Time
+}
+
+func (runnerRow) TableName() string { return "runners" }

@@ -1,0 +1,304 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// PutBlob stores data under its sha256 (content-addressed; storing the
+// same bytes twice is a no-op) and returns the key.
+func (db *DB) PutBlob(tx *gorm.DB, data []byte) (string, error) {
+	sum := SHA256(data)
+	row := blobRow{SHA256: sum, Size: int64(len(data)), Data: data, CreatedAt: db.Now()}
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+		return "", fmt.Errorf("store blob %s: %w", sum[:12], err)
+	}
+	return sum, nil
+}
+
+// Blob returns stored bytes.
+func (db *DB) Blob(ctx context.Context, sha string) ([]byte, error) {
+	var row blobRow
+	err := db.Gorm.WithContext(ctx).Where("sha256 = ?", sha).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return nil, fmt.Errorf("blob %s: %w", sha, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read blob %s: %w", sha, err)
+	}
+	return row.Data, nil
+}
+
+// NewSubmission is what submission intake writes.
+type NewSubmission struct {
+	UserID          int64
+	ExerciseID      string
+	ExerciseVersion string
+	Upload          []byte // the learner's notebook as uploaded
+	Rebuilt         []byte // the notebook the runner executes
+	IdempotencyKey  string
+	Requires        grading.Requirement
+	MaxAttempts     int
+	// Enqueue writes the job row inside the same transaction (package queue).
+	Enqueue func(tx *gorm.DB, job *JobRow) error
+}
+
+// CreateSubmission writes the submission, its blobs and its queued job in
+// one transaction. With an idempotency key already used by this user it
+// returns the earlier submission and created=false.
+func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub grading.Submission, created bool, err error) {
+	if ns.IdempotencyKey != "" {
+		if s, err := db.submissionByKey(ctx, ns.UserID, ns.IdempotencyKey); err == nil {
+			return s, false, nil
+		} else if !errors.Is(err, ErrNotFound) {
+			return grading.Submission{}, false, err
+		}
+	}
+	now := db.Now()
+	row := submissionRow{
+		ID:              newSubmissionID(now),
+		UserID:          ns.UserID,
+		ExerciseID:      ns.ExerciseID,
+		ExerciseVersion: ns.ExerciseVersion,
+		Status:          grading.StatusQueued,
+		CreatedAt:       now,
+	}
+	if ns.IdempotencyKey != "" {
+		k := ns.IdempotencyKey
+		row.IdempotencyKey = &k
+	}
+	err = db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sha, err := db.PutBlob(tx, ns.Upload)
+		if err != nil {
+			return err
+		}
+		row.NotebookSHA256 = sha
+		payload, err := db.PutBlob(tx, ns.Rebuilt)
+		if err != nil {
+			return err
+		}
+		if err := tx.Create(&row).Error; err != nil {
+			return fmt.Errorf("insert submission: %w", err)
+		}
+		req, _ := json.Marshal(ns.Requires)
+		id := row.ID
+		job := &JobRow{
+			SubmissionID:  &id,
+			Kind:          grading.JobGrade,
+			ExerciseID:    ns.ExerciseID,
+			State:         grading.JobQueued,
+			Requires:      string(req),
+			MaxAttempts:   ns.MaxAttempts,
+			PayloadSHA256: payload,
+			NotBefore:     now,
+			CreatedAt:     now,
+			UpdatedAt:     now,
+		}
+		return ns.Enqueue(tx, job)
+	})
+	if err != nil {
+		if ns.IdempotencyKey != "" && errors.Is(err, gorm.ErrDuplicatedKey) {
+			// A concurrent request with the same key won the race.
+			s, err2 := db.submissionByKey(ctx, ns.UserID, ns.IdempotencyKey)
+			return s, false, err2
+		}
+		return grading.Submission{}, false, fmt.Errorf("create submission for %s: %w", ns.ExerciseID, err)
+	}
+	return toSubmission(row, ""), true, nil
+}
+
+func (db *DB) submissionByKey(ctx context.Context, userID int64, key string) (grading.Submission, error) {
+	var row submissionRow
+	err := db.Gorm.WithContext(ctx).Where("user_id = ? AND idempotency_key = ?", userID, key).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return grading.Submission{}, ErrNotFound
+	}
+	if err != nil {
+		return grading.Submission{}, fmt.Errorf("find submission by idempotency key: %w", err)
+	}
+	return db.withCells(ctx, row)
+}
+
+// newSubmissionID is time-ordered (so ids sort by submission time) and
+// unguessable (so ids reveal nothing about other learners' work).
+func newSubmissionID(now time.Time) string {
+	return fmt.Sprintf("%011x%s", now.UnixMilli(), randomHex(8))
+}
+
+// Submission returns one submission with its cell results.
+func (db *DB) Submission(ctx context.Context, id string) (grading.Submission, error) {
+	var row submissionRow
+	err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return grading.Submission{}, grading.Errorf(grading.ENOTFOUND, "submission %s not found", id)
+	}
+	if err != nil {
+		return grading.Submission{}, fmt.Errorf("read submission %s: %w", id, err)
+	}
+	return db.withCells(ctx, row)
+}
+
+func (db *DB) withCells(ctx context.Context, row submissionRow) (grading.Submission, error) {
+	var cells []cellResultRow
+	if err := db.Gorm.WithContext(ctx).Where("submission_id = ?", row.ID).Order("position").Find(&cells).Error; err != nil {
+		return grading.Submission{}, fmt.Errorf("read cells of submission %s: %w", row.ID, err)
+	}
+	var u userRow
+	_ = db.Gorm.WithContext(ctx).Where("id = ?", row.UserID).Take(&u).Error
+	s := toSubmission(row, u.Name)
+	for _, c := range cells {
+		s.Cells = append(s.Cells, grading.CellResult{
+			CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
+			Counted: c.Counted, Message: c.Message, Observed: c.Observed, Expected: c.Expected, Diff: c.Diff,
+		})
+	}
+	return s, nil
+}
+
+// SubmissionFilter selects submissions for listings.
+type SubmissionFilter struct {
+	UserID     int64 // 0 = all users
+	ExerciseID string
+	Limit      int
+}
+
+// Submissions lists submissions, newest first, without cell results.
+func (db *DB) Submissions(ctx context.Context, f SubmissionFilter) ([]grading.Submission, error) {
+	q := db.Gorm.WithContext(ctx).Model(&submissionRow{}).Order("created_at DESC, id DESC")
+	if f.UserID != 0 {
+		q = q.Where("user_id = ?", f.UserID)
+	}
+	if f.ExerciseID != "" {
+		q = q.Where("exercise_id = ?", f.ExerciseID)
+	}
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	var rows []submissionRow
+	if err := q.Limit(f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list submissions: %w", err)
+	}
+	out := make([]grading.Submission, len(rows))
+	for i, r := range rows {
+		out[i] = toSubmission(r, "")
+	}
+	return out, nil
+}
+
+// ExecutedNotebook returns the notebook as the runner executed it.
+func (db *DB) ExecutedNotebook(ctx context.Context, id string) ([]byte, error) {
+	var row submissionRow
+	if err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return nil, fmt.Errorf("read submission %s: %w", id, err)
+	}
+	if row.ExecutedSHA256 == nil {
+		return nil, fmt.Errorf("submission %s has no executed notebook: %w", id, ErrNotFound)
+	}
+	return db.Blob(ctx, *row.ExecutedSHA256)
+}
+
+// MarkRunning records that a runner started a submission's job.
+func (db *DB) MarkRunning(tx *gorm.DB, submissionID, runnerID string) error {
+	now := db.Now()
+	err := tx.Model(&submissionRow{}).Where("id = ? AND status IN ?", submissionID, []string{grading.StatusQueued, grading.StatusRunning}).
+		Updates(map[string]any{"status": grading.StatusRunning, "started_at": now, "runner_id": runnerID}).Error
+	if err != nil {
+		return fmt.Errorf("mark submission %s running: %w", submissionID, err)
+	}
+	return nil
+}
+
+// MarkQueued puts a submission back to queued (its job was returned to the queue).
+func (db *DB) MarkQueued(tx *gorm.DB, submissionID string) error {
+	err := tx.Model(&submissionRow{}).Where("id = ? AND status = ?", submissionID, grading.StatusRunning).
+		Update("status", grading.StatusQueued).Error
+	if err != nil {
+		return fmt.Errorf("mark submission %s queued: %w", submissionID, err)
+	}
+	return nil
+}
+
+// MarkFailed records an infrastructure failure after the last attempt.
+func (db *DB) MarkFailed(tx *gorm.DB, submissionID, message string) error {
+	now := db.Now()
+	err := tx.Model(&submissionRow{}).Where("id = ?", submissionID).
+		Updates(map[string]any{"status": grading.StatusFailed, "message": message, "graded_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("mark submission %s failed: %w", submissionID, err)
+	}
+	return nil
+}
+
+// Grade is a scored submission, written by SaveGrade.
+type Grade struct {
+	SubmissionID   string
+	Score          float64
+	MaxScore       float64
+	Message        string
+	Profile        string
+	RunnerID       string
+	EnvFingerprint string
+	GraderVersion  string
+	Executed       []byte
+	Cells          []grading.CellResult
+}
+
+// SaveGrade writes a score and its cell results. It runs inside the
+// queue's lease-fenced completion transaction, so a result from a runner
+// that lost its lease never reaches it. Earlier cell rows of the
+// submission are replaced, which keeps a retried completion idempotent.
+func (db *DB) SaveGrade(tx *gorm.DB, g Grade) error {
+	var executed *string
+	if g.Executed != nil {
+		sha, err := db.PutBlob(tx, g.Executed)
+		if err != nil {
+			return err
+		}
+		executed = &sha
+	}
+	now := db.Now()
+	res := tx.Model(&submissionRow{}).Where("id = ?", g.SubmissionID).Updates(map[string]any{
+		"status": grading.StatusGraded, "score": g.Score, "max_score": g.MaxScore, "message": g.Message,
+		"profile": g.Profile, "runner_id": g.RunnerID, "env_fingerprint": g.EnvFingerprint,
+		"grader_version": g.GraderVersion, "executed_sha256": executed, "graded_at": now,
+	})
+	if res.Error != nil {
+		return fmt.Errorf("save grade of %s: %w", g.SubmissionID, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("save grade of %s: %w", g.SubmissionID, ErrNotFound)
+	}
+	if err := tx.Where("submission_id = ?", g.SubmissionID).Delete(&cellResultRow{}).Error; err != nil {
+		return fmt.Errorf("replace cells of %s: %w", g.SubmissionID, err)
+	}
+	if len(g.Cells) == 0 {
+		return nil
+	}
+	rows := make([]cellResultRow, len(g.Cells))
+	for i, c := range g.Cells {
+		rows[i] = cellResultRow{SubmissionID: g.SubmissionID, Position: i, CellID: c.CellID, Verdict: c.Verdict,
+			Points: c.Points, MaxPoints: c.MaxPoints, Counted: c.Counted, Message: c.Message,
+			Observed: c.Observed, Expected: c.Expected, Diff: c.Diff}
+	}
+	if err := tx.Create(&rows).Error; err != nil {
+		return fmt.Errorf("insert cells of %s: %w", g.SubmissionID, err)
+	}
+	return nil
+}
+
+func toSubmission(r submissionRow, userName string) grading.Submission {
+	return grading.Submission{
+		ID: r.ID, UserID: r.UserID, UserName: userName, ExerciseID: r.ExerciseID, ExerciseVersion: r.ExerciseVersion,
+		NotebookSHA256: r.NotebookSHA256, Status: r.Status, Score: r.Score, MaxScore: r.MaxScore,
+		Message: r.Message, Profile: r.Profile, RunnerID: r.RunnerID, EnvFingerprint: r.EnvFingerprint,
+		GraderVersion: r.GraderVersion, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, GradedAt: r.GradedAt,
+	}
+}
