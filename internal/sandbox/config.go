@@ -212,21 +212,22 @@ func (c Config) validate() error {
 func BaseEnv() map[string]string {
 	th := strconv.Itoa(DefaultThreads)
 	return map[string]string{
-		"PATH":                    "/usr/local/bin:/usr/bin:/bin",
-		"HOME":                    SandboxHome,
-		"USER":                    sandboxUser,
-		"LOGNAME":                 sandboxUser,
-		"LANG":                    "C.UTF-8",
-		"TZ":                      "UTC",
-		"PYTHONHASHSEED":          "0",
-		"PYTHONDONTWRITEBYTECODE": "1",
-		"MPLBACKEND":              "Agg",
-		"MPLCONFIGDIR":            "/tmp/matplotlib",
-		"IPYTHONDIR":              "/tmp/ipython",
-		"OMP_NUM_THREADS":         th,
-		"OPENBLAS_NUM_THREADS":    th,
-		"MKL_NUM_THREADS":         th,
-		"TERM":                    "dumb",
+		"PATH":                           "/usr/local/bin:/usr/bin:/bin",
+		"HOME":                           SandboxHome,
+		"USER":                           sandboxUser,
+		"LOGNAME":                        sandboxUser,
+		"LANG":                           "C.UTF-8",
+		"TZ":                             "UTC",
+		"PYTHONHASHSEED":                 "0",
+		"PYTHONDONTWRITEBYTECODE":        "1",
+		"MPLBACKEND":                     "Agg",
+		"MPLCONFIGDIR":                   "/tmp/matplotlib",
+		"IPYTHONDIR":                     "/tmp/ipython",
+		"OMP_NUM_THREADS":                th,
+		"OPENBLAS_NUM_THREADS":           th,
+		"MKL_NUM_THREADS":                th,
+		"TERM":                           "dumb",
+		"PYDEVD_DISABLE_FILE_VALIDATION": "1", // silence debugpy frozen-modules warning
 	}
 }
 

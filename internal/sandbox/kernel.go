@@ -472,7 +472,10 @@ func (k *Kernel) script(t toolPaths, etcDir string) string {
 	w(`  set -- %s "$@"`, tail)
 	w("else")
 	w(`  exec 3<"$conn"`)
-	w(`  set -- --perms 0400 --ro-bind-data 3 %s %s %s -m ipykernel_launcher -f %s`,
+	// ipykernel rewrites the connection file at startup (remove + create),
+	// so it is a plain file in a small private tmpfs, not a read-only bind.
+	w(`  set -- --size 1048576 --tmpfs %s --perms 0600 --file 3 %s %s %s -m ipykernel_launcher -f %s`,
+		quote(filepath.Dir(sandboxConnFile)),
 		quote(sandboxConnFile), tail, quote(cfg.Python), quote(sandboxConnFile))
 	w("fi")
 	lim := []string{t.prlimit, "--core=0", "--fsize=" + strconv.FormatInt(cfg.FileSizeLimit, 10)}
@@ -629,7 +632,20 @@ func ensureBaseDir(dir string) error {
 			return fmt.Errorf("base dir: %w", err)
 		}
 	}
-	return nil
+	// The unprivileged bwrap resolves the bind sources itself: every
+	// ancestor must be searchable by "others".
+	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return fmt.Errorf("base dir ancestor: %w", err)
+		}
+		if fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("base dir %s: ancestor %s is not searchable by the kernel uid (mode %v; needs o+x)", dir, d, fi.Mode().Perm())
+		}
+		if d == "/" {
+			return nil
+		}
+	}
 }
 
 func randHex(n int) string {
