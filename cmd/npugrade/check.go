@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/check"
+	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/exercise"
+)
+
+func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	profile := fs.String("profile", "cpu", "runner profile whose reference outputs are compared (cpu here; npu-a2, npu-a3, npu-950 on NPU hosts)")
+	exDir := fs.String("exercises", "exercises", "exercises directory")
+	ansDir := fs.String("answers", "answers", "answers directory")
+	junit := fs.String("junit", "", "write JUnit XML to this file")
+	rerun := fs.Int("rerun", 0, "execute each answer N times and list cells whose outputs change")
+	update := fs.Bool("update-reference", false, "record the answers' outputs as this profile's reference (review the diff before committing)")
+	only := fs.String("only", "", "comma-separated exercise ids (default: all)")
+	jobs := fs.Int("jobs", 1, "notebooks executed at once")
+	cellTimeout := fs.Duration("cell-timeout", 0, "per-cell timeout (default: each exercise's)")
+	jobTimeout := fs.Duration("job-timeout", 5*time.Minute, "limit for one notebook")
+	jupyter := fs.String("jupyter", "", "jupyter command")
+	if err := fs.Parse(args); err != nil {
+		return exitError
+	}
+	cat, err := exercise.Load(*exDir, *ansDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade check:", err)
+		return exitError
+	}
+	ex := &execution.Executor{Jupyter: *jupyter, Profile: *profile, Match: execution.CPUMatcher}
+	if *profile != "cpu" {
+		ex.Match = execution.ProfileMatcher(*profile)
+	}
+	if err := ex.Check(ctx); err != nil {
+		fmt.Fprintln(stderr, "npugrade check:", err)
+		return exitError
+	}
+	opt := check.Options{Profile: *profile, Executor: ex, Match: ex.Match, CellTimeout: *cellTimeout, JobTimeout: *jobTimeout,
+		UpdateReference: *update, Rerun: *rerun, Jobs: *jobs, Progress: stdout, Only: map[string]bool{}}
+	for _, id := range strings.Split(*only, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			opt.Only[id] = true
+		}
+	}
+	rep, err := check.Run(ctx, cat, opt)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade check:", err)
+		return exitError
+	}
+	fmt.Fprintln(stdout)
+	rep.Summary(stdout)
+	if *junit != "" {
+		f, err := os.Create(*junit)
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade check:", err)
+			return exitError
+		}
+		werr := rep.WriteJUnit(f)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			fmt.Fprintln(stderr, "npugrade check:", werr)
+			return exitError
+		}
+	}
+	if os.Getenv("GITHUB_ACTIONS") == "true" {
+		if err := rep.WriteGitHub(stdout); err != nil {
+			fmt.Fprintln(stderr, "npugrade check:", err)
+		}
+	}
+	return rep.ExitCode()
+}

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/npugrade/npugrade/internal/exercise"
+)
+
+// cmdExercise regenerates (or, with --check, verifies) the committed
+// starter notebooks from the answers.
+func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "starter" {
+		fmt.Fprintln(stderr, "usage: npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]")
+		return exitError
+	}
+	fs := flag.NewFlagSet("exercise starter", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	exDir := fs.String("exercises", "exercises", "exercises directory")
+	ansDir := fs.String("answers", "answers", "answers directory")
+	check := fs.Bool("check", false, "only report starters that differ from their answer; exit 1 if any")
+	if err := fs.Parse(args[1:]); err != nil {
+		return exitError
+	}
+	cat, err := exercise.Load(*exDir, *ansDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade exercise:", err)
+		return exitError
+	}
+	drift := 0
+	for _, ex := range cat.List() {
+		cur, _ := os.ReadFile(ex.StarterPath())
+		if bytes.Equal(cur, ex.StarterBytes) {
+			fmt.Fprintf(stdout, "%s: %s is up to date\n", ex.ID, ex.StarterPath())
+			continue
+		}
+		if *check {
+			fmt.Fprintf(stdout, "%s: %s differs from the starter generated from the answer\n", ex.ID, ex.StarterPath())
+			drift++
+			continue
+		}
+		if err := os.WriteFile(ex.StarterPath(), ex.StarterBytes, 0o644); err != nil {
+			fmt.Fprintln(stderr, "npugrade exercise:", err)
+			return exitError
+		}
+		fmt.Fprintf(stdout, "%s: wrote %s\n", ex.ID, ex.StarterPath())
+	}
+	if drift > 0 {
+		return exitMismatch
+	}
+	return exitOK
+}

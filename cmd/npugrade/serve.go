@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/dispatch"
+	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/runner"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
+	dbURL := fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
+	local := fs.Int("local-runner", 1, "in-process runner slots (0 = none)")
+	leaseTTL := fs.Duration("lease-ttl", time.Minute, "job lease length; heartbeats extend it")
+	exDir := fs.String("exercises", "exercises", "exercise configs and starters")
+	ansDir := fs.String("answers", "answers", "reference answers and outputs")
+	cellTimeout := fs.Duration("cell-timeout", 0, "per-cell timeout (default: each exercise's)")
+	jobTimeout := fs.Duration("job-timeout", 5*time.Minute, "limit for a whole notebook run")
+	maxUpload := fs.Int64("max-upload", 8<<20, "largest accepted notebook in bytes")
+	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	jupyter := fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
+	if err := fs.Parse(args); err != nil {
+		return exitError
+	}
+	log := newLogger(stderr, *logLevel)
+
+	cat, err := exercise.Load(*exDir, *ansDir)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade serve: load exercises:", err)
+		return exitError
+	}
+	db, err := store.Open(ctx, *dbURL, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade serve:", err)
+		return exitError
+	}
+	defer db.Close()
+
+	q := queue.New(db, log)
+	metrics := httpapi.NewMetrics(q)
+	disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *leaseTTL, JobTimeout: *jobTimeout,
+		CellTimeout: *cellTimeout, Log: log, OnGraded: metrics.Observe}
+	srv := &httpapi.Server{
+		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: log, Metrics: metrics, MaxUpload: *maxUpload,
+		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *maxUpload}},
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade serve:", err)
+		return exitError
+	}
+	url := "http://" + ln.Addr().String()
+	fmt.Fprintf(stdout, "npugrade serving on %s (database %s, %d exercises, %d local runner slots)\n", url, db.Dialect, len(cat.List()), *local)
+	if *printAdmin {
+		token, err := adminToken(ctx, db)
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade serve:", err)
+			return exitError
+		}
+		fmt.Fprintf(stdout, "admin token: %s\n", token)
+	}
+
+	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRun()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); q.RunReaper(runCtx, *leaseTTL/4+time.Second) }()
+
+	runnerDone := make(chan struct{})
+	if *local > 0 {
+		ex := &execution.Executor{Jupyter: *jupyter, Profile: "cpu", Match: execution.CPUMatcher, Log: log}
+		if err := ex.Check(ctx); err != nil {
+			fmt.Fprintln(stderr, "npugrade serve: the local runner cannot execute notebooks:", err)
+			return exitError
+		}
+		host, _ := os.Hostname()
+		r := &runner.Runner{
+			Source:         &dispatch.Local{D: disp, RunnerID: "local-" + host, Match: queue.Matcher(execution.CPUMatcher)},
+			Executor:       ex,
+			Slots:          *local,
+			HeartbeatEvery: *leaseTTL / 3,
+			Fingerprint:    "local-cpu",
+			Log:            log.With("component", "runner"),
+		}
+		go func() { defer close(runnerDone); _ = r.Run(ctx) }()
+	} else {
+		close(runnerDone)
+	}
+
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintln(stderr, "npugrade serve:", err)
+			return exitError
+		}
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: draining runner slots and connections")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	<-runnerDone // in-flight jobs finish or are released (runner.DrainTimeout)
+	_ = hs.Shutdown(shutCtx)
+	stopRun()
+	wg.Wait()
+	log.Info("stopped")
+	return exitOK
+}
+
+// adminToken makes sure an admin exists and returns a fresh token for it.
+func adminToken(ctx context.Context, db *store.DB) (string, error) {
+	u, err := db.UserByName(ctx, "admin")
+	if grading.ErrorCode(err) == grading.ENOTFOUND {
+		_, token, err := db.CreateUser(ctx, "admin", grading.RoleAdmin)
+		return token, err
+	}
+	if err != nil {
+		return "", err
+	}
+	return db.CreateToken(ctx, u.ID)
+}

@@ -1,0 +1,382 @@
+// Package check regression-tests the exercises without a server or a
+// database: it executes each answer, each starter and each wrong-solution
+// fixture on a runner profile, grades them with the same scoring code the
+// server uses, and compares the verdicts with what is expected (answers at
+// full marks, starters at zero, fixtures as their .expected.json says).
+// It also records reference outputs (--update-reference) and finds cells
+// whose outputs change from run to run (--rerun).
+package check
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/compare"
+	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/runner"
+	"github.com/npugrade/npugrade/internal/scoring"
+)
+
+// Options configure a check run.
+type Options struct {
+	Profile         string
+	Executor        runner.Executor
+	Match           execution.Matcher
+	CellTimeout     time.Duration
+	JobTimeout      time.Duration
+	UpdateReference bool
+	Rerun           int
+	Only            map[string]bool // exercise ids; empty = all
+	Jobs            int             // notebooks executed at once
+	Progress        io.Writer
+}
+
+// Case is one graded cell of one notebook, with what was expected.
+type Case struct {
+	CellID   string
+	Want     string // a verdict, or "!pass" for starters
+	Got      grading.CellResult
+	Counted  bool
+	Failure  string // empty when as expected
+	Duration time.Duration
+}
+
+// Notebook is the outcome of one executed notebook.
+type Notebook struct {
+	Exercise string
+	Kind     string // answer, starter, fixture
+	Name     string
+	Path     string
+	Score    float64
+	Max      float64
+	Cases    []Case
+	ExecErr  string
+	Duration time.Duration
+}
+
+// OK reports whether everything in the notebook was as expected.
+func (n *Notebook) OK() bool {
+	if n.ExecErr != "" {
+		return false
+	}
+	for _, c := range n.Cases {
+		if c.Failure != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// Report is a whole check run.
+type Report struct {
+	Profile   string
+	Notebooks []*Notebook
+	Unstable  []string // exercise/cell ids whose outputs changed between reruns
+	Duration  time.Duration
+}
+
+// ExitCode is 0 when all is as expected, 2 on an execution error, else 1.
+func (r *Report) ExitCode() int {
+	code := 0
+	for _, n := range r.Notebooks {
+		if n.ExecErr != "" {
+			return 2
+		}
+		if !n.OK() {
+			code = 1
+		}
+	}
+	if len(r.Unstable) > 0 && code == 0 {
+		code = 1
+	}
+	return code
+}
+
+type task struct {
+	ex       *exercise.Exercise
+	kind     string
+	name     string
+	path     string
+	upload   *notebook.Notebook
+	expected map[string]string
+}
+
+// Run checks every exercise of cat.
+func Run(ctx context.Context, cat *exercise.Catalog, opt Options) (*Report, error) {
+	start := time.Now()
+	if opt.Profile == "" {
+		opt.Profile = "cpu"
+	}
+	if opt.Match == nil {
+		opt.Match = execution.CPUMatcher
+	}
+	if opt.Jobs <= 0 {
+		opt.Jobs = 1
+	}
+	rep := &Report{Profile: opt.Profile}
+	var exs []*exercise.Exercise
+	for _, ex := range cat.List() {
+		if len(opt.Only) == 0 || opt.Only[ex.ID] {
+			exs = append(exs, ex)
+		}
+	}
+	// Answers first: they record or need the references the rest compare with.
+	for _, ex := range exs {
+		if opt.UpdateReference {
+			if err := record(ctx, ex, opt); err != nil {
+				return nil, err
+			}
+		}
+		if opt.Rerun > 0 {
+			unstable, err := rerun(ctx, ex, opt)
+			if err != nil {
+				return nil, err
+			}
+			rep.Unstable = append(rep.Unstable, unstable...)
+		}
+	}
+	var tasks []task
+	for _, ex := range exs {
+		tasks = append(tasks, task{ex: ex, kind: "answer", name: ex.Config.Answer, path: filepath.Join(ex.AnswerDir, ex.Config.Answer), upload: ex.Answer})
+		tasks = append(tasks, task{ex: ex, kind: "starter", name: ex.Config.Starter, path: ex.StarterPath(), upload: ex.StarterNB})
+		fx, err := fixtures(ex)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, fx...)
+	}
+	results := make([]*Notebook, len(tasks))
+	sem := make(chan struct{}, opt.Jobs)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for i, t := range tasks {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(i int, t task) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			nb := runTask(ctx, t, opt)
+			results[i] = nb
+			if opt.Progress != nil {
+				mu.Lock()
+				status := "ok"
+				if nb.ExecErr != "" {
+					status = "EXECUTION ERROR: " + nb.ExecErr
+				} else if !nb.OK() {
+					status = "UNEXPECTED"
+				}
+				fmt.Fprintf(opt.Progress, "%-4s %-8s %-44s %5.1f/%-5g %6.1fs  %s\n", nb.Exercise, nb.Kind, nb.Name, nb.Score, nb.Max, nb.Duration.Seconds(), status)
+				mu.Unlock()
+			}
+		}(i, t)
+	}
+	wg.Wait()
+	rep.Notebooks = results
+	rep.Duration = time.Since(start)
+	return rep, nil
+}
+
+func fixtures(ex *exercise.Exercise) ([]task, error) {
+	paths, _ := filepath.Glob(filepath.Join(ex.AnswerDir, "fixtures", "*.ipynb"))
+	sort.Strings(paths)
+	var out []task
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("read fixture: %w", err)
+		}
+		nb, err := notebook.Parse(data, notebook.Limits{})
+		if err != nil {
+			return nil, fmt.Errorf("fixture %s: %w", p, err)
+		}
+		expPath := strings.TrimSuffix(p, ".ipynb") + ".expected.json"
+		raw, err := os.ReadFile(expPath)
+		if err != nil {
+			return nil, fmt.Errorf("fixture %s needs %s: %w", p, filepath.Base(expPath), err)
+		}
+		var exp struct {
+			Cells map[string]string `json:"cells"`
+		}
+		if err := json.Unmarshal(raw, &exp); err != nil {
+			return nil, fmt.Errorf("parse %s: %w", expPath, err)
+		}
+		out = append(out, task{ex: ex, kind: "fixture", name: filepath.Base(p), path: p, upload: nb, expected: exp.Cells})
+	}
+	return out, nil
+}
+
+// execute rebuilds upload against the answer and runs it, as the server would.
+func execute(ctx context.Context, ex *exercise.Exercise, upload *notebook.Notebook, opt Options) (*notebook.Notebook, notebook.Integrity, grading.ExecutionResult, error) {
+	rebuilt, integ, err := notebook.Rebuild(ex.Answer, upload)
+	if err != nil {
+		return nil, integ, grading.ExecutionResult{}, err
+	}
+	payload, err := notebook.Encode(rebuilt)
+	if err != nil {
+		return nil, integ, grading.ExecutionResult{}, err
+	}
+	cell := opt.CellTimeout
+	if cell <= 0 {
+		cell = time.Duration(ex.CellTimeout * float64(time.Second))
+	}
+	res, err := opt.Executor.Execute(ctx, payload, execution.Options{CellTimeout: cell, JobTimeout: opt.JobTimeout})
+	if err != nil {
+		return nil, integ, res, err
+	}
+	if res.Notebook == nil {
+		return nil, integ, res, nil
+	}
+	nb, err := notebook.Parse(res.Notebook, notebook.Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+	return nb, integ, res, err
+}
+
+func runTask(ctx context.Context, t task, opt Options) *Notebook {
+	start := time.Now()
+	out := &Notebook{Exercise: t.ex.ID, Kind: t.kind, Name: t.name, Path: t.path}
+	defer func() { out.Duration = time.Since(start) }()
+	ref, err := t.ex.Reference(opt.Profile)
+	if err != nil {
+		out.ExecErr = err.Error()
+		return out
+	}
+	executed, integ, res, err := execute(ctx, t.ex, t.upload, opt)
+	if err != nil {
+		out.ExecErr = err.Error()
+		return out
+	}
+	sc := scoring.Score(scoring.Input{Exercise: t.ex, Reference: ref, Integrity: integ, Executed: executed, Result: res})
+	out.Score, out.Max = sc.Score, sc.MaxScore
+	for _, cr := range sc.Cells {
+		c := Case{CellID: cr.CellID, Got: cr, Counted: cr.Counted}
+		switch t.kind {
+		case "answer":
+			c.Want = grading.VerdictPass
+			if !cr.Counted {
+				c.Want = grading.VerdictNotRun
+			}
+			if cr.Verdict != c.Want {
+				c.Failure = fmt.Sprintf("the answer got %s, want %s: %s", cr.Verdict, c.Want, cr.Message)
+			}
+		case "starter":
+			c.Want = "!pass"
+			if cr.Verdict == grading.VerdictPass {
+				c.Failure = "the untouched starter passes this cell; the question gives its points away"
+			}
+		case "fixture":
+			want, listed := t.expected[cr.CellID]
+			if !listed {
+				continue
+			}
+			c.Want = want
+			if cr.Verdict != want {
+				c.Failure = fmt.Sprintf("got %s, want %s: %s", cr.Verdict, want, cr.Message)
+			}
+		}
+		out.Cases = append(out.Cases, c)
+	}
+	if t.kind == "fixture" {
+		seen := map[string]bool{}
+		for _, c := range out.Cases {
+			seen[c.CellID] = true
+		}
+		for id := range t.expected {
+			if !seen[id] {
+				out.Cases = append(out.Cases, Case{CellID: id, Want: t.expected[id], Failure: "the fixture expects a verdict for " + id + ", which is not a graded cell of " + t.ex.ID})
+			}
+		}
+	}
+	return out
+}
+
+// record executes the answer and writes its graded outputs as the profile's reference.
+func record(ctx context.Context, ex *exercise.Exercise, opt Options) error {
+	executed, _, res, err := execute(ctx, ex, ex.Answer, opt)
+	if err != nil {
+		return fmt.Errorf("record reference of %s: %w", ex.ID, err)
+	}
+	if executed == nil {
+		return fmt.Errorf("record reference of %s: %s", ex.ID, res.Reason)
+	}
+	ref := &exercise.Reference{Exercise: ex.ID, Profile: opt.Profile, AnswerSHA256: ex.AnswerSHA256(), Cells: map[string][]*notebook.Output{}}
+	for _, g := range ex.Graded {
+		c := executed.CellByGraderID(g.ID)
+		if c == nil || execution.ReadCellMeta(c).Skipped != "" {
+			continue
+		}
+		outs := stripVolatile(c.Outputs)
+		if e := compare.FirstError(outs); e != nil && !expectsError(ex, g.ID) {
+			return fmt.Errorf("record reference of %s: the answer's cell %s raised %s: %s", ex.ID, g.ID, e.Ename, e.Evalue)
+		}
+		ref.Cells[g.ID] = outs
+	}
+	if opt.Progress != nil {
+		fmt.Fprintf(opt.Progress, "%-4s recorded reference outputs for profile %s (%d cells)\n", ex.ID, opt.Profile, len(ref.Cells))
+	}
+	return ex.WriteReference(ref)
+}
+
+func expectsError(ex *exercise.Exercise, id string) bool {
+	return ex.Answer.CellByGraderID(id).MustGrader().Compare == "error"
+}
+
+// stripVolatile drops what never takes part in a comparison (execution
+// counts, tracebacks with their paths) so recorded references stay small
+// and diff cleanly in review.
+func stripVolatile(outs []*notebook.Output) []*notebook.Output {
+	res := make([]*notebook.Output, 0, len(outs))
+	for _, o := range outs {
+		c := *o
+		c.ExecutionCount = nil
+		c.Traceback = nil
+		c.Metadata = nil
+		res = append(res, &c)
+	}
+	return res
+}
+
+// rerun executes the answer n times and lists the graded cells whose
+// normalised outputs differ between runs.
+func rerun(ctx context.Context, ex *exercise.Exercise, opt Options) ([]string, error) {
+	seen := map[string]string{}
+	unstable := map[string]bool{}
+	for i := 0; i < opt.Rerun; i++ {
+		executed, _, res, err := execute(ctx, ex, ex.Answer, opt)
+		if err != nil {
+			return nil, fmt.Errorf("rerun %s: %w", ex.ID, err)
+		}
+		if executed == nil {
+			return nil, fmt.Errorf("rerun %s: %s", ex.ID, res.Reason)
+		}
+		for _, g := range ex.Graded {
+			c := executed.CellByGraderID(g.ID)
+			if c == nil {
+				continue
+			}
+			b, _ := json.Marshal(compare.Normalize(stripVolatile(c.Outputs)))
+			if prev, ok := seen[g.ID]; ok && prev != string(b) {
+				unstable[ex.ID+"/"+g.ID] = true
+			}
+			seen[g.ID] = string(b)
+		}
+		if opt.Progress != nil {
+			fmt.Fprintf(opt.Progress, "%-4s rerun %d/%d of the answer done\n", ex.ID, i+1, opt.Rerun)
+		}
+	}
+	var out []string
+	for k := range unstable {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, nil
+}

@@ -1,0 +1,179 @@
+package check
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// Summary writes the table printed at the end of a check.
+func (r *Report) Summary(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "EXERCISE\tNOTEBOOK\tKIND\tSCORE\tCASES\tRESULT")
+	for _, n := range r.Notebooks {
+		failed := 0
+		for _, c := range n.Cases {
+			if c.Failure != "" {
+				failed++
+			}
+		}
+		res := "as expected"
+		if n.ExecErr != "" {
+			res = "execution error"
+		} else if failed > 0 {
+			res = fmt.Sprintf("%d unexpected", failed)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%g/%g\t%d\t%s\n", n.Exercise, n.Name, n.Kind, n.Score, n.Max, len(n.Cases), res)
+	}
+	tw.Flush()
+	for _, n := range r.Notebooks {
+		if n.ExecErr != "" {
+			fmt.Fprintf(w, "\n%s %s: %s\n", n.Exercise, n.Name, n.ExecErr)
+		}
+		for _, c := range n.Cases {
+			if c.Failure != "" {
+				fmt.Fprintf(w, "\n%s %s %s: %s\n", n.Exercise, n.Name, c.CellID, c.Failure)
+				if c.Got.Diff != "" {
+					fmt.Fprintln(w, indent(c.Got.Diff))
+				} else if c.Got.Observed != "" {
+					fmt.Fprintln(w, indent("observed:\n"+c.Got.Observed))
+				}
+			}
+		}
+	}
+	if len(r.Unstable) > 0 {
+		fmt.Fprintf(w, "\ncells whose outputs change between runs (they need a sanitizer or a tolerance): %s\n", strings.Join(r.Unstable, ", "))
+	}
+	fmt.Fprintf(w, "\n%d notebooks checked on profile %s in %.1fs\n", len(r.Notebooks), r.Profile, r.Duration.Seconds())
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     float64      `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name     string      `xml:"name,attr"`
+	Tests    int         `xml:"tests,attr"`
+	Failures int         `xml:"failures,attr"`
+	Errors   int         `xml:"errors,attr"`
+	Skipped  int         `xml:"skipped,attr"`
+	Time     float64     `xml:"time,attr"`
+	Cases    []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitMessage `xml:"failure,omitempty"`
+	Error     *junitMessage `xml:"error,omitempty"`
+	Skipped   *junitMessage `xml:"skipped,omitempty"`
+}
+
+type junitMessage struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr,omitempty"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes one <testsuite> per notebook and one <testcase> per
+// graded cell, classname naming the exercise id.
+func (r *Report) WriteJUnit(w io.Writer) error {
+	out := junitSuites{Time: r.Duration.Seconds()}
+	for _, n := range r.Notebooks {
+		s := junitSuite{Name: n.Exercise + "/" + n.Name, Time: n.Duration.Seconds()}
+		if n.ExecErr != "" {
+			s.Cases = append(s.Cases, junitCase{Name: "execute", Classname: n.Exercise,
+				Error: &junitMessage{Message: n.ExecErr, Type: "execution"}})
+			s.Errors++
+		}
+		for _, c := range n.Cases {
+			jc := junitCase{Name: c.CellID, Classname: n.Exercise, Time: n.Duration.Seconds() / float64(max(1, len(n.Cases)))}
+			switch {
+			case c.Failure != "":
+				text := c.Failure
+				if c.Got.Diff != "" {
+					text += "\n" + c.Got.Diff
+				} else if c.Got.Observed != "" {
+					text += "\nobserved:\n" + c.Got.Observed
+				}
+				jc.Failure = &junitMessage{Message: c.Failure, Type: c.Got.Verdict, Text: text}
+				s.Failures++
+			case !c.Counted && c.Got.Verdict == "not-run":
+				jc.Skipped = &junitMessage{Message: c.Got.Message}
+				s.Skipped++
+			}
+			s.Cases = append(s.Cases, jc)
+		}
+		s.Tests = len(s.Cases)
+		out.Tests += s.Tests
+		out.Failures += s.Failures
+		out.Errors += s.Errors
+		out.Suites = append(out.Suites, s)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
+
+// WriteGitHub writes workflow-command annotations for each unexpected
+// result, and a Markdown summary to $GITHUB_STEP_SUMMARY when set.
+func (r *Report) WriteGitHub(w io.Writer) error {
+	for _, n := range r.Notebooks {
+		if n.ExecErr != "" {
+			fmt.Fprintf(w, "::error file=%s,title=%s::%s\n", ghProp(n.Path), ghProp(n.Exercise+" execution error"), ghData(n.ExecErr))
+		}
+		for _, c := range n.Cases {
+			if c.Failure != "" {
+				fmt.Fprintf(w, "::error file=%s,title=%s::%s\n", ghProp(n.Path), ghProp(n.Exercise+" "+c.CellID+" "+c.Got.Verdict), ghData(c.Failure))
+			}
+		}
+	}
+	path := os.Getenv("GITHUB_STEP_SUMMARY")
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("open step summary: %w", err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "## npugrade check (%s)\n\n| exercise | notebook | kind | score | result |\n|---|---|---|---|---|\n", r.Profile)
+	for _, n := range r.Notebooks {
+		res := "✅"
+		if !n.OK() {
+			res = "❌"
+		}
+		fmt.Fprintf(f, "| %s | %s | %s | %g/%g | %s |\n", n.Exercise, n.Name, n.Kind, n.Score, n.Max, res)
+	}
+	return nil
+}
+
+func ghData(s string) string {
+	r := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A")
+	return r.Replace(s)
+}
+
+func ghProp(s string) string {
+	r := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
+	return r.Replace(s)
+}

@@ -1,0 +1,186 @@
+// Package dispatch is the runner-facing side of the server: it hands leased
+// jobs to runners (in-process or remote), extends leases, and takes results
+// back, scoring them in the same lease-fenced transaction that completes
+// the job. Reference answers and reference outputs never leave it: a
+// runner only ever sees the notebook it must execute.
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/scoring"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// Dispatcher connects runners to the queue.
+type Dispatcher struct {
+	DB       *store.DB
+	Queue    *queue.Queue
+	Catalog  *exercise.Catalog
+	LeaseTTL time.Duration
+	// JobTimeout is the default limit for a whole notebook run.
+	JobTimeout time.Duration
+	// CellTimeout overrides the exercises' cell timeouts when set.
+	CellTimeout time.Duration
+	Log         *slog.Logger
+	// OnGraded is called after a submission is graded (metrics).
+	OnGraded func(sub grading.Submission, latency time.Duration)
+}
+
+func (d *Dispatcher) ttl() time.Duration {
+	if d.LeaseTTL <= 0 {
+		return time.Minute
+	}
+	return d.LeaseTTL
+}
+
+// Claim waits up to wait for a job this runner can run and leases it.
+func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match queue.Matcher, wait time.Duration) (*grading.Lease, error) {
+	c, err := d.Queue.ClaimWait(ctx, runnerID, match, d.ttl(), wait)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	ex, err := d.Catalog.Get(c.Job.ExerciseID)
+	if err != nil {
+		// The exercise was removed while the job waited: fail it for good.
+		_ = d.Queue.Fail(ctx, c.Job.ID, c.Job.LeaseToken, "exercise "+c.Job.ExerciseID+" no longer exists")
+		return nil, fmt.Errorf("claim job %d: %w", c.Job.ID, err)
+	}
+	var req grading.Requirement
+	_ = json.Unmarshal([]byte(c.Job.Requires), &req)
+	cell := time.Duration(ex.CellTimeout * float64(time.Second))
+	if d.CellTimeout > 0 {
+		cell = d.CellTimeout
+	}
+	job := d.JobTimeout
+	if ex.JobTimeout > 0 {
+		job = time.Duration(ex.JobTimeout * float64(time.Second))
+	}
+	if job <= 0 {
+		job = 10 * time.Minute
+	}
+	l := &grading.Lease{
+		JobID: c.Job.ID, Token: c.Job.LeaseToken, Attempt: c.Job.Attempt, Kind: c.Job.Kind,
+		ExerciseID: c.Job.ExerciseID, Notebook: c.Payload, CellTimeout: cell.Seconds(),
+		JobTimeout: job.Seconds(), Requires: req, ExerciseDigest: ex.Version,
+	}
+	if c.Job.LeaseExpiresAt != nil {
+		l.ExpiresAt = *c.Job.LeaseExpiresAt
+	}
+	if c.Job.SubmissionID != nil {
+		l.SubmissionID = *c.Job.SubmissionID
+	}
+	d.Log.Info("job leased", "job", l.JobID, "submission", l.SubmissionID, "runner", runnerID, "attempt", l.Attempt)
+	return l, nil
+}
+
+// Heartbeat extends a lease; cancel asks the runner to stop.
+func (d *Dispatcher) Heartbeat(ctx context.Context, jobID int64, token string) (bool, error) {
+	return d.Queue.Heartbeat(ctx, jobID, token, d.ttl())
+}
+
+// Release hands a job back unstarted (runner shutting down).
+func (d *Dispatcher) Release(ctx context.Context, jobID int64, token string) error {
+	return d.Queue.Release(ctx, jobID, token)
+}
+
+// Fail reports an infrastructure failure; the job is retried.
+func (d *Dispatcher) Fail(ctx context.Context, jobID int64, token, reason string) error {
+	return d.Queue.Fail(ctx, jobID, token, reason)
+}
+
+// Complete scores a runner's result and stores it, fenced by the lease.
+func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID string, res grading.ExecutionResult) error {
+	job, err := d.Queue.Job(ctx, jobID)
+	if err != nil {
+		return err
+	}
+	if job.LeaseToken != token || job.State != grading.JobLeased {
+		return fmt.Errorf("complete job %d: %w", jobID, queue.ErrLeaseLost)
+	}
+	if res.InfraError != "" {
+		return d.Fail(ctx, jobID, token, res.InfraError)
+	}
+	if job.SubmissionID == nil {
+		return d.Queue.Complete(ctx, jobID, token, nil)
+	}
+	grade, err := d.grade(ctx, job, res)
+	if err != nil {
+		// A result we cannot grade is an infrastructure fault, not the learner's.
+		d.Log.Error("grade job", "job", jobID, "err", err)
+		if ferr := d.Fail(ctx, jobID, token, err.Error()); ferr != nil {
+			return fmt.Errorf("grade job %d: %w (and failing it: %v)", jobID, err, ferr)
+		}
+		return nil
+	}
+	grade.RunnerID = runnerID
+	err = d.Queue.Complete(ctx, jobID, token, func(tx *gorm.DB) error { return d.DB.SaveGrade(tx, grade) })
+	if err != nil {
+		return err
+	}
+	sub, err := d.DB.Submission(ctx, grade.SubmissionID)
+	if err == nil {
+		d.Log.Info("submission graded", "submission", sub.ID, "exercise", sub.ExerciseID, "score", sub.Score, "max", sub.MaxScore, "profile", sub.Profile)
+		if d.OnGraded != nil {
+			d.OnGraded(sub, d.DB.Now().Sub(sub.CreatedAt))
+		}
+	}
+	return nil
+}
+
+func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res grading.ExecutionResult) (store.Grade, error) {
+	sub, err := d.DB.Submission(ctx, *job.SubmissionID)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	ex, err := d.Catalog.Get(sub.ExerciseID)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	profile := res.Profile
+	if profile == "" {
+		profile = "cpu"
+	}
+	ref, err := ex.Reference(profile)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	upload, err := d.DB.Blob(ctx, sub.NotebookSHA256)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	up, err := notebook.Parse(upload, notebook.Limits{MaxBytes: int64(len(upload)) + 1})
+	if err != nil {
+		return store.Grade{}, fmt.Errorf("re-read upload of %s: %w", sub.ID, err)
+	}
+	_, integ, err := notebook.Rebuild(ex.Answer, up)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	var executed *notebook.Notebook
+	if res.Notebook != nil {
+		executed, err = notebook.Parse(res.Notebook, notebook.Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+		if err != nil {
+			return store.Grade{}, fmt.Errorf("parse executed notebook: %w", err)
+		}
+	} else if !res.Killed {
+		return store.Grade{}, errors.New("the runner sent no executed notebook")
+	}
+	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Integrity: integ, Executed: executed, Result: res})
+	return store.Grade{
+		SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
+		Profile: profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: scoring.Version + "+" + ex.Version,
+		Executed: res.Notebook, Cells: out.Cells,
+	}, nil
+}

@@ -1,0 +1,61 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/runner"
+)
+
+// Local is the in-process runner's Source: the dispatcher called directly.
+type Local struct {
+	D        *Dispatcher
+	RunnerID string
+	Match    queue.Matcher
+	Wait     time.Duration
+}
+
+var _ runner.Source = (*Local)(nil)
+
+func (s *Local) wait() time.Duration {
+	if s.Wait <= 0 {
+		return 25 * time.Second
+	}
+	return s.Wait
+}
+
+// Claim implements runner.Source.
+func (s *Local) Claim(ctx context.Context) (*grading.Lease, error) {
+	return s.D.Claim(ctx, s.RunnerID, s.Match, s.wait())
+}
+
+// Heartbeat implements runner.Source.
+func (s *Local) Heartbeat(ctx context.Context, l *grading.Lease) (bool, error) {
+	c, err := s.D.Heartbeat(ctx, l.JobID, l.Token)
+	return c, mapLost(err)
+}
+
+// Complete implements runner.Source.
+func (s *Local) Complete(ctx context.Context, l *grading.Lease, res grading.ExecutionResult) error {
+	return mapLost(s.D.Complete(ctx, l.JobID, l.Token, s.RunnerID, res))
+}
+
+// Fail implements runner.Source.
+func (s *Local) Fail(ctx context.Context, l *grading.Lease, reason string) error {
+	return mapLost(s.D.Fail(ctx, l.JobID, l.Token, reason))
+}
+
+// Release implements runner.Source.
+func (s *Local) Release(ctx context.Context, l *grading.Lease) error {
+	return mapLost(s.D.Release(ctx, l.JobID, l.Token))
+}
+
+func mapLost(err error) error {
+	if errors.Is(err, queue.ErrLeaseLost) {
+		return runner.LeaseLost(err)
+	}
+	return err
+}

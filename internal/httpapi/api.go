@@ -1,0 +1,222 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+func jsonEncode(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// ExerciseJSON is one item of GET /api/v1/exercises.
+type ExerciseJSON struct {
+	ID        string  `json:"id"`
+	Title     string  `json:"title"`
+	TitleEN   string  `json:"title_en"`
+	MaxPoints float64 `json:"max_points"`
+	// MaxPointsCPU counts only the questions a CPU runner can grade.
+	MaxPointsCPU float64 `json:"max_points_cpu"`
+	Questions    int     `json:"questions"`
+	Version      string  `json:"version"`
+	Notebook     string  `json:"notebook"`
+}
+
+func (s *Server) listExercises(c *gin.Context) {
+	out := []ExerciseJSON{}
+	for _, ex := range s.Catalog.List() {
+		out = append(out, ExerciseJSON{
+			ID: ex.ID, Title: ex.Title, TitleEN: ex.TitleEN, MaxPoints: ex.MaxPoints(nil),
+			MaxPointsCPU: ex.MaxPoints(func(r grading.Requirement) bool { ok, _ := execution.CPUMatcher(r); return ok }),
+			Questions:    len(ex.Graded), Version: ex.Version, Notebook: ex.Config.Starter,
+		})
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) starterNotebook(c *gin.Context) {
+	ex, err := s.Catalog.Get(c.Param("id"))
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	c.Header("Content-Disposition", `attachment; filename="`+ex.Config.Starter+`"`)
+	c.Data(http.StatusOK, "application/x-ipynb+json", ex.StarterBytes)
+}
+
+// SubmissionJSON is the API form of a submission.
+type SubmissionJSON struct {
+	ID              string               `json:"id"`
+	Exercise        string               `json:"exercise"`
+	User            string               `json:"user,omitempty"`
+	Status          string               `json:"status"`
+	Score           float64              `json:"score"`
+	MaxScore        float64              `json:"max_score"`
+	Message         string               `json:"message,omitempty"`
+	Profile         string               `json:"profile,omitempty"`
+	ExerciseVersion string               `json:"exercise_version"`
+	GraderVersion   string               `json:"grader_version,omitempty"`
+	EnvFingerprint  string               `json:"env_fingerprint,omitempty"`
+	CreatedAt       time.Time            `json:"created_at"`
+	StartedAt       *time.Time           `json:"started_at,omitempty"`
+	GradedAt        *time.Time           `json:"graded_at,omitempty"`
+	Cells           []grading.CellResult `json:"cells"`
+}
+
+func toJSON(s grading.Submission) SubmissionJSON {
+	cells := s.Cells
+	if cells == nil {
+		cells = []grading.CellResult{}
+	}
+	return SubmissionJSON{
+		ID: s.ID, Exercise: s.ExerciseID, User: s.UserName, Status: s.Status, Score: s.Score, MaxScore: s.MaxScore,
+		Message: s.Message, Profile: s.Profile, ExerciseVersion: s.ExerciseVersion, GraderVersion: s.GraderVersion,
+		EnvFingerprint: s.EnvFingerprint, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, GradedAt: s.GradedAt, Cells: cells,
+	}
+}
+
+func (s *Server) createSubmission(c *gin.Context) {
+	u := currentUser(c)
+	max := s.MaxUpload
+	if max <= 0 {
+		max = 8 << 20
+	}
+	// The body may carry multipart overhead beyond the notebook itself.
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max+64<<10)
+	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.problem(c, grading.Errorf(grading.ETOOLARGE, "the upload is larger than the %d byte limit", max))
+			return
+		}
+		s.problem(c, &grading.Error{Code: grading.EINVALID, Message: "the request must be multipart/form-data with fields \"exercise\" and \"notebook\"", Problems: []string{err.Error()}})
+		return
+	}
+	defer c.Request.MultipartForm.RemoveAll()
+	exerciseID := c.Request.FormValue("exercise")
+	f, _, err := c.Request.FormFile("notebook")
+	if err != nil {
+		var problems []string
+		if exerciseID == "" {
+			problems = append(problems, "the form field \"exercise\" is required")
+		} else if _, err := s.Catalog.Get(exerciseID); err != nil {
+			problems = append(problems, "unknown exercise \""+exerciseID+"\"")
+		}
+		problems = append(problems, "the form file \"notebook\" is required")
+		s.problem(c, &grading.Error{Code: grading.EINVALID, Message: "the submission is not valid", Problems: problems})
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		s.problem(c, grading.Errorf(grading.EINVALID, "could not read the uploaded notebook"))
+		return
+	}
+	if int64(len(data)) > max {
+		s.problem(c, grading.Errorf(grading.ETOOLARGE, "the notebook is larger than the %d byte limit", max))
+		return
+	}
+	sub, created, err := s.Submissions.Submit(c.Request.Context(), submission.Request{
+		User: u, ExerciseID: exerciseID, Notebook: data, IdempotencyKey: c.GetHeader("Idempotency-Key"),
+	})
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	if created && s.Metrics != nil {
+		s.Metrics.Submissions.Inc()
+	}
+	c.Header("Location", "/api/v1/submissions/"+sub.ID)
+	if !created {
+		c.Header("Idempotent-Replayed", "true")
+	}
+	c.JSON(http.StatusAccepted, toJSON(sub))
+}
+
+// visible returns the submission if u may read it. Another learner's
+// submission is reported as not found, so ids cannot be probed.
+func (s *Server) visible(c *gin.Context) (grading.Submission, bool) {
+	u := currentUser(c)
+	sub, err := s.DB.Submission(c.Request.Context(), c.Param("id"))
+	if err == nil && sub.UserID != u.ID && !u.Role.CanSeeAll() {
+		err = grading.Errorf(grading.ENOTFOUND, "submission %s not found", c.Param("id"))
+	}
+	if err != nil {
+		s.problem(c, err)
+		return sub, false
+	}
+	return sub, true
+}
+
+func (s *Server) getSubmission(c *gin.Context) {
+	if sub, ok := s.visible(c); ok {
+		c.JSON(http.StatusOK, toJSON(sub))
+	}
+}
+
+func (s *Server) executedNotebook(c *gin.Context) {
+	u := currentUser(c)
+	if !u.Role.CanSeeAll() {
+		// The executed notebook holds the rebuilt template; learners see
+		// their feedback through the cells instead.
+		s.problem(c, grading.Errorf(grading.EFORBIDDEN, "only instructors can download executed notebooks"))
+		return
+	}
+	sub, ok := s.visible(c)
+	if !ok {
+		return
+	}
+	b, err := s.DB.ExecutedNotebook(c.Request.Context(), sub.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		s.problem(c, grading.Errorf(grading.ENOTFOUND, "submission %s has not been executed yet", sub.ID))
+		return
+	}
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	c.Data(http.StatusOK, "application/x-ipynb+json", b)
+}
+
+func (s *Server) listSubmissions(c *gin.Context) {
+	u := currentUser(c)
+	f := store.SubmissionFilter{ExerciseID: c.Query("exercise")}
+	if !u.Role.CanSeeAll() {
+		f.UserID = u.ID
+	}
+	if n, err := strconv.Atoi(c.Query("limit")); err == nil {
+		f.Limit = n
+	}
+	subs, err := s.DB.Submissions(c.Request.Context(), f)
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	out := make([]SubmissionJSON, len(subs))
+	for i, sub := range subs {
+		out[i] = toJSON(sub)
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+func (s *Server) queueDepth(c *gin.Context) {
+	d, err := s.Queue.Depth(c.Request.Context())
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, d)
+}

@@ -1,0 +1,185 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/auth"
+	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/runnerproto"
+)
+
+// runnerRoutes mounts the runner protocol (api/openapi.yaml, /api/runner/v1).
+// Only runner tokens are accepted here.
+func (s *Server) runnerRoutes(r *gin.Engine) {
+	g := r.Group(runnerproto.BasePath, s.authenticate(true))
+	g.POST("/register", s.registerRunner)
+	g.POST("/jobs/claim", s.claimJob)
+	g.POST("/jobs/:id/heartbeat", s.heartbeatJob)
+	g.POST("/jobs/:id/complete", s.completeJob)
+	g.POST("/jobs/:id/fail", s.failJob)
+	g.POST("/jobs/:id/release", s.releaseJob)
+}
+
+// runnerState is what the server remembers of a registered runner for
+// routing: its environment report decides which jobs it may lease.
+type runnerState struct {
+	mu      sync.Mutex
+	reports map[string]envprobe.Report
+}
+
+var runners = &runnerState{reports: map[string]envprobe.Report{}}
+
+func (s *Server) registerRunner(c *gin.Context) {
+	var req runnerproto.RegisterRequest
+	if err := c.ShouldBindJSON(&req); err != nil {
+		s.problem(c, grading.Errorf(grading.EINVALID, "invalid registration: %v", err))
+		return
+	}
+	u := currentUser(c)
+	if req.Name == "" {
+		req.Name = u.Name
+	}
+	if req.Report.Profile == "" {
+		req.Report.Profile = "cpu"
+	}
+	id := req.Name + "-" + auth.RandomID(4)
+	if err := s.DB.UpsertRunner(c.Request.Context(), id, req.Name, u.ID, req.Labels, req.Report.Profile, req.Report.Verdict, req.Report); err != nil {
+		s.problem(c, err)
+		return
+	}
+	s.runnerReports().set(id, req.Report)
+	s.Log.Info("runner registered", "runner", id, "profile", req.Report.Profile, "verdict", req.Report.Verdict, "slots", req.Slots)
+	c.JSON(http.StatusOK, runnerproto.RegisterResponse{
+		RunnerID: id, Protocol: runnerproto.Version, LeaseTTLSeconds: s.Dispatch.LeaseTTL.Seconds(),
+		PollSeconds: runnerproto.MaxPoll.Seconds(),
+	})
+}
+
+func (s *Server) runnerReports() *runnerState { return runners }
+
+func (rs *runnerState) set(id string, r envprobe.Report) {
+	rs.mu.Lock()
+	rs.reports[id] = r
+	rs.mu.Unlock()
+}
+
+func (rs *runnerState) get(id string) (envprobe.Report, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	r, ok := rs.reports[id]
+	return r, ok
+}
+
+// matcher routes by the runner's attested environment.
+func matcher(rep envprobe.Report) queue.Matcher {
+	return func(req grading.Requirement) (bool, string) {
+		return rep.Satisfies(envprobe.Requirement{Accelerator: req.Accelerator, Product: req.Product, TorchAir: req.TorchAir, Feature: req.Feature})
+	}
+}
+
+func (s *Server) claimJob(c *gin.Context) {
+	var req runnerproto.ClaimRequest
+	if err := c.ShouldBindJSON(&req); err != nil {
+		s.problem(c, grading.Errorf(grading.EINVALID, "invalid claim: %v", err))
+		return
+	}
+	rep, ok := s.runnerReports().get(req.RunnerID)
+	if !ok {
+		rep, ok = s.DB.RunnerReport(c.Request.Context(), req.RunnerID)
+	}
+	if !ok {
+		s.problem(c, grading.Errorf(grading.ENOTFOUND, "runner %q is not registered; register first", req.RunnerID))
+		return
+	}
+	if rep.Verdict == "unsupported" && rep.Profile != "cpu" {
+		s.problem(c, grading.Errorf(grading.EFORBIDDEN, "runner %q reported an unsupported environment; it gets no jobs", req.RunnerID))
+		return
+	}
+	wait := time.Duration(req.WaitSeconds * float64(time.Second))
+	if wait <= 0 || wait > runnerproto.MaxPoll {
+		wait = runnerproto.MaxPoll
+	}
+	_ = s.DB.TouchRunner(c.Request.Context(), req.RunnerID)
+	l, err := s.Dispatch.Claim(c.Request.Context(), req.RunnerID, matcher(rep), wait)
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	if l == nil {
+		c.Status(http.StatusNoContent)
+		return
+	}
+	c.JSON(http.StatusOK, l)
+}
+
+func jobID(c *gin.Context) (int64, bool) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	return id, err == nil
+}
+
+// leaseCall decodes {lease_token, ...} and maps a lost lease to 409.
+func (s *Server) leaseCall(c *gin.Context, body any, token func() string, call func(ctx context.Context, id int64, token string) error) {
+	id, ok := jobID(c)
+	if !ok {
+		s.problem(c, grading.Errorf(grading.EINVALID, "job id must be a number"))
+		return
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, 96<<20)).Decode(body); err != nil {
+		s.problem(c, grading.Errorf(grading.EINVALID, "invalid body: %v", err))
+		return
+	}
+	err := call(c.Request.Context(), id, token())
+	if errors.Is(err, queue.ErrLeaseLost) {
+		s.problem(c, grading.Errorf(grading.ECONFLICT, "the lease on job %d is no longer yours", id))
+		return
+	}
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	if !c.Writer.Written() {
+		c.Status(http.StatusNoContent)
+	}
+}
+
+func (s *Server) heartbeatJob(c *gin.Context) {
+	var req runnerproto.LeaseRequest
+	s.leaseCall(c, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
+		cancel, err := s.Dispatch.Heartbeat(ctx, id, token)
+		if err != nil {
+			return err
+		}
+		c.JSON(http.StatusOK, runnerproto.HeartbeatResponse{Cancel: cancel})
+		return nil
+	})
+}
+
+func (s *Server) completeJob(c *gin.Context) {
+	var req runnerproto.CompleteRequest
+	s.leaseCall(c, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
+		return s.Dispatch.Complete(ctx, id, token, strings.TrimSpace(req.RunnerID), req.Result)
+	})
+}
+
+func (s *Server) failJob(c *gin.Context) {
+	var req runnerproto.FailRequest
+	s.leaseCall(c, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
+		return s.Dispatch.Fail(ctx, id, token, req.Reason)
+	})
+}
+
+func (s *Server) releaseJob(c *gin.Context) {
+	var req runnerproto.LeaseRequest
+	s.leaseCall(c, &req, func() string { return req.LeaseToken }, s.Dispatch.Release)
+}

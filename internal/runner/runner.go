@@ -1,0 +1,192 @@
+// Package runner is the runner loop: each slot long-polls a Source for a
+// job, executes it, heartbeats while it runs, and sends the result back.
+// The same loop serves the in-process runner of `npugrade serve` and the
+// remote `npugrade runner` daemon; only the Source differs.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// Source is where jobs come from. Implementations: dispatch (in-process)
+// and runnerclient (HTTP).
+type Source interface {
+	// Claim waits for a job (a long poll); it returns nil, nil when none came.
+	Claim(ctx context.Context) (*grading.Lease, error)
+	// Heartbeat extends the lease; cancel asks the runner to stop the job.
+	Heartbeat(ctx context.Context, l *grading.Lease) (cancel bool, err error)
+	Complete(ctx context.Context, l *grading.Lease, res grading.ExecutionResult) error
+	Fail(ctx context.Context, l *grading.Lease, reason string) error
+	Release(ctx context.Context, l *grading.Lease) error
+}
+
+// Executor runs one notebook.
+type Executor interface {
+	Execute(ctx context.Context, nb []byte, opt execution.Options) (grading.ExecutionResult, error)
+}
+
+// Runner runs Slots jobs at a time.
+type Runner struct {
+	Source   Source
+	Executor Executor
+	Slots    int
+	// HeartbeatEvery should be a third of the lease TTL.
+	HeartbeatEvery time.Duration
+	// Fingerprint tags every result with the runner's environment.
+	Fingerprint string
+	Log         *slog.Logger
+	// DrainTimeout bounds how long a stopping runner lets in-flight jobs
+	// finish before handing them back.
+	DrainTimeout time.Duration
+}
+
+// Run works until ctx is canceled, then drains: jobs in flight get
+// DrainTimeout to finish, after which they are released to the queue.
+func (r *Runner) Run(ctx context.Context) error {
+	if r.Slots <= 0 {
+		return nil
+	}
+	if r.Log == nil {
+		r.Log = slog.Default()
+	}
+	var wg sync.WaitGroup
+	for i := 0; i < r.Slots; i++ {
+		wg.Add(1)
+		go func(slot int) {
+			defer wg.Done()
+			r.slot(ctx, slot)
+		}(i)
+	}
+	wg.Wait()
+	return nil
+}
+
+func (r *Runner) slot(ctx context.Context, slot int) {
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		l, err := r.Source.Claim(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			r.Log.Warn("claim failed", "slot", slot, "err", err, "retry_in", backoff)
+			sleep(ctx, backoff+time.Duration(rand.Int64N(int64(backoff/2)+1)))
+			backoff = min(backoff*2, 5*time.Second)
+			continue
+		}
+		backoff = 100 * time.Millisecond
+		if l == nil {
+			continue
+		}
+		r.run(ctx, slot, l)
+	}
+}
+
+// run executes one leased job. The job keeps running when ctx is canceled
+// (the runner is draining) until DrainTimeout.
+func (r *Runner) run(ctx context.Context, slot int, l *grading.Lease) {
+	log := r.Log.With("slot", slot, "job", l.JobID, "submission", l.SubmissionID)
+	jobCtx, cancelJob := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelJob()
+	drain := r.DrainTimeout
+	if drain <= 0 {
+		drain = 30 * time.Second
+	}
+	stopDrain := context.AfterFunc(ctx, func() {
+		t := time.AfterFunc(drain, cancelJob)
+		context.AfterFunc(jobCtx, func() { t.Stop() })
+	})
+	defer stopDrain()
+
+	lost := make(chan struct{})
+	hbDone := make(chan struct{})
+	go func() {
+		defer close(hbDone)
+		every := r.HeartbeatEvery
+		if every <= 0 {
+			every = 10 * time.Second
+		}
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-jobCtx.Done():
+				return
+			case <-t.C:
+				cancel, err := r.Source.Heartbeat(jobCtx, l)
+				if cancel || (err != nil && isLeaseLost(err)) {
+					log.Warn("stopping job", "canceled", cancel, "err", err)
+					close(lost)
+					cancelJob()
+					return
+				}
+				if err != nil {
+					log.Warn("heartbeat failed", "err", err)
+				}
+			}
+		}
+	}()
+
+	log.Info("executing", "exercise", l.ExerciseID, "attempt", l.Attempt)
+	res, err := r.Executor.Execute(jobCtx, l.Notebook, execution.Options{
+		CellTimeout: time.Duration(l.CellTimeout * float64(time.Second)),
+		JobTimeout:  time.Duration(l.JobTimeout * float64(time.Second)),
+	})
+	cancelJob()
+	<-hbDone
+	res.EnvFingerprint = r.Fingerprint
+	// Results are sent even while draining: use a fresh context.
+	sendCtx, cancelSend := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancelSend()
+	select {
+	case <-lost:
+		log.Warn("lease lost or job canceled; result discarded")
+		return
+	default:
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			log.Info("releasing job on shutdown")
+			if rerr := r.Source.Release(sendCtx, l); rerr != nil {
+				log.Warn("release failed", "err", rerr)
+			}
+			return
+		}
+		log.Error("execution failed", "err", err)
+		if ferr := r.Source.Fail(sendCtx, l, err.Error()); ferr != nil {
+			log.Warn("report failure", "err", ferr)
+		}
+		return
+	}
+	if err := r.Source.Complete(sendCtx, l, res); err != nil {
+		log.Error("complete failed", "err", err)
+		return
+	}
+	log.Info("job done", "duration_ms", res.DurationMS, "killed", res.Killed)
+}
+
+// ErrLeaseLost is what Sources return (wrapped) when the server refuses the lease.
+var ErrLeaseLost = errors.New("lease lost")
+
+func isLeaseLost(err error) bool { return errors.Is(err, ErrLeaseLost) }
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// LeaseLost wraps err so that the runner loop recognises a refused lease.
+func LeaseLost(err error) error { return fmt.Errorf("%w: %v", ErrLeaseLost, err) }

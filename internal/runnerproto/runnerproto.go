@@ -1,0 +1,66 @@
+// Package runnerproto is the runner protocol shared by the server's runner
+// routes and the remote runner's HTTP client: message types, the base path
+// and the protocol version. Bump Version on every incompatible change.
+package runnerproto
+
+import (
+	"time"
+
+	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// Version of the runner protocol.
+const Version = 1
+
+// BasePath is where the runner routes live.
+const BasePath = "/api/runner/v1"
+
+// MaxPoll is the longest a claim waits on the server (proxies cut idle
+// connections at 60 s; stay well below).
+const MaxPoll = 25 * time.Second
+
+// RegisterRequest announces a runner and its attested environment.
+type RegisterRequest struct {
+	Name   string            `json:"name"`
+	Slots  int               `json:"slots"`
+	Labels map[string]string `json:"labels,omitempty"`
+	Report envprobe.Report   `json:"report"`
+}
+
+// RegisterResponse gives the runner its id and the server's lease settings.
+type RegisterResponse struct {
+	RunnerID        string  `json:"runner_id"`
+	Protocol        int     `json:"protocol"`
+	LeaseTTLSeconds float64 `json:"lease_ttl_s"`
+	PollSeconds     float64 `json:"poll_s"`
+}
+
+// ClaimRequest is a long poll for one job.
+type ClaimRequest struct {
+	RunnerID    string  `json:"runner_id"`
+	WaitSeconds float64 `json:"wait_s,omitempty"`
+}
+
+// LeaseRequest carries the lease token that fences every job call.
+type LeaseRequest struct {
+	LeaseToken string `json:"lease_token"`
+}
+
+// HeartbeatResponse tells the runner whether to stop.
+type HeartbeatResponse struct {
+	Cancel bool `json:"cancel"`
+}
+
+// CompleteRequest sends the executed notebook back.
+type CompleteRequest struct {
+	LeaseToken string                  `json:"lease_token"`
+	RunnerID   string                  `json:"runner_id"`
+	Result     grading.ExecutionResult `json:"result"`
+}
+
+// FailRequest reports an infrastructure failure (the job is retried).
+type FailRequest struct {
+	LeaseToken string `json:"lease_token"`
+	Reason     string `json:"reason"`
+}
