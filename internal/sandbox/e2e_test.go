@@ -149,4 +149,13 @@ func TestNotebookEndToEnd(t *testing.T) {
 	if !strings.Contains(strings.Join(k.Args, " "), "transport=ipc") {
 		t.Error("Args do not select the ipc transport")
 	}
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := processesWithArg(k.ipcDir); n != 0 {
+		t.Errorf("%d job processes remain after Close", n)
+	}
+	if st := k.Stats(); st.MemoryLimitHit || st.PidsLimitHit {
+		t.Errorf("unexpected limit hit: %+v", st)
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,4 +120,57 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func pyQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+func pyList(ss []string) string {
+	b, _ := json.Marshal(ss)
+	return string(b)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func hostCanFork() error {
+	return exec.Command("/bin/true").Run()
+}
+
+// startVictim starts a host process (outside any sandbox) running as
+// uid/gid and returns its pid; it is killed at test end.
+func startVictim(t *testing.T, uid, gid int) int {
+	t.Helper()
+	cmd := exec.Command("/bin/sleep", "300")
+	if os.Geteuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd.Process.Pid
+}
+
+// processesWithArg counts live (non-zombie) processes whose command line
+// contains arg as a whole argument.
+func processesWithArg(arg string) int {
+	ents, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cl, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains("\x00"+string(cl), "\x00"+arg+"\x00") {
+			continue
+		}
+		if st, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); strings.Contains(string(st), ") Z ") {
+			continue
+		}
+		n++
+	}
+	return n
 }

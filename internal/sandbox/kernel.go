@@ -99,6 +99,9 @@ func (s Stats) Violations() []string {
 	return v
 }
 
+// testDisableCgroups forces the RLIMIT fallback (tests only).
+var testDisableCgroups bool
+
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 // PrepareKernel sets up the sandbox for one job rooted at jobDir (an
@@ -207,6 +210,10 @@ func (c Config) PrepareKernel(ctx context.Context, jobDir string) (_ *Kernel, er
 			}
 		}
 		cg, err := newJobCgroup(cfg.CgroupParent, k.id, cfg.MemoryLimit, cfg.PidsLimit)
+		if err == nil && testDisableCgroups {
+			cg.remove()
+			err = errors.New("cgroups disabled by test")
+		}
 		if err != nil {
 			slog.Warn("sandbox: cgroups unusable, falling back to RLIMIT_AS (per process, no pids limit)", "job", k.id, "err", err)
 			k.Limits.Memory = "rlimit-as"
