@@ -135,6 +135,13 @@ func (c Config) PrepareKernel(ctx context.Context, jobDir string) (_ *Kernel, er
 			return nil, fmt.Errorf("read-only path %s: %w", d, err)
 		}
 	}
+	if cfg.Mode == ModeBwrap && os.Geteuid() == 0 {
+		for _, d := range append(append(append([]string{}, cfg.Devices...), cfg.DriverDirs...), cfg.ExtraReadOnly...) {
+			if err := checkSearchable(filepath.Dir(d)); err != nil {
+				return nil, fmt.Errorf("bind path: %w", err)
+			}
+		}
+	}
 	tools, err := findTools(cfg)
 	if err != nil {
 		return nil, err
@@ -641,13 +648,19 @@ func ensureBaseDir(dir string) error {
 	}
 	// The unprivileged bwrap resolves the bind sources itself: every
 	// ancestor must be searchable by "others".
-	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
+	return checkSearchable(filepath.Dir(dir))
+}
+
+// checkSearchable tells whether an unrelated uid can traverse to path:
+// bwrap, already running as the kernel uid, resolves bind sources itself.
+func checkSearchable(path string) error {
+	for d := path; ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
 		if err != nil {
-			return fmt.Errorf("base dir ancestor: %w", err)
+			return fmt.Errorf("check %s: %w", path, err)
 		}
-		if fi.Mode().Perm()&0o001 == 0 {
-			return fmt.Errorf("base dir %s: ancestor %s is not searchable by the kernel uid (mode %v; needs o+x)", dir, d, fi.Mode().Perm())
+		if fi.IsDir() && fi.Mode().Perm()&0o001 == 0 {
+			return fmt.Errorf("%s: directory %s is not searchable by the kernel uid (mode %v; needs o+x)", path, d, fi.Mode().Perm())
 		}
 		if d == "/" {
 			return nil
