@@ -28,6 +28,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cellTimeout := fs.Duration("cell-timeout", 0, "per-cell timeout (default: each exercise's)")
 	jobTimeout := fs.Duration("job-timeout", 5*time.Minute, "limit for one notebook")
 	jupyter := fs.String("jupyter", "", "jupyter command")
+	sandboxConfig := sandboxFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
@@ -39,6 +40,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: *profile, Match: execution.CPUMatcher}
 	if *profile != "cpu" {
 		ex.Match = execution.ProfileMatcher(*profile)
+	}
+	if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
+		fmt.Fprintln(stderr, "npugrade:", err)
+		return exitError
 	}
 	if err := ex.Check(ctx); err != nil {
 		fmt.Fprintln(stderr, "npugrade check:", err)

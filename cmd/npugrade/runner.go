@@ -30,6 +30,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	python := fs.String("python", "", "Python interpreter the notebooks run under (default /usr/bin/python3)")
 	jupyter := fs.String("jupyter", "", "jupyter command")
 	logLevel := fs.String("log-level", "info", "log level")
+	sandboxConfig := sandboxFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
@@ -78,6 +79,10 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return rep.Satisfies(envprobe.Requirement{Accelerator: req.Accelerator, Product: req.Product, TorchAir: req.TorchAir, Feature: req.Feature})
 	}
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: rep.Profile, Match: match, Log: log}
+	if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
+		fmt.Fprintln(stderr, "npugrade:", err)
+		return exitError
+	}
 	if err := ex.Check(ctx); err != nil {
 		fmt.Fprintln(stderr, "npugrade runner:", err)
 		return exitError

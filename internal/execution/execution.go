@@ -21,6 +21,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
 // Matcher says whether this runner satisfies a requirement, and if not, why.
@@ -53,7 +54,11 @@ type Executor struct {
 	ExtraEnv map[string]string
 	// MaxNotebookBytes bounds the executed notebook read back.
 	MaxNotebookBytes int64
-	Log              *slog.Logger
+	// Sandbox isolates the kernel (bubblewrap, cgroups). nil or Mode
+	// "none" runs the kernel with the runner's rights: development only,
+	// and every job logs a warning.
+	Sandbox *sandbox.Config
+	Log     *slog.Logger
 }
 
 // Options are per-job settings.
@@ -108,7 +113,6 @@ c.ExecutePreprocessor.interrupt_on_timeout = True
 c.ExecutePreprocessor.allow_errors = True
 c.ExecutePreprocessor.store_widget_state = False
 c.ExecutePreprocessor.raise_on_iopub_timeout = False
-c.ExecutePreprocessor.kernel_name = "python3"
 c.ExecutePreprocessor.record_timing = True
 `
 
@@ -192,10 +196,31 @@ func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (gr
 	}
 	runCtx, cancel := context.WithTimeout(ctx, opt.JobTimeout)
 	defer cancel()
-	cmd := exec.Command(e.jupyter(), "nbconvert", "--to", "notebook", "--execute", "--allow-errors",
-		"--config", cfgPath, "--output-dir", filepath.Join(dir, "out"), "--output", "executed", inPath)
+	args := []string{"nbconvert", "--to", "notebook", "--execute", "--allow-errors",
+		"--config", cfgPath, "--output-dir", filepath.Join(dir, "out"), "--output", "executed"}
+	env := e.env(dir)
+	var kernel *sandbox.Kernel
+	if e.Sandbox != nil && e.Sandbox.Mode != sandbox.ModeNone {
+		cfg := *e.Sandbox
+		cfg.Env = e.kernelEnv(cfg.Env)
+		kernel, err = cfg.PrepareKernel(ctx, dir)
+		if err != nil {
+			return res, fmt.Errorf("prepare sandbox: %w", err)
+		}
+		// Close kills everything the learner's code left running in the
+		// sandbox's cgroup, whatever happened to nbconvert.
+		defer kernel.Close()
+		args = append(args, kernel.Args...)
+		env = append(env, kernel.Env...)
+	} else {
+		if e.Log != nil {
+			e.Log.Warn("executing WITHOUT a sandbox: learner code runs with the runner's rights (--sandbox=none)")
+		}
+		args = append(args, "--ExecutePreprocessor.kernel_name=python3")
+	}
+	cmd := exec.Command(e.jupyter(), append(args, inPath)...)
 	cmd.Dir = filepath.Join(dir, "work")
-	cmd.Env = e.env(dir)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A learner process that outlives the kernel keeps our pipes open; do
 	// not wait for it longer than this.
@@ -226,6 +251,15 @@ func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (gr
 	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers left by the kernel
 	res.DurationMS = time.Since(start).Milliseconds()
 	res.Log = stderr.String()
+	if kernel != nil {
+		st := kernel.Stats()
+		if v := st.Violations(); len(v) > 0 {
+			res.MemoryLimitHit = st.MemoryLimitHit
+			if !res.Killed {
+				res.Reason = "the notebook " + strings.Join(v, " and ")
+			}
+		}
+	}
 	outPath := filepath.Join(dir, "out", "executed.ipynb")
 	if res.Killed {
 		return res, nil
@@ -236,7 +270,9 @@ func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (gr
 			return res, fmt.Errorf("nbconvert failed (%v): %s", waitErr, lastLine(res.Log))
 		}
 		res.Killed = true
-		res.Reason = "the kernel stopped before the notebook finished (" + lastLine(res.Log) + ")"
+		if res.Reason == "" {
+			res.Reason = "the kernel stopped before the notebook finished (" + lastLine(res.Log) + ")"
+		}
 		return res, nil
 	}
 	max := e.MaxNotebookBytes
@@ -260,7 +296,29 @@ func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (gr
 	return res, nil
 }
 
-// env is the kernel's whole environment: an allow-list, never inherited.
+// kernelEnv is what the sandboxed kernel sees beyond the sandbox's base
+// environment: the profile and the runner's extra variables, nothing else.
+func (e *Executor) kernelEnv(base map[string]string) map[string]string {
+	env := map[string]string{}
+	for k, v := range base {
+		env[k] = v
+	}
+	env["NPUGRADE_PROFILE"] = e.Profile
+	if env["NPUGRADE_PROFILE"] == "" {
+		env["NPUGRADE_PROFILE"] = "cpu"
+	}
+	env["PYTHONHASHSEED"] = "0"
+	env["TZ"] = "UTC"
+	env["MPLBACKEND"] = "Agg"
+	env["SOURCE_DATE_EPOCH"] = "0"
+	for k, v := range e.ExtraEnv {
+		env[k] = v
+	}
+	return env
+}
+
+// env is the nbconvert process's whole environment (and, without a
+// sandbox, the kernel's): an allow-list, never inherited.
 func (e *Executor) env(dir string) []string {
 	env := map[string]string{
 		"PATH":                    "/usr/local/bin:/usr/bin:/bin",

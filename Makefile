@@ -1,0 +1,51 @@
+# npugrade: `make run` starts the service with a local runner, `make test` runs
+# every test (it installs what is missing and starts a throwaway Postgres).
+SHELL := /bin/bash
+GO ?= go
+BIN := bin/npugrade
+PG_DIR ?= /tmp/npugrade-test-pg-$(shell id -u)
+ADDR ?= 127.0.0.1:8080
+DB ?= sqlite://data/npugrade.db
+
+.PHONY: all build deps run test test-go test-check test-fuzz bench cross lint clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/npugrade
+
+# deps installs the notebook toolchain from Debian packages (nbconvert,
+# ipykernel, CPU PyTorch, bubblewrap) when it is missing.
+deps:
+	@bash scripts/deps.sh
+
+run: deps build
+	@mkdir -p data
+	$(BIN) serve --addr $(ADDR) --db $(DB) --local-runner 1 --print-admin-token
+
+test: deps
+	@bash scripts/test.sh
+
+# The parts of `make test`, for quick local loops (no Postgres: SQLite only).
+test-go:
+	$(GO) test -short ./...
+
+test-check: build
+	$(BIN) check --profile cpu --jobs 2 --junit out/check-junit.xml
+
+test-fuzz:
+	@bash scripts/fuzz.sh 10s
+
+bench: deps build
+	@bash scripts/bench.sh
+
+cross:
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o bin/npugrade-linux-arm64 ./cmd/npugrade
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o bin/npugrade-linux-amd64 ./cmd/npugrade
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/npugrade/npugrade/internal/sandbox"
+)
+
+// sandboxFlags registers the isolation and limit flags shared by serve,
+// runner and check, and returns a function that builds the config.
+func sandboxFlags(fs *flag.FlagSet) func(stderr io.Writer) (*sandbox.Config, error) {
+	def := sandbox.DefaultConfig()
+	mode := fs.String("sandbox", envOr("NPUGRADE_SANDBOX", sandbox.ModeBwrap), "kernel isolation: bwrap, or none (development only: learner code runs with the runner's rights)")
+	mem := fs.String("memory-limit", sandbox.FormatSize(def.MemoryLimit), "memory limit per job, e.g. 512MiB or 2GiB")
+	pids := fs.Int("pids-limit", def.PidsLimit, "process limit per job")
+	fsize := fs.String("file-size-limit", sandbox.FormatSize(def.FileSizeLimit), "largest file a job may write")
+	disk := fs.String("disk-limit", sandbox.FormatSize(def.DiskLimit), "writable space per job")
+	return func(stderr io.Writer) (*sandbox.Config, error) {
+		cfg := def
+		cfg.Mode = *mode
+		var err error
+		if cfg.MemoryLimit, err = sandbox.ParseSize(*mem); err != nil {
+			return nil, fmt.Errorf("--memory-limit: %w", err)
+		}
+		if cfg.FileSizeLimit, err = sandbox.ParseSize(*fsize); err != nil {
+			return nil, fmt.Errorf("--file-size-limit: %w", err)
+		}
+		if cfg.DiskLimit, err = sandbox.ParseSize(*disk); err != nil {
+			return nil, fmt.Errorf("--disk-limit: %w", err)
+		}
+		cfg.PidsLimit = *pids
+		if cfg.Mode == sandbox.ModeNone {
+			fmt.Fprintln(stderr, "npugrade: WARNING: --sandbox=none: learner code runs unisolated with this process's rights")
+			return &cfg, nil
+		}
+		if err := sandbox.Check(cfg); err != nil {
+			return nil, fmt.Errorf("this host cannot sandbox learner code (%w); fix that, or pass --sandbox=none on a development machine", err)
+		}
+		return &cfg, nil
+	}
+}

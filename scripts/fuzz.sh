@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Run every Go fuzz target briefly (the seed corpus always runs in go test).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t=${1:-10s}
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
+    echo "fuzz $pkg $f ($t)"
+    go test -run='^$' -fuzz="^$f\$" -fuzztime="$t" "$pkg" >/dev/null
+  done
+done

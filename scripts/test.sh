@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite: Go tests on SQLite and a throwaway Postgres,
+# brief fuzzing, and `npugrade check` of every answer, starter and fixture.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NPUGRADE_NEED_POSTGRES=1
+bash scripts/deps.sh
+pg_dir=${PG_DIR:-/tmp/npugrade-test-pg-$$}
+cleanup() { bash scripts/testpg.sh stop "$pg_dir"; }
+trap cleanup EXIT
+export NPUGRADE_TEST_POSTGRES_DSN=$(bash scripts/testpg.sh start "$pg_dir" | tail -1)
+echo "== Postgres for the tests: $NPUGRADE_TEST_POSTGRES_DSN"
+mkdir -p out
+echo "== go vet"
+go vet ./...
+echo "== go test (SQLite and Postgres)"
+go test -count=1 -timeout 20m ./... 2>&1 | tee out/go-test.log
+echo "== fuzz (brief)"
+bash scripts/fuzz.sh 5s
+echo "== npugrade check --profile cpu"
+go build -o bin/npugrade ./cmd/npugrade
+./bin/npugrade check --profile cpu --jobs 2 --junit out/check-junit.xml
+echo "== cross-compile runner for linux/arm64 and linux/amd64"
+GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -o /dev/null ./cmd/npugrade
+GOOS=linux GOARCH=amd64 CGO_ENABLED=0 go build -o /dev/null ./cmd/npugrade
+echo "== all tests passed"
