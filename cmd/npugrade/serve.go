@@ -92,10 +92,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *local > 0 {
 		ex := &execution.Executor{Jupyter: *jupyter, Profile: "cpu", Match: execution.CPUMatcher, Log: log}
 		if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
-		fmt.Fprintln(stderr, "npugrade:", err)
-		return exitError
-	}
-	if err := ex.Check(ctx); err != nil {
+			fmt.Fprintln(stderr, "npugrade:", err)
+			return exitError
+		}
+		if err := ex.Check(ctx); err != nil {
 			fmt.Fprintln(stderr, "npugrade serve: the local runner cannot execute notebooks:", err)
 			return exitError
 		}
