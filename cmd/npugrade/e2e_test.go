@@ -27,6 +27,10 @@ type server struct {
 }
 
 func startServer(t *testing.T, dbURL string, extra ...string) *server {
+	return startServerT(t, dbURL, extra...)
+}
+
+func startServerT(t testing.TB, dbURL string, extra ...string) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
@@ -75,7 +79,7 @@ func addUser(t *testing.T, dbURL, name, role string) string {
 	return token
 }
 
-func request(t *testing.T, method, url, token string, body io.Reader, contentType string, hdr map[string]string) (*http.Response, []byte) {
+func request(t testing.TB, method, url, token string, body io.Reader, contentType string, hdr map[string]string) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, body)
 	if err != nil {
@@ -100,6 +104,10 @@ func request(t *testing.T, method, url, token string, body io.Reader, contentTyp
 }
 
 func upload(t *testing.T, s *server, token, exercise string, nb []byte, key string) (*http.Response, map[string]any) {
+	return uploadT(t, s, token, exercise, nb, key)
+}
+
+func uploadT(t testing.TB, s *server, token, exercise string, nb []byte, key string) (*http.Response, map[string]any) {
 	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
@@ -120,6 +128,10 @@ func upload(t *testing.T, s *server, token, exercise string, nb []byte, key stri
 }
 
 func waitGraded(t *testing.T, s *server, token, id string) map[string]any {
+	return waitGradedT(t, s, token, id)
+}
+
+func waitGradedT(t testing.TB, s *server, token, id string) map[string]any {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Minute)
 	for time.Now().Before(deadline) {

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Benchmarks: submission intake on Postgres (req/s, p50/p99 for a 100 KB
+# notebook), grading latency against a plain nbconvert run per chapter, the
+# queue's claim latency, and the comparators.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NPUGRADE_NEED_POSTGRES=1
+bash scripts/deps.sh
+pg_dir=/tmp/npugrade-bench-pg-$$
+trap 'bash scripts/testpg.sh stop "$pg_dir"' EXIT
+export NPUGRADE_TEST_POSTGRES_DSN=$(bash scripts/testpg.sh start "$pg_dir" | tail -1)
+mkdir -p out
+go test -run '^$' -bench 'BenchmarkIntake' -benchtime 400x ./cmd/npugrade/ | tee out/bench-intake.txt
+go test -run '^$' -bench 'BenchmarkGradingLatency' -benchtime 3x -timeout 30m ./cmd/npugrade/ | tee out/bench-grading.txt
+go test -run '^$' -bench . -benchtime 1s ./internal/compare/ ./internal/queue/ | tee out/bench-units.txt
