@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -83,6 +84,11 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "npugrade:", err)
 		return exitError
 	}
+	if rep.HasNPU() {
+		// The sandboxed kernel sees exactly the NPU device nodes and the
+		// driver, read-only; nothing else of the host.
+		ex.Sandbox.Devices, ex.Sandbox.DriverDirs = npuDevices()
+	}
 	if err := ex.Check(ctx); err != nil {
 		fmt.Fprintln(stderr, "npugrade runner:", err)
 		return exitError
@@ -95,4 +101,21 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	_ = r.Run(ctx)
 	log.Info("runner stopped")
 	return exitOK
+}
+
+// npuDevices lists the Ascend device nodes and driver directories present
+// on this host, as the docker-compose npu profile mounts them.
+func npuDevices() (devices, driverDirs []string) {
+	nodes, _ := filepath.Glob("/dev/davinci[0-9]*")
+	for _, n := range append(nodes, "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc") {
+		if _, err := os.Stat(n); err == nil {
+			devices = append(devices, n)
+		}
+	}
+	for _, d := range []string{"/usr/local/Ascend/driver", "/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann"} {
+		if _, err := os.Stat(d); err == nil {
+			driverDirs = append(driverDirs, d)
+		}
+	}
+	return devices, driverDirs
 }

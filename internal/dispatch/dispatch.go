@@ -103,6 +103,9 @@ func (d *Dispatcher) Fail(ctx context.Context, jobID int64, token, reason string
 // Complete scores a runner's result and stores it, fenced by the lease.
 func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID string, res grading.ExecutionResult) error {
 	job, err := d.Queue.Job(ctx, jobID)
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return fmt.Errorf("complete job %d: no such job: %w", jobID, queue.ErrLeaseLost)
+	}
 	if err != nil {
 		return err
 	}

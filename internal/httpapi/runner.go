@@ -31,14 +31,12 @@ func (s *Server) runnerRoutes(r *gin.Engine) {
 	g.POST("/jobs/:id/release", s.releaseJob)
 }
 
-// runnerState is what the server remembers of a registered runner for
-// routing: its environment report decides which jobs it may lease.
+// runnerState caches registered runners' environment reports for routing
+// (the database holds them too, for other server processes and restarts).
 type runnerState struct {
 	mu      sync.Mutex
 	reports map[string]envprobe.Report
 }
-
-var runners = &runnerState{reports: map[string]envprobe.Report{}}
 
 func (s *Server) registerRunner(c *gin.Context) {
 	var req runnerproto.RegisterRequest
@@ -66,7 +64,10 @@ func (s *Server) registerRunner(c *gin.Context) {
 	})
 }
 
-func (s *Server) runnerReports() *runnerState { return runners }
+func (s *Server) runnerReports() *runnerState {
+	s.runnersOnce.Do(func() { s.runners = &runnerState{reports: map[string]envprobe.Report{}} })
+	return s.runners
+}
 
 func (rs *runnerState) set(id string, r envprobe.Report) {
 	rs.mu.Lock()
@@ -136,6 +137,11 @@ func (s *Server) leaseCall(c *gin.Context, body any, token func() string, call f
 		return
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, 96<<20)).Decode(body); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.problem(c, grading.Errorf(grading.ETOOLARGE, "the request body is larger than %d bytes", mbe.Limit))
+			return
+		}
 		s.problem(c, grading.Errorf(grading.EINVALID, "invalid body: %v", err))
 		return
 	}

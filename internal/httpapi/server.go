@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -35,6 +36,9 @@ type Server struct {
 	Metrics     *Metrics
 	// MaxUpload is the largest accepted notebook in bytes.
 	MaxUpload int64
+
+	runnersOnce sync.Once
+	runners     *runnerState
 }
 
 // Handler builds the router.
