@@ -77,7 +77,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	log.Info("registered", "runner", reg.RunnerID, "profile", rep.Profile, "verdict", rep.Verdict, "slots", *slots)
 	match := func(req grading.Requirement) (bool, string) {
-		return rep.Satisfies(envprobe.Requirement{Accelerator: req.Accelerator, Product: req.Product, TorchAir: req.TorchAir, Feature: req.Feature})
+		return rep.Satisfies(req)
 	}
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: rep.Profile, Match: match, Log: log}
 	if ex.Sandbox, err = sandboxConfig(stderr); err != nil {

@@ -4,33 +4,17 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/npugrade/npugrade/internal/grading"
 )
 
-// Requirement is what a notebook cell needs from a runner; it is the
-// `requires` object of the grader cell metadata (docs/grader-metadata.md).
-type Requirement struct {
-	// Accelerator is "" (any runner), "cpu" (the cpu profile, for cells whose
-	// output is recorded on CPU torch) or "npu" (any supported NPU profile).
-	Accelerator string `json:"accelerator"`
-	// Product is "A2", "A3" or "950"; it implies an NPU.
-	Product string `json:"product"`
-	// TorchAir is the minimum TorchAir release, e.g. "7.3.0"; it implies an
-	// NPU. Releases compare numerically, so "26.0.0" satisfies "7.3.0".
-	TorchAir string `json:"torchair"`
-	// Feature is a feature name from the version table, e.g.
-	// "deadlock_check"; it implies an NPU.
-	Feature string `json:"feature"`
-}
-
-// IsZero reports whether the requirement asks for nothing.
-func (q Requirement) IsZero() bool { return q == Requirement{} }
-
-func (q Requirement) needsNPU() bool {
-	return q.Accelerator == "npu" || q.Product != "" || q.TorchAir != "" || q.Feature != ""
-}
+// Requirement is grading.Requirement: the `requires` object of an
+// exercise or a grader cell (docs/grader-metadata.md). It is an alias so
+// that jobs, cells and runner reports share one type with no conversions.
+type Requirement = grading.Requirement
 
 // describe renders the requirement for reasons: "an NPU runner (Atlas A2)".
-func (q Requirement) describe(t *VersionTable) string {
+func describe(q Requirement, t *VersionTable) string {
 	var extra []string
 	if q.Product != "" {
 		name := q.Product
@@ -77,7 +61,7 @@ func (r Report) Satisfies(q Requirement) (ok bool, reason string) {
 		}
 		feature = f
 	}
-	if q.Accelerator == "cpu" && q.needsNPU() {
+	if q.Accelerator == "cpu" && q.NeedsNPU() {
 		return false, "contradictory requirement: accelerator cpu with an NPU product, TorchAir release or feature"
 	}
 
@@ -99,11 +83,11 @@ func (r Report) Satisfies(q Requirement) (ok bool, reason string) {
 		}
 		return true, ""
 	}
-	if !q.needsNPU() {
+	if !q.NeedsNPU() {
 		return true, ""
 	}
 
-	want := q.describe(t)
+	want := describe(q, t)
 	if r.Profile == ProfileCPU || r.Profile == "" {
 		return false, fmt.Sprintf("needs %s; this runner has the %s profile", want, orNone(r.Profile))
 	}

@@ -126,16 +126,31 @@ type Job struct {
 	CreatedAt      time.Time
 }
 
-// Requirement is what a job needs of a runner. Empty fields need nothing.
+// Requirement is what a job or a cell needs of a runner: the `requires`
+// object of exercise.json and of the grader cell metadata
+// (docs/grader-metadata.md). Empty fields need nothing. envprobe's
+// Report.Satisfies decides whether a runner meets it.
 type Requirement struct {
-	Accelerator string `json:"accelerator,omitempty"` // "", "cpu", "npu"
-	Product     string `json:"product,omitempty"`     // "A2", "A3", "950"
-	TorchAir    string `json:"torchair,omitempty"`    // minimum release, e.g. "7.3.0"
-	Feature     string `json:"feature,omitempty"`     // e.g. "deadlock_check"
+	// Accelerator is "" (any runner), "cpu" (the cpu profile, for cells whose
+	// output is recorded on CPU torch) or "npu" (any supported NPU profile).
+	Accelerator string `json:"accelerator,omitempty"`
+	// Product is "A2", "A3" or "950"; it implies an NPU.
+	Product string `json:"product,omitempty"`
+	// TorchAir is the minimum TorchAir release, e.g. "7.3.0"; it implies an
+	// NPU. Releases compare numerically, so "26.0.0" satisfies "7.3.0".
+	TorchAir string `json:"torchair,omitempty"`
+	// Feature is a feature name from the version table, e.g.
+	// "deadlock_check"; it implies an NPU.
+	Feature string `json:"feature,omitempty"`
 }
 
 // IsZero reports whether r asks for nothing.
 func (r Requirement) IsZero() bool { return r == Requirement{} }
+
+// NeedsNPU reports whether only an NPU runner can satisfy r.
+func (r Requirement) NeedsNPU() bool {
+	return r.Accelerator == "npu" || r.Product != "" || r.TorchAir != "" || r.Feature != ""
+}
 
 // Lease is a claimed job as the runner sees it.
 type Lease struct {

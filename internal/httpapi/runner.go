@@ -85,7 +85,7 @@ func (rs *runnerState) get(id string) (envprobe.Report, bool) {
 // matcher routes by the runner's attested environment.
 func matcher(rep envprobe.Report) queue.Matcher {
 	return func(req grading.Requirement) (bool, string) {
-		return rep.Satisfies(envprobe.Requirement{Accelerator: req.Accelerator, Product: req.Product, TorchAir: req.TorchAir, Feature: req.Feature})
+		return rep.Satisfies(req)
 	}
 }
 
