@@ -8,12 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/execution"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerclient"
 )
@@ -31,6 +32,8 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	python := fs.String("python", "", "Python interpreter the notebooks run under (default /usr/bin/python3)")
 	jupyter := fs.String("jupyter", "", "jupyter command")
 	logLevel := fs.String("log-level", "info", "log level")
+	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long jobs in flight may finish before they are handed back")
+	devices := fs.String("devices", "", "NPU device ids to use, e.g. 0,1 (default: every /dev/davinciN); slot i runs on the i-th")
 	sandboxConfig := sandboxFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
@@ -57,8 +60,16 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	log := newLogger(stderr, *logLevel)
+	var npus []npuDevice
+	if rep.HasNPU() {
+		if npus, err = listNPUs("/dev", *devices); err != nil {
+			fmt.Fprintln(stderr, "npugrade runner:", err)
+			return exitError
+		}
+	}
 	if *slots <= 0 {
-		*slots = max(1, rep.DeviceCount)
+		// One job per device: an NPU runs one notebook's graphs at a time.
+		*slots = max(1, len(npus))
 	}
 	if *name == "" {
 		*name, _ = os.Hostname()
@@ -76,18 +87,10 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	log.Info("registered", "runner", reg.RunnerID, "profile", rep.Profile, "verdict", rep.Verdict, "slots", *slots)
-	match := func(req grading.Requirement) (bool, string) {
-		return rep.Satisfies(req)
-	}
-	ex := &execution.Executor{Jupyter: *jupyter, Profile: rep.Profile, Match: match, Log: log}
+	ex := &execution.Executor{Jupyter: *jupyter, Profile: rep.Profile, Match: rep.Satisfies, Log: log}
 	if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
 		fmt.Fprintln(stderr, "npugrade:", err)
 		return exitError
-	}
-	if rep.HasNPU() {
-		// The sandboxed kernel sees exactly the NPU device nodes and the
-		// driver, read-only; nothing else of the host.
-		ex.Sandbox.Devices, ex.Sandbox.DriverDirs = npuDevices()
 	}
 	if err := ex.Check(ctx); err != nil {
 		fmt.Fprintln(stderr, "npugrade runner:", err)
@@ -96,26 +99,104 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	r := &runner.Runner{
 		Source: client, Executor: ex, Slots: *slots,
 		HeartbeatEvery: time.Duration(reg.LeaseTTLSeconds / 3 * float64(time.Second)),
-		Fingerprint:    rep.Fingerprint, Log: log,
+		Fingerprint:    rep.Fingerprint, Log: log, DrainTimeout: *drain,
+	}
+	if len(npus) > 0 {
+		if *slots > len(npus) {
+			log.Warn("more slots than NPUs: slots share devices", "slots", *slots, "npus", len(npus))
+		}
+		for _, e := range slotExecutors(ex, npus, existing(npuManagerNodes), existing(npuDriverDirs), *slots) {
+			r.SlotExecutors = append(r.SlotExecutors, e)
+		}
 	}
 	_ = r.Run(ctx)
 	log.Info("runner stopped")
 	return exitOK
 }
 
-// npuDevices lists the Ascend device nodes and driver directories present
-// on this host, as the docker-compose npu profile mounts them.
-func npuDevices() (devices, driverDirs []string) {
-	nodes, _ := filepath.Glob("/dev/davinci[0-9]*")
-	for _, n := range append(nodes, "/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc") {
-		if _, err := os.Stat(n); err == nil {
-			devices = append(devices, n)
+// The Ascend control nodes every NPU job needs besides its own
+// /dev/davinciN, and the driver directories bound read-only.
+var (
+	npuManagerNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
+	npuDriverDirs   = []string{"/usr/local/Ascend/driver", "/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann"}
+)
+
+// npuDevice is one NPU as the runner's host sees it: /dev/davinci<ID>.
+type npuDevice struct {
+	ID   int
+	Node string
+}
+
+// listNPUs finds the /dev/davinciN nodes under dev, in id order, keeping
+// only the ids in only ("0,3"; empty keeps all).
+func listNPUs(dev, only string) ([]npuDevice, error) {
+	nodes, _ := filepath.Glob(filepath.Join(dev, "davinci[0-9]*"))
+	byID := map[int]string{}
+	for _, n := range nodes {
+		id, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(n), "davinci"))
+		if err == nil {
+			byID[id] = n
 		}
 	}
-	for _, d := range []string{"/usr/local/Ascend/driver", "/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann"} {
-		if _, err := os.Stat(d); err == nil {
-			driverDirs = append(driverDirs, d)
+	var ids []int
+	if only == "" {
+		for id := range byID {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+	} else {
+		for _, f := range strings.Split(only, ",") {
+			id, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return nil, fmt.Errorf("--devices: %q is not a device id", f)
+			}
+			if _, ok := byID[id]; !ok {
+				return nil, fmt.Errorf("--devices: %s does not exist", filepath.Join(dev, "davinci"+strconv.Itoa(id)))
+			}
+			ids = append(ids, id)
 		}
 	}
-	return devices, driverDirs
+	if len(ids) == 0 {
+		return nil, fmt.Errorf("the environment report shows an NPU, but there is no %s", filepath.Join(dev, "davinciN"))
+	}
+	out := make([]npuDevice, len(ids))
+	for i, id := range ids {
+		out[i] = npuDevice{ID: id, Node: byID[id]}
+	}
+	return out, nil
+}
+
+// slotExecutors pins slot i to NPU i (modulo the device count): the
+// kernel gets ASCEND_RT_VISIBLE_DEVICES=<id>, and its sandbox binds only
+// that device node plus the manager nodes and the driver, read-only.
+func slotExecutors(base *execution.Executor, npus []npuDevice, managers, driverDirs []string, slots int) []*execution.Executor {
+	out := make([]*execution.Executor, slots)
+	for i := range out {
+		d := npus[i%len(npus)]
+		e := *base
+		e.ExtraEnv = map[string]string{}
+		for k, v := range base.ExtraEnv {
+			e.ExtraEnv[k] = v
+		}
+		e.ExtraEnv["ASCEND_RT_VISIBLE_DEVICES"] = strconv.Itoa(d.ID)
+		if base.Sandbox != nil {
+			sb := *base.Sandbox
+			sb.Devices = append([]string{d.Node}, managers...)
+			sb.DriverDirs = slices.Clone(driverDirs)
+			e.Sandbox = &sb
+		}
+		out[i] = &e
+	}
+	return out
+}
+
+// existing keeps the paths that exist on this host.
+func existing(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }

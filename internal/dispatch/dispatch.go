@@ -115,6 +115,9 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 	if res.InfraError != "" {
 		return d.Fail(ctx, jobID, token, res.InfraError)
 	}
+	if job.Kind == grading.JobReference {
+		return d.completeReference(ctx, job, token, runnerID, res)
+	}
 	if job.SubmissionID == nil {
 		return d.Queue.Complete(ctx, jobID, token, nil)
 	}
@@ -155,7 +158,7 @@ func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res grading.Ex
 	if profile == "" {
 		profile = "cpu"
 	}
-	ref, err := ex.Reference(profile)
+	ref, err := d.reference(ctx, ex, profile)
 	if err != nil {
 		return store.Grade{}, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/runnerproto"
+	"github.com/npugrade/npugrade/internal/store"
 )
 
 // runnerRoutes mounts the runner protocol (api/openapi.yaml, /api/runner/v1).
@@ -29,6 +30,7 @@ func (s *Server) runnerRoutes(r *gin.Engine) {
 	g.POST("/jobs/:id/complete", s.completeJob)
 	g.POST("/jobs/:id/fail", s.failJob)
 	g.POST("/jobs/:id/release", s.releaseJob)
+	g.POST("/drain", s.drainRunner)
 }
 
 // runnerState caches registered runners' environment reports for routing
@@ -52,7 +54,8 @@ func (s *Server) registerRunner(c *gin.Context) {
 		req.Report.Profile = "cpu"
 	}
 	id := req.Name + "-" + auth.RandomID(4)
-	if err := s.DB.UpsertRunner(c.Request.Context(), id, req.Name, u.ID, req.Labels, req.Report.Profile, req.Report.Verdict, req.Report); err != nil {
+	if err := s.DB.UpsertRunner(c.Request.Context(), store.RunnerRegistration{ID: id, Name: req.Name, UserID: u.ID, Slots: req.Slots,
+		Labels: req.Labels, Profile: req.Report.Profile, Verdict: req.Report.Verdict, Report: req.Report}); err != nil {
 		s.problem(c, err)
 		return
 	}
@@ -83,11 +86,7 @@ func (rs *runnerState) get(id string) (envprobe.Report, bool) {
 }
 
 // matcher routes by the runner's attested environment.
-func matcher(rep envprobe.Report) queue.Matcher {
-	return func(req grading.Requirement) (bool, string) {
-		return rep.Satisfies(req)
-	}
-}
+func matcher(rep envprobe.Report) queue.Matcher { return rep.Satisfies }
 
 func (s *Server) claimJob(c *gin.Context) {
 	var req runnerproto.ClaimRequest
@@ -111,7 +110,18 @@ func (s *Server) claimJob(c *gin.Context) {
 	if wait <= 0 || wait > runnerproto.MaxPoll {
 		wait = runnerproto.MaxPoll
 	}
-	_ = s.DB.TouchRunner(c.Request.Context(), req.RunnerID)
+	draining, err := s.DB.TouchRunner(c.Request.Context(), req.RunnerID)
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	if draining {
+		// No new jobs; answer after a short pause so that a runner that
+		// keeps asking does not spin.
+		sleepCtx(c.Request.Context(), min(wait, 2*time.Second))
+		c.Status(http.StatusNoContent)
+		return
+	}
 	l, err := s.Dispatch.Claim(c.Request.Context(), req.RunnerID, matcher(rep), wait)
 	if err != nil {
 		s.problem(c, err)
@@ -121,7 +131,46 @@ func (s *Server) claimJob(c *gin.Context) {
 		c.Status(http.StatusNoContent)
 		return
 	}
+	if c.Request.Context().Err() != nil {
+		// The runner hung up (it is shutting down) while the job was being
+		// leased: hand the job straight back instead of letting the lease
+		// run out and count an attempt.
+		if err := s.Dispatch.Release(context.WithoutCancel(c.Request.Context()), l.JobID, l.Token); err != nil {
+			s.Log.Warn("release job of a runner that hung up", "job", l.JobID, "err", err)
+		}
+		return
+	}
 	c.JSON(http.StatusOK, l)
+}
+
+// drainRunner records that a runner stopped claiming (SIGTERM): it
+// finishes or hands back the jobs it holds, and instructors see it draining.
+func (s *Server) drainRunner(c *gin.Context) {
+	var req runnerproto.DrainRequest
+	if err := c.ShouldBindJSON(&req); err != nil {
+		s.problem(c, grading.Errorf(grading.EINVALID, "invalid drain request: %v", err))
+		return
+	}
+	ok, err := s.DB.SetRunnerDraining(c.Request.Context(), req.RunnerID)
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	if !ok {
+		s.problem(c, grading.Errorf(grading.ENOTFOUND, "runner %q is not registered", req.RunnerID))
+		return
+	}
+	s.Log.Info("runner draining", "runner", req.RunnerID)
+	c.Status(http.StatusNoContent)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 func jobID(c *gin.Context) (int64, bool) {

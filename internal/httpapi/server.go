@@ -69,6 +69,7 @@ func (s *Server) Handler() http.Handler {
 	api.GET("/submissions/:id/executed", s.executedNotebook)
 	api.GET("/queue", s.requireRole(grading.RoleInstructor, grading.RoleAdmin), s.queueDepth)
 
+	s.fleetRoutes(api)
 	s.runnerRoutes(r)
 	return r
 }

@@ -34,11 +34,21 @@ type Executor interface {
 	Execute(ctx context.Context, nb []byte, opt execution.Options) (grading.ExecutionResult, error)
 }
 
+// Drainer is a Source that can tell the server that this runner stopped
+// claiming (runnerclient does; the in-process source needs not).
+type Drainer interface {
+	Drain(ctx context.Context) error
+}
+
 // Runner runs Slots jobs at a time.
 type Runner struct {
 	Source   Source
 	Executor Executor
-	Slots    int
+	// SlotExecutors, when set, gives slot i its own executor (an NPU
+	// runner pins slot i to device i: its own ASCEND_RT_VISIBLE_DEVICES
+	// and device node); Executor is then unused.
+	SlotExecutors []Executor
+	Slots         int
 	// HeartbeatEvery should be a third of the lease TTL.
 	HeartbeatEvery time.Duration
 	// Fingerprint tags every result with the runner's environment.
@@ -57,6 +67,18 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	if r.Log == nil {
 		r.Log = slog.Default()
+	}
+	if d, ok := r.Source.(Drainer); ok {
+		stop := context.AfterFunc(ctx, func() {
+			// Tell the server first, so that instructors see the runner
+			// draining while its jobs finish.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+			if err := d.Drain(dctx); err != nil {
+				r.Log.Warn("announce drain", "err", err)
+			}
+		})
+		defer stop()
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < r.Slots; i++ {
@@ -137,7 +159,11 @@ func (r *Runner) run(ctx context.Context, slot int, l *grading.Lease) {
 	}()
 
 	log.Info("executing", "exercise", l.ExerciseID, "attempt", l.Attempt)
-	res, err := r.Executor.Execute(jobCtx, l.Notebook, execution.Options{
+	ex := r.Executor
+	if slot < len(r.SlotExecutors) {
+		ex = r.SlotExecutors[slot]
+	}
+	res, err := ex.Execute(jobCtx, l.Notebook, execution.Options{
 		CellTimeout: time.Duration(l.CellTimeout * float64(time.Second)),
 		JobTimeout:  time.Duration(l.JobTimeout * float64(time.Second)),
 	})

@@ -28,7 +28,10 @@ type Client struct {
 	Wait     time.Duration
 }
 
-var _ runner.Source = (*Client)(nil)
+var (
+	_ runner.Source  = (*Client)(nil)
+	_ runner.Drainer = (*Client)(nil)
+)
 
 // Register announces the runner and remembers its id.
 func (c *Client) Register(ctx context.Context, name string, slots int, labels map[string]string, rep envprobe.Report) (runnerproto.RegisterResponse, error) {
@@ -94,6 +97,15 @@ func (c *Client) Release(ctx context.Context, l *grading.Lease) error {
 	err := c.call(ctx, fmt.Sprintf("/jobs/%d/release", l.JobID), runnerproto.LeaseRequest{LeaseToken: l.Token}, nil)
 	if err != nil && err != errNoContent {
 		return fmt.Errorf("release job %d: %w", l.JobID, err)
+	}
+	return nil
+}
+
+// Drain implements runner.Drainer: the server marks this runner draining.
+func (c *Client) Drain(ctx context.Context) error {
+	err := c.call(ctx, "/drain", runnerproto.DrainRequest{RunnerID: c.RunnerID}, nil)
+	if err != nil && err != errNoContent {
+		return fmt.Errorf("announce drain: %w", err)
 	}
 	return nil
 }

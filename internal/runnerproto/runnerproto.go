@@ -64,3 +64,9 @@ type FailRequest struct {
 	LeaseToken string `json:"lease_token"`
 	Reason     string `json:"reason"`
 }
+
+// DrainRequest announces that a runner stopped claiming jobs (it got
+// SIGTERM); it finishes or releases the jobs it holds, then exits.
+type DrainRequest struct {
+	RunnerID string `json:"runner_id"`
+}

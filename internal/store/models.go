@@ -93,6 +93,8 @@ type JobRow struct {
 	LastError      string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
+	// Profile is the runner profile a reference job records (migration 00003).
+	Profile string
 }
 
 // TableName names the table.
@@ -109,6 +111,7 @@ type runnerRow struct {
 	Draining  bool
 	LastSeen  time.Time
 	CreatedAt time.Time
+	Slots     int // migration 00003
 }
 
 func (runnerRow) TableName() string { return "runners" }

@@ -4,32 +4,70 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm/clause"
 
 	"github.com/npugrade/npugrade/internal/envprobe"
 )
 
+// RunnerRegistration is what a runner announces when it registers.
+type RunnerRegistration struct {
+	ID      string
+	Name    string
+	UserID  int64
+	Slots   int
+	Labels  map[string]string
+	Profile string
+	Verdict string
+	Report  envprobe.Report
+}
+
 // UpsertRunner records a runner registration with its environment report.
-func (db *DB) UpsertRunner(ctx context.Context, id, name string, userID int64, labels map[string]string, profile, verdict string, report envprobe.Report) error {
-	lb, _ := json.Marshal(labels)
-	rb, _ := json.Marshal(report)
+func (db *DB) UpsertRunner(ctx context.Context, reg RunnerRegistration) error {
+	if reg.Labels == nil {
+		reg.Labels = map[string]string{}
+	}
+	lb, _ := json.Marshal(reg.Labels)
+	rb, _ := json.Marshal(reg.Report)
 	now := db.Now()
-	row := runnerRow{ID: id, Name: name, UserID: &userID, Labels: string(lb), Profile: profile, Report: string(rb),
-		Verdict: verdict, LastSeen: now, CreatedAt: now}
+	userID := reg.UserID
+	row := runnerRow{ID: reg.ID, Name: reg.Name, UserID: &userID, Labels: string(lb), Profile: reg.Profile, Report: string(rb),
+		Verdict: reg.Verdict, Slots: reg.Slots, LastSeen: now, CreatedAt: now}
 	err := db.Gorm.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"labels", "profile", "report", "verdict", "last_seen"}),
+		DoUpdates: clause.AssignmentColumns([]string{"labels", "profile", "report", "verdict", "slots", "last_seen", "draining"}),
 	}).Create(&row).Error
 	if err != nil {
-		return fmt.Errorf("register runner %s: %w", id, err)
+		return fmt.Errorf("register runner %s: %w", reg.ID, err)
 	}
 	return nil
 }
 
-// TouchRunner records that a runner polled.
-func (db *DB) TouchRunner(ctx context.Context, id string) error {
-	return db.Gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).Update("last_seen", db.Now()).Error
+// TouchRunner records that a runner polled and reports whether it is
+// draining (it announced a shutdown, or an admin drained it): a draining
+// runner gets no new jobs.
+func (db *DB) TouchRunner(ctx context.Context, id string) (draining bool, err error) {
+	if err := db.Gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).Update("last_seen", db.Now()).Error; err != nil {
+		return false, fmt.Errorf("touch runner %s: %w", id, err)
+	}
+	var row runnerRow
+	if err := db.Gorm.WithContext(ctx).Select("draining").Where("id = ?", id).Take(&row).Error; err != nil {
+		return false, fmt.Errorf("read runner %s: %w", id, err)
+	}
+	return row.Draining, nil
+}
+
+// SetRunnerDraining records that a runner stopped taking jobs (it is
+// finishing or handing back the ones it holds). It reports whether the
+// runner exists.
+func (db *DB) SetRunnerDraining(ctx context.Context, id string) (bool, error) {
+	res := db.Gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).
+		Updates(map[string]any{"draining": true, "last_seen": db.Now()})
+	if res.Error != nil {
+		return false, fmt.Errorf("mark runner %s draining: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
 }
 
 // RunnerReport returns the environment report a runner registered with.
@@ -43,4 +81,40 @@ func (db *DB) RunnerReport(ctx context.Context, id string) (envprobe.Report, boo
 		return envprobe.Report{}, false
 	}
 	return rep, true
+}
+
+// Runner is a registered runner as instructors see it.
+type Runner struct {
+	ID        string
+	Name      string
+	Slots     int
+	Labels    map[string]string
+	Profile   string
+	Verdict   string
+	Report    envprobe.Report
+	Draining  bool
+	LastSeen  time.Time
+	CreatedAt time.Time
+}
+
+// Runners lists registered runners seen since since (zero: all), most
+// recently seen first.
+func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
+	var rows []runnerRow
+	q := db.Gorm.WithContext(ctx).Order("last_seen DESC, id")
+	if !since.IsZero() {
+		q = q.Where("last_seen >= ?", since)
+	}
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list runners: %w", err)
+	}
+	out := make([]Runner, 0, len(rows))
+	for _, r := range rows {
+		rn := Runner{ID: r.ID, Name: r.Name, Slots: r.Slots, Profile: r.Profile, Verdict: r.Verdict,
+			Draining: r.Draining, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt, Labels: map[string]string{}}
+		_ = json.Unmarshal([]byte(r.Labels), &rn.Labels)
+		_ = json.Unmarshal([]byte(r.Report), &rn.Report)
+		out = append(out, rn)
+	}
+	return out, nil
 }

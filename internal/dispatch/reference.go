@@ -1,0 +1,188 @@
+package dispatch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/compare"
+	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// ProfileRequirement is what a runner must satisfy to record references
+// for profile: exactly that profile, so that the outputs are the ones a
+// learner's notebook will be compared with on it.
+func ProfileRequirement(profile string) (grading.Requirement, error) {
+	switch profile {
+	case "cpu":
+		return grading.Requirement{Accelerator: "cpu"}, nil
+	case "npu-a2":
+		return grading.Requirement{Accelerator: "npu", Product: "A2"}, nil
+	case "npu-a3":
+		return grading.Requirement{Accelerator: "npu", Product: "A3"}, nil
+	case "npu-950":
+		return grading.Requirement{Accelerator: "npu", Product: "950"}, nil
+	}
+	return grading.Requirement{}, grading.Errorf(grading.EINVALID, "unknown profile %q (want cpu, npu-a2, npu-a3 or npu-950)", profile)
+}
+
+// referenceRequirement merges the exercise's own requirement (a TorchAir
+// release, a feature) with the profile's.
+func referenceRequirement(ex *exercise.Exercise, profile string) (grading.Requirement, error) {
+	req, err := ProfileRequirement(profile)
+	if err != nil {
+		return req, err
+	}
+	own := ex.Requires
+	if req.Accelerator == "cpu" {
+		if own.NeedsNPU() {
+			return req, grading.Errorf(grading.EINVALID, "exercise %s needs an NPU runner; it has no cpu reference", ex.ID)
+		}
+		return req, nil
+	}
+	if own.Accelerator == "cpu" {
+		return req, grading.Errorf(grading.EINVALID, "exercise %s runs on cpu runners only", ex.ID)
+	}
+	if own.Product != "" && own.Product != req.Product {
+		return req, grading.Errorf(grading.EINVALID, "exercise %s needs Atlas %s; profile %s is another product", ex.ID, own.Product, profile)
+	}
+	req.TorchAir, req.Feature = own.TorchAir, own.Feature
+	return req, nil
+}
+
+// EnqueueReference queues a reference job: the exercise's answer executed
+// on a runner of profile, whose graded outputs become that profile's
+// reference when it completes. It returns the job id.
+func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile string) (int64, error) {
+	ex, err := d.Catalog.Get(exerciseID)
+	if err != nil {
+		return 0, err
+	}
+	req, err := referenceRequirement(ex, profile)
+	if err != nil {
+		return 0, err
+	}
+	reqJSON, _ := json.Marshal(req)
+	job := &store.JobRow{Kind: grading.JobReference, ExerciseID: ex.ID, Requires: string(reqJSON),
+		MaxAttempts: ex.MaxAttempts, Profile: profile}
+	err = d.DB.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sha, err := d.DB.PutBlob(tx, ex.AnswerBytes)
+		if err != nil {
+			return err
+		}
+		job.PayloadSHA256 = sha
+		return d.Queue.Enqueue(tx, job)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("enqueue reference run of %s on %s: %w", ex.ID, profile, err)
+	}
+	d.Queue.Notify()
+	d.Log.Info("reference run queued", "job", job.ID, "exercise", ex.ID, "profile", profile)
+	return job.ID, nil
+}
+
+// completeReference turns a reference job's executed answer into the
+// profile's stored reference, in the transaction that completes the job.
+func (d *Dispatcher) completeReference(ctx context.Context, job store.JobRow, token, runnerID string, res grading.ExecutionResult) error {
+	ref, err := d.referenceFrom(job, res)
+	if err != nil {
+		d.Log.Warn("reference run unusable", "job", job.ID, "exercise", job.ExerciseID, "profile", job.Profile, "err", err)
+		return d.Fail(ctx, job.ID, token, err.Error())
+	}
+	cells, err := json.Marshal(ref.Cells)
+	if err != nil {
+		return fmt.Errorf("encode reference of job %d: %w", job.ID, err)
+	}
+	err = d.Queue.Complete(ctx, job.ID, token, func(tx *gorm.DB) error {
+		return d.DB.SaveReference(tx, store.StoredReference{ExerciseID: ref.Exercise, Profile: ref.Profile,
+			AnswerSHA256: ref.AnswerSHA256, Cells: cells, JobID: job.ID, RunnerID: runnerID, EnvFingerprint: res.EnvFingerprint})
+	})
+	if err != nil {
+		return err
+	}
+	d.Log.Info("reference recorded", "job", job.ID, "exercise", ref.Exercise, "profile", ref.Profile, "cells", len(ref.Cells), "runner", runnerID)
+	return nil
+}
+
+func (d *Dispatcher) referenceFrom(job store.JobRow, res grading.ExecutionResult) (*exercise.Reference, error) {
+	ex, err := d.Catalog.Get(job.ExerciseID)
+	if err != nil {
+		return nil, err
+	}
+	if job.Profile != "" && res.Profile != job.Profile {
+		return nil, fmt.Errorf("a %s reference was asked for, but the runner has the %s profile", job.Profile, res.Profile)
+	}
+	if res.Notebook == nil {
+		return nil, fmt.Errorf("the answer did not run to the end: %s", res.Reason)
+	}
+	executed, err := notebook.Parse(res.Notebook, notebook.Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+	if err != nil {
+		return nil, fmt.Errorf("parse executed answer: %w", err)
+	}
+	ref := &exercise.Reference{Exercise: ex.ID, Profile: res.Profile, AnswerSHA256: ex.AnswerSHA256(), Cells: map[string][]*notebook.Output{}}
+	var raised []string
+	for _, g := range ex.Graded {
+		c := executed.CellByGraderID(g.ID)
+		if c == nil || execution.ReadCellMeta(c).Skipped != "" {
+			continue // not runnable on this profile: no reference, graded not-run there
+		}
+		outs := stripVolatile(c.Outputs)
+		if e := compare.FirstError(outs); e != nil && ex.Answer.CellByGraderID(g.ID).MustGrader().Compare != "error" {
+			raised = append(raised, fmt.Sprintf("%s raised %s: %s", g.ID, e.Ename, e.Evalue))
+		}
+		ref.Cells[g.ID] = outs
+	}
+	if len(raised) > 0 {
+		return nil, errors.New("the answer's cells " + strings.Join(raised, "; "))
+	}
+	return ref, nil
+}
+
+// stripVolatile drops what never takes part in a comparison (execution
+// counts, tracebacks, metadata), as `npugrade check --update-reference` does.
+func stripVolatile(outs []*notebook.Output) []*notebook.Output {
+	res := make([]*notebook.Output, 0, len(outs))
+	for _, o := range outs {
+		c := *o
+		c.ExecutionCount = nil
+		c.Traceback = nil
+		c.Metadata = nil
+		res = append(res, &c)
+	}
+	return res
+}
+
+// reference returns the reference outputs to grade against on profile: the
+// committed file when there is one, else the one a reference job recorded.
+func (d *Dispatcher) reference(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error) {
+	ref, fileErr := ex.Reference(profile)
+	if fileErr == nil {
+		return ref, nil
+	}
+	if _, ok := ex.References[profile]; ok {
+		return nil, fileErr // a stale file reference is an error, not a fallback
+	}
+	stored, err := d.DB.Reference(ctx, ex.ID, profile)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("%w (or POST /api/v1/exercises/%s/references with {\"profile\": %q})", fileErr, ex.ID, profile)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if stored.AnswerSHA256 != ex.AnswerSHA256() {
+		return nil, fmt.Errorf("exercise %s: the stored reference for profile %q was recorded from another version of the answer (record it again)", ex.ID, profile)
+	}
+	out := &exercise.Reference{Exercise: ex.ID, Profile: profile, AnswerSHA256: stored.AnswerSHA256}
+	if err := json.Unmarshal(stored.Cells, &out.Cells); err != nil {
+		return nil, fmt.Errorf("decode stored reference %s/%s: %w", ex.ID, profile, err)
+	}
+	return out, nil
+}
