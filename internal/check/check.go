@@ -12,9 +12,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -110,6 +112,8 @@ type task struct {
 	path     string
 	upload   *notebook.Notebook
 	expected map[string]string
+	// score is the fixture's expected score, when its .expected.json sets one.
+	score *float64
 }
 
 // Run checks every exercise of cat.
@@ -207,18 +211,20 @@ func fixtures(ex *exercise.Exercise) ([]task, error) {
 		}
 		var exp struct {
 			Cells map[string]string `json:"cells"`
+			Score *float64          `json:"score"`
 		}
 		if err := json.Unmarshal(raw, &exp); err != nil {
 			return nil, fmt.Errorf("parse %s: %w", expPath, err)
 		}
-		out = append(out, task{ex: ex, kind: "fixture", name: filepath.Base(p), path: p, upload: nb, expected: exp.Cells})
+		out = append(out, task{ex: ex, kind: "fixture", name: filepath.Base(p), path: p, upload: nb, expected: exp.Cells, score: exp.Score})
 	}
 	return out, nil
 }
 
 // execute rebuilds upload against the answer and runs it, as the server would.
-func execute(ctx context.Context, ex *exercise.Exercise, upload *notebook.Notebook, opt Options) (*notebook.Notebook, notebook.Integrity, grading.ExecutionResult, error) {
-	rebuilt, integ, err := notebook.Rebuild(ex.Answer, upload)
+// seed is the probe seed of the run.
+func execute(ctx context.Context, ex *exercise.Exercise, upload *notebook.Notebook, seed int64, opt Options) (*notebook.Notebook, notebook.Integrity, grading.ExecutionResult, error) {
+	rebuilt, integ, err := notebook.RebuildSeeded(ex.Answer, upload, seed)
 	if err != nil {
 		return nil, integ, grading.ExecutionResult{}, err
 	}
@@ -250,7 +256,9 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 		out.ExecErr = err.Error()
 		return out
 	}
-	executed, integ, res, err := execute(ctx, t.ex, t.upload, opt)
+	// Each notebook draws its seed from the pool by name, as a job would by
+	// its nonce, so the fixtures exercise different seeds.
+	executed, integ, res, err := execute(ctx, t.ex, t.upload, t.ex.SeedFor(t.kind+"/"+t.name), opt)
 	if err != nil {
 		out.ExecErr = err.Error()
 		return out
@@ -285,6 +293,10 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 		}
 		out.Cases = append(out.Cases, c)
 	}
+	if t.kind == "fixture" && t.score != nil && math.Abs(out.Score-*t.score) > 1e-9 {
+		out.Cases = append(out.Cases, Case{CellID: "(score)", Want: fmt.Sprint(*t.score),
+			Failure: fmt.Sprintf("the fixture scores %g, want %g", out.Score, *t.score)})
+	}
 	if t.kind == "fixture" {
 		seen := map[string]bool{}
 		for _, c := range out.Cases {
@@ -300,25 +312,45 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 }
 
 // record executes the answer and writes its graded outputs as the profile's reference.
+// With probe cells the answer is executed once per seed of the pool, and
+// the probes' outputs are recorded per seed.
 func record(ctx context.Context, ex *exercise.Exercise, opt Options) error {
-	executed, _, res, err := execute(ctx, ex, ex.Answer, opt)
-	if err != nil {
-		return fmt.Errorf("record reference of %s: %w", ex.ID, err)
-	}
-	if executed == nil {
-		return fmt.Errorf("record reference of %s: %s", ex.ID, res.Reason)
-	}
 	ref := &exercise.Reference{Exercise: ex.ID, Profile: opt.Profile, AnswerSHA256: ex.AnswerSHA256(), Cells: map[string][]*notebook.Output{}}
-	for _, g := range ex.Graded {
-		c := executed.CellByGraderID(g.ID)
-		if c == nil || execution.ReadCellMeta(c).Skipped != "" {
-			continue
+	seeds := []int64{0}
+	if ex.HasProbes() {
+		seeds = ex.Seeds()
+		ref.Probes = map[string]map[string][]*notebook.Output{}
+	}
+	for i, seed := range seeds {
+		executed, _, res, err := execute(ctx, ex, ex.Answer, seed, opt)
+		if err != nil {
+			return fmt.Errorf("record reference of %s (seed %d): %w", ex.ID, seed, err)
 		}
-		outs := stripVolatile(c.Outputs)
-		if e := compare.FirstError(outs); e != nil && !expectsError(ex, g.ID) {
-			return fmt.Errorf("record reference of %s: the answer's cell %s raised %s: %s", ex.ID, g.ID, e.Ename, e.Evalue)
+		if executed == nil {
+			return fmt.Errorf("record reference of %s (seed %d): %s", ex.ID, seed, res.Reason)
 		}
-		ref.Cells[g.ID] = outs
+		probes := map[string][]*notebook.Output{}
+		for _, g := range ex.Graded {
+			if !g.Probe && i > 0 {
+				continue
+			}
+			c := executed.CellByGraderID(g.ID)
+			if c == nil || execution.ReadCellMeta(c).Skipped != "" {
+				continue
+			}
+			outs := stripVolatile(c.Outputs)
+			if e := compare.FirstError(outs); e != nil && !expectsError(ex, g.ID) {
+				return fmt.Errorf("record reference of %s: the answer's cell %s raised %s: %s", ex.ID, g.ID, e.Ename, e.Evalue)
+			}
+			if g.Probe {
+				probes[g.ID] = outs
+			} else {
+				ref.Cells[g.ID] = outs
+			}
+		}
+		if ref.Probes != nil {
+			ref.Probes[strconv.FormatInt(seed, 10)] = probes
+		}
 	}
 	if opt.Progress != nil {
 		fmt.Fprintf(opt.Progress, "%-4s recorded reference outputs for profile %s (%d cells)\n", ex.ID, opt.Profile, len(ref.Cells))
@@ -351,7 +383,7 @@ func rerun(ctx context.Context, ex *exercise.Exercise, opt Options) ([]string, e
 	seen := map[string]string{}
 	unstable := map[string]bool{}
 	for i := 0; i < opt.Rerun; i++ {
-		executed, _, res, err := execute(ctx, ex, ex.Answer, opt)
+		executed, _, res, err := execute(ctx, ex, ex.Answer, ex.Seeds()[0], opt)
 		if err != nil {
 			return nil, fmt.Errorf("rerun %s: %w", ex.ID, err)
 		}

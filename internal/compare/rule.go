@@ -159,7 +159,7 @@ func (r Rule) tolerances() (atol, rtol float64, on bool) {
 var ignoredKeys = map[string]bool{
 	"id": true, "points": true, "solution": true, "starter": true,
 	"requires": true, "timeout": true, "locked": true, "probe": true,
-	"visibility": true, "group": true, "hidden": true,
+	"visibility": true, "group": true, "hidden": true, "for": true,
 }
 
 // targetPattern is what a MIME type target must look like; it keeps typos

@@ -14,7 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/go-multierror"
 
@@ -33,6 +35,108 @@ type Config struct {
 	JobTimeout  float64             `json:"job_timeout,omitempty"`
 	Requires    grading.Requirement `json:"requires,omitempty"`
 	MaxAttempts int                 `json:"max_attempts,omitempty"`
+
+	// ProbeSeeds is the pool the per-job probe seed is drawn from; the
+	// reference outputs hold the probes' outputs for every seed of it.
+	ProbeSeeds []int64 `json:"probe_seeds,omitempty"`
+	// Points overrides metadata.grader.points per graded cell id.
+	Points map[string]float64 `json:"points,omitempty"`
+	// Groups are all-or-nothing groups of graded cell ids (in addition to
+	// metadata.grader.group).
+	Groups map[string][]string `json:"groups,omitempty"`
+	// Visibility overrides metadata.grader.visibility per graded cell id.
+	Visibility map[string]string `json:"visibility,omitempty"`
+	Policy
+}
+
+// Policy says which submission counts and when submissions are accepted.
+type Policy struct {
+	// Counts is "best" (default) or "latest".
+	Counts string `json:"policy,omitempty"`
+	// Deadline is the due date; nil means none.
+	Deadline *time.Time `json:"deadline,omitempty"`
+	// LatePenalty applies after the deadline: the step with the largest
+	// After not exceeding the lateness multiplies the score.
+	LatePenalty []LateStep `json:"late_penalty,omitempty"`
+	// MaxSubmissions caps the graded submissions per learner (0 = no cap).
+	MaxSubmissions int `json:"max_submissions,omitempty"`
+	// RateLimit caps submissions per learner in a sliding window.
+	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+}
+
+// LateStep is one step of a late-penalty schedule.
+type LateStep struct {
+	After      Duration `json:"after"`
+	Multiplier float64  `json:"multiplier"`
+}
+
+// RateLimit is "at most Count submissions per Per".
+type RateLimit struct {
+	Count int      `json:"count"`
+	Per   Duration `json:"per"`
+}
+
+// Duration is a time.Duration written as a Go duration string ("90m", "24h").
+type Duration time.Duration
+
+// UnmarshalJSON reads "1h30m".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"24h\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalJSON writes the duration string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// Policy names and visibility levels.
+const (
+	CountsBest          = "best"
+	CountsLatest        = "latest"
+	VisibilityVisible   = "visible"
+	VisibilityAfterDue  = "after_due_date"
+	VisibilityHidden    = "hidden"
+	defaultProbeSeedOne = 17
+)
+
+// LateMultiplier is the factor a submission made at t gets (1 when on time).
+func (p Policy) LateMultiplier(t time.Time) float64 {
+	if p.Deadline == nil || !t.After(*p.Deadline) {
+		return 1
+	}
+	late := t.Sub(*p.Deadline)
+	m, best := 1.0, time.Duration(-1)
+	for _, st := range p.LatePenalty {
+		if a := time.Duration(st.After); a <= late && a > best {
+			m, best = st.Multiplier, a
+		}
+	}
+	return m
+}
+
+// DetailsVisible reports whether a learner may see the details (message,
+// observed and expected output) of graded cell id at time now.
+func (ex *Exercise) DetailsVisible(id string, now time.Time) bool {
+	for _, g := range ex.Graded {
+		if g.ID != id {
+			continue
+		}
+		switch g.Visibility {
+		case VisibilityHidden:
+			return false
+		case VisibilityAfterDue:
+			return ex.Deadline == nil || now.After(*ex.Deadline)
+		}
+		return true
+	}
+	return true
 }
 
 // Exercise is one loaded exercise.
@@ -57,6 +161,12 @@ type GradedCell struct {
 	Points   float64
 	Requires grading.Requirement
 	Solution bool
+	// Probe cells run hidden tests of the question For.
+	Probe bool
+	For   string
+	// Group is the all-or-nothing group the cell belongs to ("" = none).
+	Group      string
+	Visibility string
 }
 
 // Reference is answers/<id>/references/<profile>.json: the answer's outputs
@@ -66,6 +176,18 @@ type Reference struct {
 	Profile      string                        `json:"profile"`
 	AnswerSHA256 string                        `json:"answer_sha256"`
 	Cells        map[string][]*notebook.Output `json:"cells"`
+	// Probes holds the probe cells' outputs per seed (decimal string), then
+	// per probe cell id.
+	Probes map[string]map[string][]*notebook.Output `json:"probes,omitempty"`
+}
+
+// ProbeOutputs returns the reference outputs of probe id under seed.
+func (r *Reference) ProbeOutputs(seed int64, id string) ([]*notebook.Output, bool) {
+	if r == nil {
+		return nil, false
+	}
+	outs, ok := r.Probes[strconv.FormatInt(seed, 10)][id]
+	return outs, ok
 }
 
 // Catalog holds every exercise, by id.
@@ -164,9 +286,11 @@ func LoadOne(dir, answerDir string) (*Exercise, error) {
 		}
 		seen[g.ID] = true
 		if g.Graded() {
-			ex.Graded = append(ex.Graded, GradedCell{ID: g.ID, Points: g.Points, Requires: g.Requires, Solution: g.Solution})
+			ex.Graded = append(ex.Graded, GradedCell{ID: g.ID, Points: g.Points, Requires: g.Requires, Solution: g.Solution,
+				Probe: g.Probe, For: g.For, Group: g.Group, Visibility: g.Visibility})
 		}
 	}
+	errs = multierror.Append(errs, ex.applyConfig()...)
 	if len(ex.Graded) == 0 {
 		errs = multierror.Append(errs, errors.New("answer has no graded cells (metadata.grader.points > 0)"))
 	}
@@ -217,6 +341,13 @@ func (ex *Exercise) Reference(profile string) (*Reference, error) {
 	if ref.AnswerSHA256 != ex.AnswerSHA256() {
 		return nil, fmt.Errorf("exercise %s: the reference outputs for profile %q were recorded from another version of the answer (re-record with --update-reference)", ex.ID, profile)
 	}
+	if ex.HasProbes() {
+		for _, seed := range ex.Seeds() {
+			if _, ok := ref.Probes[strconv.FormatInt(seed, 10)]; !ok {
+				return nil, fmt.Errorf("exercise %s: the reference outputs for profile %q hold no probe outputs for seed %d (re-record with --update-reference)", ex.ID, profile, seed)
+			}
+		}
+	}
 	return ref, nil
 }
 
@@ -251,4 +382,120 @@ func (ex *Exercise) WriteReference(ref *Reference) error {
 	}
 	ex.References[ref.Profile] = ref
 	return nil
+}
+
+// HasProbes reports whether the answer holds probe cells.
+func (ex *Exercise) HasProbes() bool {
+	for _, g := range ex.Graded {
+		if g.Probe {
+			return true
+		}
+	}
+	return false
+}
+
+// Seeds returns the probe seed pool (a default pool when the config sets none).
+func (ex *Exercise) Seeds() []int64 {
+	if len(ex.ProbeSeeds) > 0 {
+		return ex.ProbeSeeds
+	}
+	return []int64{defaultProbeSeedOne, 4242, 90017}
+}
+
+// SeedFor picks the probe seed for a job from the pool, by a key such as a
+// random nonce (intake) or a fixture name (check).
+func (ex *Exercise) SeedFor(key string) int64 {
+	pool := ex.Seeds()
+	h := sha256.Sum256([]byte(key))
+	n := int(h[0])<<8 | int(h[1])
+	return pool[n%len(pool)]
+}
+
+// applyConfig validates the probe and policy keys and applies the config's
+// per-cell overrides; it returns every problem found.
+func (ex *Exercise) applyConfig() []error {
+	var errs []error
+	byID := map[string]*GradedCell{}
+	for i := range ex.Graded {
+		byID[ex.Graded[i].ID] = &ex.Graded[i]
+	}
+	for id, p := range ex.Config.Points {
+		g, ok := byID[id]
+		switch {
+		case !ok:
+			errs = append(errs, fmt.Errorf("points: %q is not a graded cell of the answer", id))
+		case p <= 0:
+			errs = append(errs, fmt.Errorf("points: %q must be positive", id))
+		default:
+			g.Points = p
+		}
+	}
+	for name, ids := range ex.Config.Groups {
+		for _, id := range ids {
+			if g, ok := byID[id]; ok {
+				g.Group = name
+			} else {
+				errs = append(errs, fmt.Errorf("groups: %s: %q is not a graded cell of the answer", name, id))
+			}
+		}
+	}
+	for id, v := range ex.Config.Visibility {
+		if g, ok := byID[id]; ok {
+			g.Visibility = v
+		} else {
+			errs = append(errs, fmt.Errorf("visibility: %q is not a graded cell of the answer", id))
+		}
+	}
+	for i := range ex.Graded {
+		g := &ex.Graded[i]
+		switch g.Visibility {
+		case "", VisibilityVisible, VisibilityAfterDue, VisibilityHidden:
+		default:
+			errs = append(errs, fmt.Errorf("cell %s: visibility %q: want visible, after_due_date or hidden", g.ID, g.Visibility))
+		}
+		if g.Visibility == "" {
+			g.Visibility = VisibilityVisible
+		}
+		if g.Probe {
+			target, ok := byID[g.For]
+			switch {
+			case g.For == "":
+				errs = append(errs, fmt.Errorf("probe cell %s: metadata.grader.for must name the question it tests", g.ID))
+			case !ok || target.Probe:
+				errs = append(errs, fmt.Errorf("probe cell %s: for %q is not a graded question of the answer", g.ID, g.For))
+			case g.Requires.IsZero():
+				g.Requires = target.Requires
+			}
+			g.Visibility = VisibilityHidden
+		}
+	}
+	switch ex.Counts {
+	case "":
+		ex.Counts = CountsBest
+	case CountsBest, CountsLatest:
+	default:
+		errs = append(errs, fmt.Errorf("policy %q: want best or latest", ex.Counts))
+	}
+	for i, st := range ex.LatePenalty {
+		if st.Multiplier < 0 || st.Multiplier > 1 || st.After < 0 {
+			errs = append(errs, fmt.Errorf("late_penalty[%d]: after must be >= 0 and multiplier in [0, 1]", i))
+		}
+	}
+	if len(ex.LatePenalty) > 0 && ex.Deadline == nil {
+		errs = append(errs, errors.New("late_penalty needs a deadline"))
+	}
+	if ex.MaxSubmissions < 0 {
+		errs = append(errs, errors.New("max_submissions must be >= 0"))
+	}
+	if rl := ex.RateLimit; rl != nil && (rl.Count <= 0 || rl.Per <= 0) {
+		errs = append(errs, errors.New("rate_limit needs a positive count and a positive per duration"))
+	}
+	seen := map[int64]bool{}
+	for _, s := range ex.ProbeSeeds {
+		if seen[s] {
+			errs = append(errs, fmt.Errorf("probe_seeds: %d is listed twice", s))
+		}
+		seen[s] = true
+	}
+	return errs
 }

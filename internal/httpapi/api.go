@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -133,6 +134,10 @@ func (s *Server) createSubmission(c *gin.Context) {
 		User: u, ExerciseID: exerciseID, Notebook: data, IdempotencyKey: c.GetHeader("Idempotency-Key"),
 	})
 	if err != nil {
+		var rl *submission.RateLimitError
+		if errors.As(err, &rl) {
+			c.Header("Retry-After", strconv.Itoa(int(math.Ceil(rl.RetryAfter.Seconds()))))
+		}
 		s.problem(c, err)
 		return
 	}

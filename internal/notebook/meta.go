@@ -19,7 +19,13 @@ type GraderMeta struct {
 	Requires grading.Requirement `json:"requires"`
 	Timeout  float64             `json:"timeout"`
 	Probe    bool                `json:"probe"`
-	Compare  string              `json:"compare"`
+	// For is the question (graded cell id) a probe cell tests.
+	For     string `json:"for"`
+	Compare string `json:"compare"`
+	// Group names an all-or-nothing group of graded cells.
+	Group string `json:"group"`
+	// Visibility of feedback details: visible (default), after_due_date, hidden.
+	Visibility string `json:"visibility"`
 	// Raw is the whole grader object, for the comparators.
 	Raw json.RawMessage `json:"-"`
 }

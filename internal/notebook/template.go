@@ -108,7 +108,42 @@ type Integrity struct {
 // changes nothing (it is reported as tampered when it is graded), a deleted
 // graded cell is restored (and graded missing), and outputs in the upload
 // are never executed or counted.
+//
+// Probe cells (metadata.grader.probe) are moved after every other cell, so
+// they run after all of the learner's code and after every visible graded
+// output has been produced; Rebuild gives them seed 0 (RebuildSeeded sets
+// the job's seed).
 func Rebuild(answer, upload *Notebook) (*Notebook, Integrity, error) {
+	return RebuildSeeded(answer, upload, 0)
+}
+
+// SeedVariable is the Python variable a probe cell reads its seed from.
+// RebuildSeeded prepends "NPUGRADE_SEED = <seed>" to each probe cell, so the
+// seed exists in the kernel only once the learner's cells have run.
+const SeedVariable = "NPUGRADE_SEED"
+
+// SeedMetaKey is the notebook-level metadata key under which the rebuilt
+// notebook records its probe seed (metadata.npugrade.probe_seed), so that
+// scoring compares the probes with the reference outputs of that seed.
+const SeedMetaKey = "npugrade"
+
+// ProbeSeed returns the probe seed a rebuilt (or executed) notebook records.
+func (nb *Notebook) ProbeSeed() (int64, bool) {
+	raw, ok := nb.Metadata[SeedMetaKey]
+	if !ok {
+		return 0, false
+	}
+	var m struct {
+		ProbeSeed *int64 `json:"probe_seed"`
+	}
+	if err := json.Unmarshal(raw, &m); err != nil || m.ProbeSeed == nil {
+		return 0, false
+	}
+	return *m.ProbeSeed, true
+}
+
+// RebuildSeeded is Rebuild with the probe seed of one job.
+func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, error) {
 	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
 	byGrader := map[string]*Cell{}
 	byID := map[string]*Cell{}
@@ -129,7 +164,7 @@ func Rebuild(answer, upload *Notebook) (*Notebook, Integrity, error) {
 		if err != nil {
 			return nil, integ, fmt.Errorf("template cell %d: %w", i+1, err)
 		}
-		if g.ID == "" {
+		if g.ID == "" || g.Probe {
 			continue
 		}
 		learner := byGrader[g.ID]
@@ -165,6 +200,23 @@ func Rebuild(answer, upload *Notebook) (*Notebook, Integrity, error) {
 				integ.Messages[g.ID] = "this cell is locked but its code was changed; the original code was run and the cell earns no points"
 			}
 		}
+	}
+	var probes, rest []*Cell
+	for _, c := range nb.Cells {
+		if c.MustGrader().Probe {
+			c.Source = MultilineString(fmt.Sprintf("%s = %d  # set by the grader\n", SeedVariable, seed) + string(c.Source))
+			probes = append(probes, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	if len(probes) > 0 {
+		nb.Cells = append(rest, probes...)
+		if nb.Metadata == nil {
+			nb.Metadata = map[string]json.RawMessage{}
+		}
+		b, _ := json.Marshal(map[string]int64{"probe_seed": seed})
+		nb.Metadata[SeedMetaKey] = b
 	}
 	return nb, integ, nil
 }

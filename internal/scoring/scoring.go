@@ -8,6 +8,7 @@ package scoring
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/npugrade/npugrade/internal/compare"
 	"github.com/npugrade/npugrade/internal/execution"
@@ -28,6 +29,8 @@ type Input struct {
 	// Executed is the runner's notebook; nil when the run produced none.
 	Executed *notebook.Notebook
 	Result   grading.ExecutionResult
+	// SubmittedAt decides the late penalty; zero means on time.
+	SubmittedAt time.Time
 }
 
 // Output is the graded result.
@@ -36,6 +39,8 @@ type Output struct {
 	Score    float64
 	MaxScore float64
 	Message  string
+	// Multiplier is the late-penalty factor applied to Score (1 on time).
+	Multiplier float64
 }
 
 // Score grades every graded cell of the exercise, in answer order.
@@ -63,6 +68,13 @@ func Score(in Input) Output {
 		case meta.Skipped != "":
 			cr.Verdict, cr.Counted = grading.VerdictNotRun, false
 			cr.Message = "not run on this runner: " + meta.Skipped + "; not counted"
+		case gc.Probe:
+			if ruleErr != nil {
+				cr.Verdict = grading.VerdictError
+				cr.Message = "the exercise's grading rule for this hidden test is invalid; please tell your instructor"
+				break
+			}
+			probeCell(&cr, gc, rule, in, ec)
 		case in.Integrity.Verdicts[gc.ID] != "":
 			cr.Verdict = in.Integrity.Verdicts[gc.ID]
 			cr.Message = in.Integrity.Messages[gc.ID]
@@ -79,9 +91,8 @@ func Score(in Input) Output {
 		case ec == nil:
 			cr.Verdict = grading.VerdictNotRun
 			cr.Message = "the cell was not found in the executed notebook"
-		case meta.TimedOut:
-			cr.Verdict = grading.VerdictTimeout
-			cr.Message = fmt.Sprintf("the cell did not finish within its %gs time limit and was interrupted", meta.Timeout)
+		case meta.Stopped != "" || meta.TimedOut || meta.KernelGone || meta.Truncated != "" || meta.PidsLimit > 0:
+			cr.Verdict, cr.Message, _ = limitVerdict(meta, ec, cellPosition(in.Executed, ec))
 		case ec.ExecutionCount == nil && len(ec.Outputs) == 0:
 			cr.Verdict = grading.VerdictNotRun
 			cr.Message = "the cell was not run"
@@ -94,11 +105,19 @@ func Score(in Input) Output {
 		if cr.Verdict == grading.VerdictPass {
 			cr.Points = gc.Points
 		}
+		out.Cells = append(out.Cells, cr)
+	}
+	applyProbes(in.Exercise, out.Cells)
+	applyGroups(in.Exercise, out.Cells)
+	for _, cr := range out.Cells {
 		if cr.Counted {
-			out.MaxScore += gc.Points
+			out.MaxScore += cr.MaxPoints
 			out.Score += cr.Points
 		}
-		out.Cells = append(out.Cells, cr)
+	}
+	out.Multiplier = 1
+	if !in.SubmittedAt.IsZero() {
+		out.Multiplier = in.Exercise.LateMultiplier(in.SubmittedAt)
 	}
 	switch {
 	case in.Result.Killed:
@@ -114,7 +133,99 @@ func Score(in Input) Output {
 		}
 		out.Message = fmt.Sprintf("%d of %d graded cells pass", passed, len(out.Cells))
 	}
+	if out.Multiplier != 1 {
+		out.Score *= out.Multiplier
+		out.Message += fmt.Sprintf("; submitted after the deadline: score multiplied by %g", out.Multiplier)
+	}
 	return out
+}
+
+// probeCell grades a hidden test. Its feedback never carries the observed
+// or expected output, the probe's inputs or the exception's value: the
+// learner's code runs inside the probe and could echo them.
+func probeCell(cr *grading.CellResult, gc exercise.GradedCell, rule compare.Rule, in Input, ec *notebook.Cell) {
+	switch {
+	case in.Executed == nil && in.Result.Killed:
+		cr.Verdict = grading.VerdictTimeout
+		if in.Result.MemoryLimitHit {
+			cr.Verdict = grading.VerdictMemoryLimit
+		}
+		cr.Message = "a hidden test of " + gc.For + " did not run: " + in.Result.Reason
+		return
+	case ec == nil:
+		cr.Verdict, cr.Message = grading.VerdictNotRun, "a hidden test of "+gc.For+" was not run"
+		return
+	}
+	meta := execution.ReadCellMeta(ec)
+	if meta.TimedOut {
+		cr.Verdict, cr.Message = grading.VerdictTimeout, "a hidden test of "+gc.For+" did not finish in time"
+		return
+	}
+	if ec.ExecutionCount == nil && len(ec.Outputs) == 0 {
+		cr.Verdict, cr.Message = grading.VerdictNotRun, "a hidden test of "+gc.For+" was not run"
+		return
+	}
+	seed, ok := in.Executed.ProbeSeed()
+	expected, found := in.Reference.ProbeOutputs(seed, gc.ID)
+	if !ok || !found {
+		// Not the learner's fault: the exercise lacks reference outputs for this seed.
+		cr.Verdict = grading.VerdictError
+		cr.Message = "the hidden test of " + gc.For + " has no reference outputs for this run; please tell your instructor"
+		return
+	}
+	if rule.Compare != "error" && rule.Compare != "no-error" && compare.FirstError(ec.Outputs) != nil {
+		cr.Verdict, cr.Message = grading.VerdictError, "a hidden test of "+gc.For+" raised an exception"
+		return
+	}
+	if compare.Outputs(rule, expected, ec.Outputs).Pass {
+		cr.Verdict, cr.Message = grading.VerdictPass, "hidden test passes"
+		return
+	}
+	cr.Verdict, cr.Message = grading.VerdictMismatch, "a hidden test of "+gc.For+" gave a different result than the reference answer"
+}
+
+// applyProbes scales the points of each probed question by the share of its
+// hidden tests that pass: a cell that passes only for the visible inputs
+// (hard-coded or printed) earns nothing.
+func applyProbes(ex *exercise.Exercise, cells []grading.CellResult) {
+	total, passed := map[string]int{}, map[string]int{}
+	for i, gc := range ex.Graded {
+		if !gc.Probe || !cells[i].Counted {
+			continue
+		}
+		total[gc.For]++
+		if cells[i].Verdict == grading.VerdictPass {
+			passed[gc.For]++
+		}
+	}
+	for i := range cells {
+		cr := &cells[i]
+		n := total[cr.CellID]
+		if n == 0 || cr.Points == 0 {
+			continue
+		}
+		if passed[cr.CellID] < n {
+			cr.Points = cr.MaxPoints * float64(passed[cr.CellID]) / float64(n)
+			cr.Message += fmt.Sprintf("; %d of %d hidden tests of this question pass, so it earns %g of %g points", passed[cr.CellID], n, cr.Points, cr.MaxPoints)
+		}
+	}
+}
+
+// applyGroups zeroes every cell of an all-or-nothing group in which a
+// counted cell earned less than its maximum.
+func applyGroups(ex *exercise.Exercise, cells []grading.CellResult) {
+	failed := map[string]bool{}
+	for i, gc := range ex.Graded {
+		if gc.Group != "" && cells[i].Counted && cells[i].Points < cells[i].MaxPoints {
+			failed[gc.Group] = true
+		}
+	}
+	for i, gc := range ex.Graded {
+		if failed[gc.Group] && cells[i].Points > 0 {
+			cells[i].Points = 0
+			cells[i].Message += "; all-or-nothing group " + gc.Group + " is not complete, so this cell earns no points"
+		}
+	}
 }
 
 func compareCell(cr *grading.CellResult, rule compare.Rule, ref *exercise.Reference, ec *notebook.Cell) {

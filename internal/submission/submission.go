@@ -5,8 +5,11 @@ package submission
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/go-multierror"
 
@@ -54,7 +57,14 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub grading.Submission
 		}
 		return grading.Submission{}, false, problems("the submission is not valid", all)
 	}
-	rebuilt, _, err := notebook.Rebuild(ex.Answer, nb)
+	if r.IdempotencyKey == "" || !s.replayed(ctx, r) {
+		if err := s.admit(ctx, ex, r.User); err != nil {
+			return grading.Submission{}, false, err
+		}
+	}
+	// The probe seed is drawn per job from the exercise's pool; the rebuilt
+	// notebook records it for scoring.
+	rebuilt, _, err := notebook.RebuildSeeded(ex.Answer, nb, ex.SeedFor(nonce()))
 	if err != nil {
 		return grading.Submission{}, false, fmt.Errorf("rebuild notebook for %s: %w", ex.ID, err)
 	}
@@ -74,6 +84,66 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub grading.Submission
 		s.Queue.Notify()
 	}
 	return sub, created, nil
+}
+
+// RateLimitError is the error of a submission over the exercise's rate
+// limit; RetryAfter says when the next one is accepted.
+type RateLimitError struct {
+	Err        *grading.Error
+	RetryAfter time.Duration
+}
+
+// Unwrap lets errors.As find the *grading.Error.
+func (e *RateLimitError) Unwrap() error { return e.Err }
+
+func (e *RateLimitError) Error() string { return e.Err.Error() }
+
+func (s *Service) replayed(ctx context.Context, r Request) bool {
+	_, err := s.DB.SubmissionByKey(ctx, r.User.ID, r.IdempotencyKey)
+	return err == nil
+}
+
+// admit enforces the exercise's max_submissions and rate_limit for one learner.
+// Instructors and admins are not limited (they test exercises).
+func (s *Service) admit(ctx context.Context, ex *exercise.Exercise, u grading.User) error {
+	if u.Role.CanSeeAll() || (ex.MaxSubmissions == 0 && ex.RateLimit == nil) {
+		return nil
+	}
+	if ex.MaxSubmissions > 0 {
+		n, err := s.DB.CountSubmissions(ctx, u.ID, ex.ID, time.Time{})
+		if err != nil {
+			return err
+		}
+		if n >= int64(ex.MaxSubmissions) {
+			return grading.Errorf(grading.ECONFLICT, "you have used all %d submissions of exercise %s", ex.MaxSubmissions, ex.ID)
+		}
+	}
+	if rl := ex.RateLimit; rl != nil {
+		per := time.Duration(rl.Per)
+		since := s.DB.Now().Add(-per)
+		times, err := s.DB.SubmissionTimes(ctx, u.ID, ex.ID, since)
+		if err != nil {
+			return err
+		}
+		if len(times) >= rl.Count {
+			// The window frees up when the oldest counted submission leaves it.
+			wait := times[len(times)-rl.Count].Add(per).Sub(s.DB.Now())
+			if wait < time.Second {
+				wait = time.Second
+			}
+			return &RateLimitError{
+				Err:        grading.Errorf(grading.ERATELIMIT, "at most %d submissions of exercise %s per %s; try again in %s", rl.Count, ex.ID, per, wait.Round(time.Second)),
+				RetryAfter: wait,
+			}
+		}
+	}
+	return nil
+}
+
+func nonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // problems flattens a multierror into one EINVALID error listing each problem.
