@@ -1,16 +1,28 @@
-// Package execution runs a notebook with `jupyter nbconvert --execute`:
-// a per-cell timeout that interrupts the kernel, a deadline for the whole
-// run that kills the process group, errors recorded as outputs so later
-// cells still run, and an environment built from an allow-list so the
-// kernel never sees the runner's token or the server's configuration.
+// Package execution runs a notebook through an embedded Python driver
+// (driver.py) built on nbconvert's ExecutePreprocessor (nbclient): cell by
+// cell, writing the partial notebook after each cell, with a per-cell
+// timeout that interrupts the kernel (and kills it when the cell ignores
+// the interrupt), a deadline for the whole run that kills every process,
+// errors recorded as outputs so later cells still run, output limits per
+// cell and per notebook, and an environment built from an allow-list so
+// the kernel never sees the runner's token or the server's configuration.
+//
+// When the kernel dies (the memory limit, os._exit, a signal) or the run
+// is killed, the cells before keep their outputs, the cell that was running
+// is annotated with why it stopped (metadata.npugrade, see CellMeta), and
+// the cells after it stay unexecuted; package scoring turns that into
+// per-cell verdicts. The driver is the executor a warm, long-lived runner
+// process can reuse: it owns one kernel for one notebook.
 package execution
 
 import (
 	"bytes"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -23,6 +35,9 @@ import (
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
+
+//go:embed driver.py
+var driverPy []byte
 
 // Matcher says whether this runner satisfies a requirement, and if not, why.
 type Matcher func(grading.Requirement) (bool, string)
@@ -39,9 +54,49 @@ func CPUMatcher(req grading.Requirement) (bool, string) {
 	return false, "needs " + what + "; this runner has the cpu profile"
 }
 
+// Default output limits: generous for the tutorial's notebooks (text and a
+// few plots), small enough that a flood cannot fill the runner's memory,
+// the runner protocol or the database.
+const (
+	DefaultMaxCellOutput     int64 = 2 << 20  // bytes of outputs per cell
+	DefaultMaxNotebookOutput int64 = 16 << 20 // bytes of outputs per notebook
+	DefaultMaxCellOutputs          = 1000     // output items per cell (notebook.DefaultLimits().MaxOutputs)
+	DefaultInterruptGrace          = 5 * time.Second
+	// DefaultMaxNotebookBytes bounds the executed notebook: the rebuilt
+	// upload (at most 8 MiB) plus the output limit, with room to spare.
+	DefaultMaxNotebookBytes int64 = 32 << 20
+)
+
+// OutputLimits bound what one run may write into its notebook. Outputs
+// beyond them are dropped, a marker output says so, and the cell is
+// graded incomplete-output.
+type OutputLimits struct {
+	PerCell     int64 // bytes per cell (0: DefaultMaxCellOutput)
+	PerNotebook int64 // bytes per notebook (0: DefaultMaxNotebookOutput)
+	Items       int   // output items per cell (0: DefaultMaxCellOutputs)
+}
+
+func (l OutputLimits) withDefaults() OutputLimits {
+	if l.PerCell <= 0 {
+		l.PerCell = DefaultMaxCellOutput
+	}
+	if l.PerNotebook <= 0 {
+		l.PerNotebook = DefaultMaxNotebookOutput
+	}
+	if l.Items <= 0 {
+		l.Items = DefaultMaxCellOutputs
+	}
+	return l
+}
+
 // Executor runs notebooks.
 type Executor struct {
-	// Jupyter is the jupyter command (default: /usr/bin/jupyter if present, else jupyter on PATH).
+	// Python runs the driver; it needs nbconvert and nbclient (default:
+	// the interpreter of Jupyter's script, else /usr/bin/python3, else
+	// python3 on PATH).
+	Python string
+	// Jupyter is the jupyter command; only its interpreter is used, when
+	// Python is empty (the --jupyter flag of serve, runner and check).
 	Jupyter string
 	// Profile is the runner profile the kernel sees as NPUGRADE_PROFILE.
 	Profile string
@@ -52,8 +107,14 @@ type Executor struct {
 	// ExtraEnv is added to the kernel's allow-listed environment
 	// (e.g. ASCEND_RT_VISIBLE_DEVICES on NPU hosts).
 	ExtraEnv map[string]string
-	// MaxNotebookBytes bounds the executed notebook read back.
+	// MaxNotebookBytes bounds the executed notebook read back
+	// (default DefaultMaxNotebookBytes).
 	MaxNotebookBytes int64
+	// Output limits per cell and per notebook.
+	Output OutputLimits
+	// InterruptGrace is how long a cell may keep running after its timeout
+	// interrupt before the kernel is killed (default 5s).
+	InterruptGrace time.Duration
 	// Sandbox isolates the kernel (bubblewrap, cgroups). nil or Mode
 	// "none" runs the kernel with the runner's rights: development only,
 	// and every job logs a warning.
@@ -72,11 +133,33 @@ const (
 	MetaKey = "npugrade"
 )
 
-// CellMeta is what the executor notes about a cell for the grader.
+// CellMeta is what the executor notes about a cell for the grader
+// (metadata.npugrade). The driver writes the fields it observes; Execute
+// adds what only the runner knows (the sandbox's limit counters, the
+// whole-run deadline).
 type CellMeta struct {
 	Skipped  string  `json:"skipped,omitempty"`   // why the cell was not run here
 	TimedOut bool    `json:"timed_out,omitempty"` // the cell hit its timeout and was interrupted
 	Timeout  float64 `json:"timeout,omitempty"`
+	// InterruptIgnored: the cell was still running InterruptGrace after
+	// its timeout interrupt, so the kernel was killed.
+	InterruptIgnored bool `json:"interrupt_ignored,omitempty"`
+	// KernelDied: the kernel died while this cell ran.
+	KernelDied bool `json:"kernel_died,omitempty"`
+	// KernelGone: the kernel had died before this cell could run.
+	KernelGone bool `json:"kernel_gone,omitempty"`
+	// MemoryLimit is the limit in bytes when the kernel was killed for
+	// exceeding it while this cell ran.
+	MemoryLimit int64 `json:"memory_limit,omitempty"`
+	// PidsLimit is the process/thread limit when it refused a fork during the run.
+	PidsLimit int `json:"pids_limit,omitempty"`
+	// JobTimeout is the whole run's limit in seconds when the run was
+	// killed at it while this cell ran.
+	JobTimeout float64 `json:"job_timeout,omitempty"`
+	// Truncated is "cell" or "notebook" when outputs were cut at a limit.
+	Truncated string `json:"truncated,omitempty"`
+	// Stopped is the human-readable reason the run stopped at this cell.
+	Stopped string `json:"stopped,omitempty"`
 }
 
 // ReadCellMeta returns the executor's notes on c.
@@ -96,36 +179,6 @@ func writeCellMeta(c *notebook.Cell, m CellMeta) {
 	c.Metadata[MetaKey] = b
 }
 
-// grader_cfg.py: nbclient asks timeout_func for each cell's timeout, so a
-// cell's metadata.grader.timeout beats the job's default.
-const configPy = `c = get_config()
-_default = %d
-def _timeout(cell):
-    g = cell.get("metadata", {}).get("grader", {}) or {}
-    t = g.get("timeout")
-    try:
-        return int(t) if t else _default
-    except Exception:
-        return _default
-c.ExecutePreprocessor.timeout_func = _timeout
-c.ExecutePreprocessor.timeout = _default
-c.ExecutePreprocessor.interrupt_on_timeout = True
-c.ExecutePreprocessor.allow_errors = True
-c.ExecutePreprocessor.store_widget_state = False
-c.ExecutePreprocessor.raise_on_iopub_timeout = False
-c.ExecutePreprocessor.record_timing = True
-`
-
-func (e *Executor) jupyter() string {
-	if e.Jupyter != "" {
-		return e.Jupyter
-	}
-	if _, err := os.Stat("/usr/bin/jupyter"); err == nil {
-		return "/usr/bin/jupyter"
-	}
-	return "jupyter"
-}
-
 // Prepare marks the cells this runner must not run (requirements it lacks,
 // compare "skip") so nbclient skips them, and records why.
 func (e *Executor) Prepare(nb *notebook.Notebook) {
@@ -137,6 +190,9 @@ func (e *Executor) Prepare(nb *notebook.Notebook) {
 		if c.CellType != "code" {
 			continue
 		}
+		// The runner alone writes these notes; anything the notebook
+		// carried in is discarded.
+		delete(c.Metadata, MetaKey)
 		g := c.MustGrader()
 		reason := ""
 		if ok, why := match(g.Requires); !ok {
@@ -151,9 +207,95 @@ func (e *Executor) Prepare(nb *notebook.Notebook) {
 	}
 }
 
+// python is the interpreter that runs the driver.
+func (e *Executor) python() string {
+	if e.Python != "" {
+		return e.Python
+	}
+	if e.Jupyter != "" {
+		if p := shebang(e.Jupyter); p != "" {
+			return p
+		}
+	}
+	if _, err := os.Stat(sandbox.DefaultPython); err == nil {
+		return sandbox.DefaultPython
+	}
+	return "python3"
+}
+
+// shebang returns the interpreter named on the first line of the script
+// cmd (resolved on PATH), or "".
+func shebang(cmd string) string {
+	path, err := exec.LookPath(cmd)
+	if err != nil {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 256)
+	n, _ := f.Read(buf)
+	line, _, _ := bytes.Cut(buf[:n], []byte("\n"))
+	if !bytes.HasPrefix(line, []byte("#!")) {
+		return ""
+	}
+	fields := strings.Fields(string(line[2:]))
+	if len(fields) == 0 {
+		return ""
+	}
+	if filepath.Base(fields[0]) == "env" && len(fields) > 1 {
+		return fields[1]
+	}
+	return fields[0]
+}
+
+// driverConfig is driver.py's CONFIG file.
+type driverConfig struct {
+	Notebook          string                       `json:"notebook"`
+	Output            string                       `json:"output"`
+	Progress          string                       `json:"progress"`
+	Cwd               string                       `json:"cwd"`
+	Config            map[string]map[string]string `json:"config"`
+	CellTimeout       int                          `json:"cell_timeout"`
+	InterruptGrace    float64                      `json:"interrupt_grace"`
+	MaxCellOutput     int64                        `json:"max_cell_output"`
+	MaxNotebookOutput int64                        `json:"max_notebook_output"`
+	MaxCellOutputs    int                          `json:"max_cell_outputs"`
+	StartupTimeout    int                          `json:"startup_timeout"`
+}
+
+// progress is what the driver last wrote to its progress file.
+type progress struct {
+	Cell       *int `json:"cell"`
+	KernelDied bool `json:"kernel_died"`
+	Done       bool `json:"done"`
+}
+
+// traitletsConfig turns nbconvert command-line options ("--Class.trait=value",
+// as sandbox.Kernel.Args holds them) into the driver's config map.
+func traitletsConfig(args []string) (map[string]map[string]string, error) {
+	out := map[string]map[string]string{}
+	for _, a := range args {
+		kv, ok := strings.CutPrefix(a, "--")
+		key, val, ok2 := strings.Cut(kv, "=")
+		cls, trait, ok3 := strings.Cut(key, ".")
+		if !ok || !ok2 || !ok3 {
+			return nil, fmt.Errorf("kernel option %q: want --Class.trait=value", a)
+		}
+		if out[cls] == nil {
+			out[cls] = map[string]string{}
+		}
+		out[cls][trait] = val
+	}
+	return out, nil
+}
+
 // Execute runs nbBytes and returns the executed notebook. Learner faults
-// (exceptions, cell timeouts, a killed run) are part of the result, not
-// errors; err is only for infrastructure failures worth a retry.
+// (exceptions, timeouts, a dead kernel, a killed run, limits) are part of
+// the result, not errors; err is only for infrastructure failures worth a
+// retry.
 func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (grading.ExecutionResult, error) {
 	start := time.Now()
 	res := grading.ExecutionResult{Profile: e.Profile}
@@ -163,7 +305,7 @@ func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (gr
 	if opt.JobTimeout <= 0 {
 		opt.JobTimeout = 10 * time.Minute
 	}
-	nb, err := notebook.Parse(nbBytes, notebook.Limits{})
+	nb, err := notebook.Parse(nbBytes, notebook.Limits{MaxBytes: int64(len(nbBytes)) + 1})
 	if err != nil {
 		return res, fmt.Errorf("parse job notebook: %w", err)
 	}
@@ -186,21 +328,25 @@ func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (gr
 			return res, fmt.Errorf("create job directory: %w", err)
 		}
 	}
-	inPath := filepath.Join(dir, "in", "notebook.ipynb")
-	if err := os.WriteFile(inPath, in, 0o600); err != nil {
-		return res, fmt.Errorf("write job notebook: %w", err)
+	lim := e.Output.withDefaults()
+	grace := e.InterruptGrace
+	if grace <= 0 {
+		grace = DefaultInterruptGrace
 	}
-	cfgPath := filepath.Join(dir, "in", "grader_cfg.py")
-	if err := os.WriteFile(cfgPath, []byte(fmt.Sprintf(configPy, int(opt.CellTimeout.Seconds()))), 0o600); err != nil {
-		return res, fmt.Errorf("write nbconvert config: %w", err)
+	cellSecs := int((opt.CellTimeout + time.Second - 1) / time.Second)
+	dc := driverConfig{
+		Notebook: filepath.Join(dir, "in", "notebook.ipynb"), Output: filepath.Join(dir, "out", "executed.ipynb"),
+		Progress: filepath.Join(dir, "out", "progress.json"), Cwd: filepath.Join(dir, "work"),
+		CellTimeout: cellSecs, InterruptGrace: grace.Seconds(), StartupTimeout: 60,
+		MaxCellOutput: lim.PerCell, MaxNotebookOutput: lim.PerNotebook, MaxCellOutputs: lim.Items,
 	}
-	runCtx, cancel := context.WithTimeout(ctx, opt.JobTimeout)
-	defer cancel()
-	args := []string{"nbconvert", "--to", "notebook", "--execute", "--allow-errors",
-		"--config", cfgPath, "--output-dir", filepath.Join(dir, "out"), "--output", "executed"}
 	env := e.env(dir)
-	var kernel *sandbox.Kernel
+	mode := sandbox.ModeNone
 	if e.Sandbox != nil && e.Sandbox.Mode != sandbox.ModeNone {
+		mode = sandbox.ModeBwrap
+	}
+	var kernel *sandbox.Kernel
+	if mode == sandbox.ModeBwrap {
 		cfg := *e.Sandbox
 		cfg.Env = e.kernelEnv(cfg.Env)
 		kernel, err = cfg.PrepareKernel(ctx, dir)
@@ -208,17 +354,28 @@ func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (gr
 			return res, fmt.Errorf("prepare sandbox: %w", err)
 		}
 		// Close kills everything the learner's code left running in the
-		// sandbox's cgroup, whatever happened to nbconvert.
+		// sandbox's cgroup, whatever happened to the driver.
 		defer kernel.Close()
-		args = append(args, kernel.Args...)
+		if dc.Config, err = traitletsConfig(kernel.Args); err != nil {
+			return res, err
+		}
 		env = append(env, kernel.Env...)
 	} else {
 		if e.Log != nil {
 			e.Log.Warn("executing WITHOUT a sandbox: learner code runs with the runner's rights (--sandbox=none)")
 		}
-		args = append(args, "--ExecutePreprocessor.kernel_name=python3")
+		dc.Config = map[string]map[string]string{"ExecutePreprocessor": {"kernel_name": "python3"}}
 	}
-	cmd := exec.Command(e.jupyter(), append(args, inPath)...)
+	cfgJSON, _ := json.Marshal(dc)
+	driverPath := filepath.Join(dir, "in", "driver.py")
+	for path, data := range map[string][]byte{dc.Notebook: in, driverPath: driverPy, filepath.Join(dir, "in", "config.json"): cfgJSON} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return res, fmt.Errorf("write job files: %w", err)
+		}
+	}
+	runCtx, cancel := context.WithTimeout(ctx, opt.JobTimeout)
+	defer cancel()
+	cmd := exec.Command(e.python(), "-I", driverPath, filepath.Join(dir, "in", "config.json"))
 	cmd.Dir = filepath.Join(dir, "work")
 	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -230,71 +387,225 @@ func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (gr
 	cmd.Stdout = &stderr
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("start nbconvert: %w", err)
+		return res, fmt.Errorf("start execution driver: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var waitErr error
+	jobKilled := false
 	select {
 	case waitErr = <-done:
 	case <-runCtx.Done():
-		// Kill the whole process group: nbconvert, the kernel, and anything
-		// the learner's code started.
+		// Kill the driver's process group; the kernel (its own session)
+		// goes with the sandbox's cgroup in kernel.Close.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		if kernel != nil {
+			_ = kernel.Close()
+		}
 		waitErr = <-done
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("execution canceled: %w", ctx.Err())
 		}
-		res.Killed = true
-		res.Reason = fmt.Sprintf("the notebook did not finish within the %s limit for the whole run", opt.JobTimeout)
+		jobKilled = true
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers left by the kernel
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers
+	if kernel != nil {
+		// Stop everything now so that the counters are final.
+		_ = kernel.Close()
+	}
 	res.DurationMS = time.Since(start).Milliseconds()
 	res.Log = stderr.String()
+	var stats sandbox.Stats
 	if kernel != nil {
-		st := kernel.Stats()
-		if v := st.Violations(); len(v) > 0 {
-			res.MemoryLimitHit = st.MemoryLimitHit
-			if !res.Killed {
-				res.Reason = "the notebook " + strings.Join(v, " and ")
-			}
-		}
+		stats = kernel.Stats()
+		res.MemoryLimitHit = stats.MemoryLimitHit
 	}
-	outPath := filepath.Join(dir, "out", "executed.ipynb")
-	if res.Killed {
+	var prog progress
+	if b, err := os.ReadFile(dc.Progress); err == nil {
+		_ = json.Unmarshal(b, &prog)
+	}
+	out, readErr := readBounded(dc.Output, e.maxNotebook())
+	switch {
+	case errors.Is(readErr, errTooBig):
+		res.Killed = true
+		res.Reason = fmt.Sprintf("the executed notebook is larger than the %s limit", sandbox.FormatSize(e.maxNotebook()))
+		return res, nil
+	case readErr != nil && !jobKilled && !prog.KernelDied:
+		if waitErr != nil && (prog.Cell == nil || looksLikeInfra(res.Log)) {
+			// The driver failed before any cell ran: the runner is broken,
+			// not the learner's notebook.
+			return res, fmt.Errorf("execution driver failed (%v): %s", waitErr, lastLine(res.Log))
+		}
+		res.Killed = true
+		res.Reason = "the kernel stopped before the notebook finished (" + lastLine(res.Log) + ")"
+		return res, nil
+	case readErr != nil:
+		res.Killed = true
+		res.Reason = stopReason(jobKilled, opt.JobTimeout, stats, -1)
 		return res, nil
 	}
-	fi, statErr := os.Stat(outPath)
-	if statErr != nil {
+	if !jobKilled && !prog.KernelDied && !prog.Done {
 		if waitErr != nil && looksLikeInfra(res.Log) {
-			return res, fmt.Errorf("nbconvert failed (%v): %s", waitErr, lastLine(res.Log))
+			return res, fmt.Errorf("execution driver failed (%v): %s", waitErr, lastLine(res.Log))
 		}
-		res.Killed = true
-		if res.Reason == "" {
-			res.Reason = "the kernel stopped before the notebook finished (" + lastLine(res.Log) + ")"
-		}
-		return res, nil
 	}
-	max := e.MaxNotebookBytes
-	if max <= 0 {
-		max = 64 << 20
-	}
-	if fi.Size() > max {
-		res.Killed = true
-		res.Reason = fmt.Sprintf("the executed notebook is %d bytes, over the %d byte limit", fi.Size(), max)
-		return res, nil
-	}
-	out, err := os.ReadFile(outPath)
-	if err != nil {
-		return res, fmt.Errorf("read executed notebook: %w", err)
-	}
-	marked, err := markTimeouts(out, opt.CellTimeout)
+	annotated, killed, reason, err := annotate(out, prog, jobKilled, opt.JobTimeout, stats)
 	if err != nil {
 		return res, err
 	}
-	res.Notebook = marked
+	if !prog.Done && !killed && !jobKilled && !prog.KernelDied {
+		// The driver ended early without saying why (killed from outside).
+		killed, reason = true, "the execution stopped before the notebook finished ("+lastLine(res.Log)+")"
+	}
+	res.Notebook, res.Killed, res.Reason = annotated, killed, reason
+	if !killed {
+		if v := stats.Violations(); len(v) > 0 {
+			res.Reason = "the notebook " + strings.Join(v, " and ")
+		}
+	}
 	return res, nil
 }
+
+func (e *Executor) maxNotebook() int64 {
+	if e.MaxNotebookBytes > 0 {
+		return e.MaxNotebookBytes
+	}
+	return DefaultMaxNotebookBytes
+}
+
+var errTooBig = errors.New("file too large")
+
+// readBounded reads path, refusing files over max bytes without reading them.
+func readBounded(path string, max int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > max {
+		return nil, errTooBig
+	}
+	b := make([]byte, 0, fi.Size())
+	buf := bytes.NewBuffer(b)
+	if _, err := buf.ReadFrom(io.LimitReader(f, max+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > max {
+		return nil, errTooBig
+	}
+	return buf.Bytes(), nil
+}
+
+// stopReason is the run-level message for a run that stopped early;
+// cell is the 1-based notebook position of the cell that was running, or -1.
+func stopReason(jobKilled bool, jobTimeout time.Duration, st sandbox.Stats, cell int) string {
+	where := ""
+	if cell > 0 {
+		where = fmt.Sprintf("cell %d ", cell)
+	}
+	switch {
+	case jobKilled:
+		if cell > 0 {
+			return fmt.Sprintf("the notebook did not finish within the %s limit for the whole run (cell %d was running); the cells after it were not run", jobTimeout, cell)
+		}
+		return fmt.Sprintf("the notebook did not finish within the %s limit for the whole run", jobTimeout)
+	case st.MemoryLimitHit:
+		return fmt.Sprintf("%sexceeded the %s memory limit; the kernel was stopped and the cells after it were not run", nonEmpty(where, "the notebook "), sandbox.FormatSize(st.MemoryLimit))
+	default:
+		return fmt.Sprintf("the kernel died while %s ran; the cells after it were not run", nonEmpty(strings.TrimSpace(where), "the notebook"))
+	}
+}
+
+func nonEmpty(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// annotate notes on the cell where the run stopped why it stopped (what
+// only the runner knows: the sandbox's counters, the whole-run deadline)
+// and returns the run-level verdict.
+func annotate(executed []byte, prog progress, jobKilled bool, jobTimeout time.Duration, st sandbox.Stats) ([]byte, bool, string, error) {
+	nb, err := notebook.Parse(executed, notebook.Limits{MaxBytes: int64(len(executed)) + 1, MaxOutputs: 1 << 20})
+	if err != nil {
+		return nil, false, "", fmt.Errorf("parse executed notebook: %w", err)
+	}
+	stopAt := -1
+	for i, c := range nb.Cells {
+		if c.CellType != "code" {
+			continue
+		}
+		m := ReadCellMeta(c)
+		if m.KernelDied || m.InterruptIgnored {
+			stopAt = i
+			break
+		}
+	}
+	if stopAt < 0 && (jobKilled || prog.KernelDied) && prog.Cell != nil && *prog.Cell < len(nb.Cells) {
+		stopAt = *prog.Cell
+	}
+	if st.PidsLimitHit {
+		// Which cell forked too much is not known; its error output says
+		// it. Note the limit on every cell that raised.
+		for _, c := range nb.Cells {
+			for _, o := range c.Outputs {
+				if o.OutputType == notebook.OutputError {
+					m := ReadCellMeta(c)
+					m.PidsLimit = st.PidsLimit
+					writeCellMeta(c, m)
+					break
+				}
+			}
+		}
+	}
+	killed, reason := false, ""
+	if stopAt >= 0 {
+		c := nb.Cells[stopAt]
+		m := ReadCellMeta(c)
+		switch {
+		case jobKilled:
+			m.JobTimeout = jobTimeout.Seconds()
+			reason = stopReason(true, jobTimeout, st, stopAt+1)
+		case m.InterruptIgnored:
+			reason = fmt.Sprintf("cell %d did not stop when interrupted at its %gs time limit; the kernel was stopped and the cells after it were not run", stopAt+1, m.Timeout)
+		default:
+			m.KernelDied = true
+			if st.MemoryLimitHit {
+				m.MemoryLimit = st.MemoryLimit
+			}
+			reason = stopReason(false, jobTimeout, st, stopAt+1)
+		}
+		m.Stopped = reason
+		writeCellMeta(c, m)
+		killed = true
+	} else if jobKilled || prog.KernelDied {
+		killed, reason = true, stopReason(jobKilled, jobTimeout, st, -1)
+	}
+	b, err := notebook.Encode(nb)
+	if err != nil {
+		return nil, false, "", err
+	}
+	return b, killed, reason, nil
+}
+
+// Check verifies that the driver's Python has nbconvert, nbclient and a
+// Python kernel.
+func (e *Executor) Check(ctx context.Context) error {
+	out, err := exec.CommandContext(ctx, e.python(), "-I", "-c",
+		"import nbconvert, nbclient, nbformat, ipykernel; print(nbconvert.__version__, nbclient.__version__)").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%w: %s: %v: %s", ErrUnavailable, e.python(), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// ErrUnavailable means this machine cannot execute notebooks.
+var ErrUnavailable = errors.New("execution: nbconvert/nbclient are not available")
 
 // kernelEnv is what the sandboxed kernel sees beyond the sandbox's base
 // environment: the profile and the runner's extra variables, nothing else.
@@ -348,63 +659,6 @@ func (e *Executor) env(dir string) []string {
 	return out
 }
 
-// markTimeouts notes cells that nbclient interrupted at their timeout: the
-// kernel then reports KeyboardInterrupt, which by itself could also be the
-// learner's own raise.
-func markTimeouts(executed []byte, def time.Duration) ([]byte, error) {
-	nb, err := notebook.Parse(executed, notebook.Limits{MaxBytes: int64(len(executed)) + 1, MaxOutputs: 1 << 20})
-	if err != nil {
-		return nil, fmt.Errorf("parse executed notebook: %w", err)
-	}
-	changed := false
-	for _, c := range nb.Cells {
-		if c.CellType != "code" {
-			continue
-		}
-		interrupted := false
-		for _, o := range c.Outputs {
-			if o.OutputType == notebook.OutputError && o.Ename == "KeyboardInterrupt" {
-				interrupted = true
-			}
-		}
-		if !interrupted {
-			continue
-		}
-		limit := def.Seconds()
-		if g := c.MustGrader(); g.Timeout > 0 {
-			limit = g.Timeout
-		}
-		if elapsed, ok := cellElapsed(c); ok && elapsed >= limit-0.5 {
-			m := ReadCellMeta(c)
-			m.TimedOut, m.Timeout = true, limit
-			writeCellMeta(c, m)
-			changed = true
-		}
-	}
-	if !changed {
-		return executed, nil
-	}
-	return notebook.Encode(nb)
-}
-
-// cellElapsed reads nbclient's record_timing metadata.
-func cellElapsed(c *notebook.Cell) (float64, bool) {
-	raw, ok := c.Metadata["execution"]
-	if !ok {
-		return 0, false
-	}
-	var t map[string]string
-	if json.Unmarshal(raw, &t) != nil {
-		return 0, false
-	}
-	start, err1 := time.Parse(time.RFC3339Nano, t["iopub.execute_input"])
-	end, err2 := time.Parse(time.RFC3339Nano, t["shell.execute_reply"])
-	if err1 != nil || err2 != nil {
-		return 0, false
-	}
-	return end.Sub(start).Seconds(), true
-}
-
 // looksLikeInfra tells a broken runner (no jupyter, no kernel) from a
 // learner's notebook that killed its kernel.
 func looksLikeInfra(log string) bool {
@@ -450,18 +704,6 @@ func (t *tailBuffer) String() string {
 		b = b[len(b)-t.max:]
 	}
 	return string(b)
-}
-
-// ErrUnavailable means this machine cannot execute notebooks.
-var ErrUnavailable = errors.New("execution: jupyter nbconvert is not available")
-
-// Check verifies that nbconvert and a Python kernel are installed.
-func (e *Executor) Check(ctx context.Context) error {
-	out, err := exec.CommandContext(ctx, e.jupyter(), "nbconvert", "--version").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%w: %v: %s", ErrUnavailable, err, strings.TrimSpace(string(out)))
-	}
-	return nil
 }
 
 // ProfileMatcher is the capability of a runner known only by its profile
