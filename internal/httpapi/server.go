@@ -68,9 +68,11 @@ func (s *Server) Handler() http.Handler {
 	api.GET("/submissions/:id", s.getSubmission)
 	api.GET("/submissions/:id/executed", s.executedNotebook)
 	api.GET("/queue", s.requireRole(grading.RoleInstructor, grading.RoleAdmin), s.queueDepth)
+	s.gradingRoutes(api)
 
 	s.fleetRoutes(api)
 	s.runnerRoutes(r)
+	s.webRoutes(r)
 	return r
 }
 

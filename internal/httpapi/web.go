@@ -1,0 +1,17 @@
+package httpapi
+
+import (
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/web"
+)
+
+// webRoutes mounts the pages of package web and GET /api/v1/gradebook.csv.
+func (s *Server) webRoutes(r *gin.Engine) {
+	deps := web.Deps{DB: s.DB, Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Log: s.Log,
+		MaxUpload: s.MaxUpload, Problem: s.problem}
+	if s.Metrics != nil {
+		deps.OnSubmitted = s.Metrics.Submissions.Inc
+	}
+	web.Mount(r, deps)
+}

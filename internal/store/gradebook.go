@@ -1,0 +1,164 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// Which graded submission of a learner counts for an exercise.
+const (
+	CountBest   = "best"   // the highest score (the earliest of equal ones)
+	CountLatest = "latest" // the most recent graded submission
+)
+
+// GradebookFilter selects gradebook rows.
+type GradebookFilter struct {
+	// Exercises are the exercise ids a row is written for, in order (the
+	// catalog's); a learner without a graded submission still gets a row.
+	Exercises []string
+	// ExerciseID keeps one exercise ("" = all of Exercises).
+	ExerciseID string
+	// Learner keeps learners whose name contains it (case-insensitive).
+	Learner string
+	// Counts returns an exercise's policy, CountBest or CountLatest; nil
+	// or "" means CountBest.
+	Counts func(exerciseID string) string
+}
+
+// GradebookRow is one learner × exercise.
+type GradebookRow struct {
+	UserID     int64
+	Learner    string
+	ExerciseID string
+	Policy     string
+	// Attempts counts graded submissions; 0 means no score yet.
+	Attempts int
+	Score    float64
+	MaxScore float64
+	// SubmissionID is the submission that counts.
+	SubmissionID string
+	GradedAt     *time.Time
+}
+
+type gradeAcc struct {
+	attempts     int
+	best, latest GradebookRow
+}
+
+// Gradebook streams one row per learner × exercise, learners by name, to
+// emit. It reads the joined rows one at a time and holds only the current
+// learner's exercises, so 10,000 learners cost no more memory than one.
+func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(GradebookRow) error) error {
+	exercises := f.Exercises
+	if f.ExerciseID != "" {
+		exercises = nil
+		for _, id := range f.Exercises {
+			if id == f.ExerciseID {
+				exercises = []string{id}
+			}
+		}
+	}
+	if len(exercises) == 0 {
+		return nil
+	}
+	join := "LEFT JOIN submissions s ON s.user_id = u.id AND s.status = ?"
+	args := []any{grading.StatusGraded}
+	if f.ExerciseID != "" {
+		join += " AND s.exercise_id = ?"
+		args = append(args, f.ExerciseID)
+	}
+	where := "u.role = ?"
+	args = append(args, string(grading.RoleLearner))
+	if f.Learner != "" {
+		where += ` AND LOWER(u.name) LIKE ? ESCAPE '\'`
+		args = append(args, "%"+likeEscape(strings.ToLower(f.Learner))+"%")
+	}
+	q := "SELECT u.id, u.name, s.id, s.exercise_id, s.score, s.max_score, s.graded_at FROM users u " + join +
+		" WHERE " + where + " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"
+	rows, err := db.Gorm.WithContext(ctx).Raw(q, args...).Rows()
+	if err != nil {
+		return fmt.Errorf("gradebook query: %w", err)
+	}
+	defer rows.Close()
+
+	var (
+		curID   int64 = -1
+		curName string
+		acc     = map[string]*gradeAcc{}
+	)
+	flush := func() error {
+		if curID < 0 {
+			return nil
+		}
+		for _, ex := range exercises {
+			policy := CountBest
+			if f.Counts != nil && f.Counts(ex) == CountLatest {
+				policy = CountLatest
+			}
+			row := GradebookRow{UserID: curID, Learner: curName, ExerciseID: ex, Policy: policy}
+			if a := acc[ex]; a != nil {
+				if policy == CountLatest {
+					row = a.latest
+				} else {
+					row = a.best
+				}
+				row.Policy, row.Attempts = policy, a.attempts
+			}
+			if err := emit(row); err != nil {
+				return err
+			}
+		}
+		clear(acc)
+		return nil
+	}
+	for rows.Next() {
+		var (
+			uid             int64
+			name            string
+			sid, exID       sql.NullString
+			score, maxScore sql.NullFloat64
+			graded          sql.NullTime
+		)
+		if err := rows.Scan(&uid, &name, &sid, &exID, &score, &maxScore, &graded); err != nil {
+			return fmt.Errorf("gradebook row: %w", err)
+		}
+		if uid != curID {
+			if err := flush(); err != nil {
+				return err
+			}
+			curID, curName = uid, name
+		}
+		if !sid.Valid {
+			continue
+		}
+		r := GradebookRow{UserID: uid, Learner: name, ExerciseID: exID.String, SubmissionID: sid.String,
+			Score: score.Float64, MaxScore: maxScore.Float64}
+		if graded.Valid {
+			t := graded.Time
+			r.GradedAt = &t
+		}
+		a := acc[exID.String]
+		if a == nil {
+			a = &gradeAcc{best: r}
+			acc[exID.String] = a
+		} else if r.Score > a.best.Score {
+			a.best = r
+		}
+		a.attempts++
+		a.latest = r
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("gradebook rows: %w", err)
+	}
+	return flush()
+}
+
+// likeEscape makes s match literally inside a LIKE pattern with ESCAPE '\'.
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}

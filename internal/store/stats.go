@@ -1,0 +1,240 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// Queries behind the instructor dashboard. Aggregations that SQLite and
+// Postgres write differently (dates, percentiles) are done in Go over
+// streamed rows, so both dialects give the same answer.
+
+// DayCount is the number of submissions created on one UTC day.
+type DayCount struct {
+	Day   time.Time
+	Count int
+}
+
+// SubmissionsPerDay counts submissions per UTC day over the last days days
+// (today included), oldest first; days without submissions count 0.
+func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, error) {
+	today := db.Now().UTC().Truncate(24 * time.Hour)
+	start := today.AddDate(0, 0, -(days - 1))
+	out := make([]DayCount, days)
+	for i := range out {
+		out[i].Day = start.AddDate(0, 0, i)
+	}
+	rows, err := db.Gorm.WithContext(ctx).Raw("SELECT created_at FROM submissions WHERE created_at >= ?", start).Rows()
+	if err != nil {
+		return nil, fmt.Errorf("submissions per day: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var t time.Time
+		if err := rows.Scan(&t); err != nil {
+			return nil, fmt.Errorf("submissions per day: %w", err)
+		}
+		i := int(t.UTC().Sub(start) / (24 * time.Hour))
+		if i >= 0 && i < days {
+			out[i].Count++
+		}
+	}
+	return out, rows.Err()
+}
+
+// Latency is grading latency (submitted to graded) over recent submissions.
+type Latency struct {
+	N             int
+	P50, P90, P99 time.Duration
+	Max           time.Duration
+}
+
+// GradingLatency computes latency percentiles over the last n graded submissions.
+func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
+	rows, err := db.Gorm.WithContext(ctx).Raw(
+		"SELECT created_at, graded_at FROM submissions WHERE status = ? AND graded_at IS NOT NULL ORDER BY graded_at DESC LIMIT ?",
+		grading.StatusGraded, n).Rows()
+	if err != nil {
+		return Latency{}, fmt.Errorf("grading latency: %w", err)
+	}
+	defer rows.Close()
+	var ds []time.Duration
+	for rows.Next() {
+		var c, g time.Time
+		if err := rows.Scan(&c, &g); err != nil {
+			return Latency{}, fmt.Errorf("grading latency: %w", err)
+		}
+		ds = append(ds, g.Sub(c))
+	}
+	if err := rows.Err(); err != nil {
+		return Latency{}, fmt.Errorf("grading latency: %w", err)
+	}
+	if len(ds) == 0 {
+		return Latency{}, nil
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	pct := func(p float64) time.Duration { // nearest rank
+		i := int(p*float64(len(ds))+0.999999) - 1
+		return ds[max(0, min(i, len(ds)-1))]
+	}
+	return Latency{N: len(ds), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: ds[len(ds)-1]}, nil
+}
+
+// QuestionStat is how one graded cell of an exercise fares over every
+// graded submission where it counted.
+type QuestionStat struct {
+	CellID   string
+	Position int
+	Total    int
+	Passed   int
+}
+
+// QuestionStats returns pass counts per graded cell of an exercise, in notebook order.
+func (db *DB) QuestionStats(ctx context.Context, exerciseID string) ([]QuestionStat, error) {
+	var out []QuestionStat
+	err := db.Gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, MIN(cr.position) AS position, COUNT(*) AS total,
+		SUM(CASE WHEN cr.verdict = ? THEN 1 ELSE 0 END) AS passed
+		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
+		WHERE s.exercise_id = ? AND s.status = ? AND cr.counted = ?
+		GROUP BY cr.cell_id ORDER BY MIN(cr.position), cr.cell_id`,
+		grading.VerdictPass, exerciseID, grading.StatusGraded, true).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("question stats of %s: %w", exerciseID, err)
+	}
+	return out, nil
+}
+
+// FailureStat is one (cell, verdict, message) and how often it happened.
+type FailureStat struct {
+	CellID  string
+	Verdict string
+	Message string
+	Count   int
+}
+
+// CommonFailures returns the most frequent failing verdicts and messages of an exercise.
+func (db *DB) CommonFailures(ctx context.Context, exerciseID string, limit int) ([]FailureStat, error) {
+	var out []FailureStat
+	err := db.Gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, cr.verdict AS verdict, cr.message AS message, COUNT(*) AS count
+		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
+		WHERE s.exercise_id = ? AND s.status = ? AND cr.counted = ? AND cr.verdict <> ?
+		GROUP BY cr.cell_id, cr.verdict, cr.message ORDER BY COUNT(*) DESC, cr.cell_id, cr.verdict, cr.message LIMIT ?`,
+		exerciseID, grading.StatusGraded, true, grading.VerdictPass, limit).Scan(&out).Error
+	if err != nil {
+		return nil, fmt.Errorf("common failures of %s: %w", exerciseID, err)
+	}
+	return out, nil
+}
+
+// SetRunnerDrain sets or clears a runner's drain flag from the admin page
+// (SetRunnerDraining is the runner announcing its own drain).
+func (db *DB) SetRunnerDrain(ctx context.Context, id string, drain bool) error {
+	res := db.Gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).Update("draining", drain)
+	if res.Error != nil {
+		return fmt.Errorf("set drain of runner %s: %w", id, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return grading.Errorf(grading.ENOTFOUND, "runner %s not found", id)
+	}
+	return nil
+}
+
+// TokenInfo describes an API token without its secret.
+type TokenInfo struct {
+	ID         int64
+	UserID     int64
+	Prefix     string
+	CreatedAt  time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}
+
+// Tokens lists every token, by user and age.
+func (db *DB) Tokens(ctx context.Context) ([]TokenInfo, error) {
+	var rows []tokenRow
+	if err := db.Gorm.WithContext(ctx).Order("user_id, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	out := make([]TokenInfo, len(rows))
+	for i, r := range rows {
+		out[i] = TokenInfo{ID: r.ID, UserID: r.UserID, Prefix: r.Prefix, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt}
+	}
+	return out, nil
+}
+
+// RevokeToken revokes one token; revoking a revoked token is a no-op.
+func (db *DB) RevokeToken(ctx context.Context, tokenID int64) error {
+	var row tokenRow
+	if err := db.Gorm.WithContext(ctx).Where("id = ?", tokenID).Take(&row).Error; err != nil {
+		return grading.Errorf(grading.ENOTFOUND, "token %d not found", tokenID)
+	}
+	err := db.Gorm.WithContext(ctx).Model(&tokenRow{}).Where("id = ? AND revoked_at IS NULL", tokenID).Update("revoked_at", db.Now()).Error
+	if err != nil {
+		return fmt.Errorf("revoke token %d: %w", tokenID, err)
+	}
+	return nil
+}
+
+// LatestSubmissions returns each exercise's most recent submission of a
+// user, by exercise id (for the learner's exercise list).
+func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]grading.Submission, error) {
+	var rows []submissionRow
+	err := db.Gorm.WithContext(ctx).Raw(`SELECT s.* FROM submissions s WHERE s.user_id = ? AND s.id = (
+		SELECT s2.id FROM submissions s2 WHERE s2.user_id = s.user_id AND s2.exercise_id = s.exercise_id
+		ORDER BY s2.created_at DESC, s2.id DESC LIMIT 1)`, userID).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("latest submissions of user %d: %w", userID, err)
+	}
+	out := map[string]grading.Submission{}
+	for _, r := range rows {
+		out[r.ExerciseID] = toSubmission(r, "")
+	}
+	return out, nil
+}
+
+// LearnerScore is a learner's standing in one exercise.
+type LearnerScore struct {
+	ExerciseID string
+	Best       float64
+	MaxScore   float64
+	Graded     int
+}
+
+// LearnerScores returns the best graded score of a user per exercise.
+func (db *DB) LearnerScores(ctx context.Context, userID int64) (map[string]LearnerScore, error) {
+	var rows []LearnerScore
+	err := db.Gorm.WithContext(ctx).Raw(`SELECT exercise_id AS exercise_id, MAX(score) AS best, MAX(max_score) AS max_score, COUNT(*) AS graded
+		FROM submissions WHERE user_id = ? AND status = ? GROUP BY exercise_id`, userID, grading.StatusGraded).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("scores of user %d: %w", userID, err)
+	}
+	out := make(map[string]LearnerScore, len(rows))
+	for _, r := range rows {
+		out[r.ExerciseID] = r
+	}
+	return out, nil
+}
+
+// RecentSubmissions lists the newest submissions of everyone with the
+// learner's name, without cell results.
+func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]grading.Submission, error) {
+	var rows []struct {
+		submissionRow
+		UserName string `gorm:"column:user_name"`
+	}
+	err := db.Gorm.WithContext(ctx).Table("submissions").Select("submissions.*, users.name AS user_name").
+		Joins("JOIN users ON users.id = submissions.user_id").
+		Order("submissions.created_at DESC, submissions.id DESC").Limit(limit).Scan(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("recent submissions: %w", err)
+	}
+	out := make([]grading.Submission, len(rows))
+	for i, r := range rows {
+		out[i] = toSubmission(r.submissionRow, r.UserName)
+	}
+	return out, nil
+}

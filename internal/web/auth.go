@@ -1,0 +1,165 @@
+package web
+
+import (
+	"crypto/subtle"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+const sessionCookie = "npugrade_session"
+
+// session requires a signed-in browser (and one of roles, when given).
+// Anonymous requests are sent to the sign-in page and come back after it.
+func (h *handler) session(roles ...grading.Role) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, _ := c.Cookie(sessionCookie)
+		s, err := h.DB.WebSessionByID(c.Request.Context(), id)
+		if err != nil {
+			if grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+				h.fail(c, err)
+				return
+			}
+			c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request.URL.RequestURI()))
+			c.Abort()
+			return
+		}
+		c.Set(ctxSession, s)
+		if len(roles) > 0 {
+			ok := false
+			for _, r := range roles {
+				ok = ok || s.User.Role == r
+			}
+			if !ok {
+				h.fail(c, grading.Errorf(grading.EFORBIDDEN, "forbidden"))
+				return
+			}
+		}
+		c.Next()
+	}
+}
+
+// sameOrigin rejects cross-site form posts: browsers send Origin on every
+// POST, and it must name this host.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || o == "null" {
+		return o == "" // no Origin: not a browser form post (curl, tests)
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host == r.Host
+}
+
+// csrf checks the form's per-session token and the Origin header.
+func (h *handler) csrf() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if !h.csrfOK(c, c.PostForm("csrf")) {
+			h.csrfFail(c)
+			return
+		}
+		c.Next()
+	}
+}
+
+func (h *handler) csrfOK(c *gin.Context, token string) bool {
+	s := sessionOf(c)
+	return sameOrigin(c.Request) && s.CSRFToken != "" &&
+		subtle.ConstantTimeCompare([]byte(token), []byte(s.CSRFToken)) == 1
+}
+
+func (h *handler) csrfFail(c *gin.Context) {
+	lang := c.GetString(ctxLang)
+	h.render(c, http.StatusForbidden, "error", translate(lang, "error.title"), "", translate(lang, "csrf"))
+	c.Abort()
+}
+
+func (h *handler) home(c *gin.Context) {
+	c.Redirect(http.StatusSeeOther, homeOf(sessionOf(c).User.Role))
+}
+
+func homeOf(r grading.Role) string {
+	switch r {
+	case grading.RoleInstructor, grading.RoleAdmin:
+		return "/dashboard"
+	}
+	return "/exercises"
+}
+
+type loginData struct {
+	Next    string
+	Message string
+}
+
+func (h *handler) loginPage(c *gin.Context) {
+	lang := c.GetString(ctxLang)
+	h.render(c, http.StatusOK, "login", translate(lang, "login.title"), "", loginData{Next: safeNext(c.Query("next"))})
+}
+
+// safeNext keeps only a local path, so the sign-in page cannot redirect
+// to another site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+		return ""
+	}
+	return next
+}
+
+// login signs in with an API token (form field "token") and sets the
+// session cookie: HttpOnly, SameSite=Lax, Secure behind TLS.
+func (h *handler) login(c *gin.Context) {
+	lang := c.GetString(ctxLang)
+	next := safeNext(c.PostForm("next"))
+	if !sameOrigin(c.Request) {
+		h.csrfFail(c)
+		return
+	}
+	u, err := h.DB.UserByToken(c.Request.Context(), strings.TrimSpace(c.PostForm("token")))
+	msg := ""
+	switch {
+	case grading.ErrorCode(err) == grading.EUNAUTHORIZED:
+		msg = "login.bad"
+	case err != nil:
+		h.fail(c, err)
+		return
+	case u.Role == grading.RoleRunner:
+		msg = "login.runner"
+	}
+	if msg != "" {
+		h.render(c, http.StatusUnauthorized, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: translate(lang, msg)})
+		return
+	}
+	if _, err := h.DB.DeleteExpiredWebSessions(c.Request.Context()); err != nil {
+		h.Log.Warn("delete expired sessions", "err", err)
+	}
+	id, s, err := h.DB.CreateWebSession(c.Request.Context(), u.ID, h.SessionTTL)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
+	if next == "" {
+		next = homeOf(s.User.Role)
+	}
+	c.Redirect(http.StatusSeeOther, next)
+}
+
+func (h *handler) logoutPage(c *gin.Context) {
+	lang := c.GetString(ctxLang)
+	h.render(c, http.StatusOK, "logout", translate(lang, "logout.title"), "", nil)
+}
+
+func (h *handler) logout(c *gin.Context) {
+	id, _ := c.Cookie(sessionCookie)
+	if err := h.DB.DeleteWebSession(c.Request.Context(), id); err != nil {
+		h.fail(c, err)
+		return
+	}
+	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
+	c.Redirect(http.StatusSeeOther, "/login")
+}

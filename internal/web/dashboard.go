@@ -1,0 +1,352 @@
+package web
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+type dashboardData struct {
+	PerDay    []store.DayCount
+	PerDaySVG any
+	Queue     []bar
+	QueueSVG  any
+	Latency   store.Latency
+	Runners   []store.Runner
+	Exercises []exerciseRow
+	Recent    []grading.Submission
+}
+
+var jobStates = []string{grading.JobQueued, grading.JobLeased, grading.JobSucceeded, grading.JobFailed, grading.JobCanceled}
+
+func (h *handler) dashboard(c *gin.Context) {
+	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
+	var d dashboardData
+	var err error
+	if d.PerDay, err = h.DB.SubmissionsPerDay(ctx, 14); err != nil {
+		h.fail(c, err)
+		return
+	}
+	var days []bar
+	for _, dc := range d.PerDay {
+		days = append(days, bar{Label: dc.Day.Format("01-02"), Value: float64(dc.Count)})
+	}
+	d.PerDaySVG = columnChart(translate(lang, "dash.per_day"), days, "#2f6fb0")
+	depth, err := h.Queue.Depth(ctx)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	for _, st := range jobStates {
+		d.Queue = append(d.Queue, bar{Label: st, Value: float64(depth[st])})
+	}
+	d.QueueSVG = columnChart(translate(lang, "dash.queue"), d.Queue, "#7a5cb0")
+	if d.Latency, err = h.DB.GradingLatency(ctx, 500); err != nil {
+		h.fail(c, err)
+		return
+	}
+	if d.Runners, err = h.DB.Runners(ctx, time.Time{}); err != nil {
+		h.fail(c, err)
+		return
+	}
+	for _, ex := range h.Catalog.List() {
+		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil)})
+	}
+	if d.Recent, err = h.DB.RecentSubmissions(ctx, 20); err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.render(c, http.StatusOK, "dashboard", translate(lang, "dash.title"), "dashboard", d)
+}
+
+// countsOf returns which submission counts for ex: "best" unless the
+// exercise's config says "latest". The policy field of exercise.Config
+// is being added by another change; it is read by name (Config.Counts,
+// Config.Policy as a string, or Config.Policy.Counts) so this package
+// builds before and after it lands.
+func countsOf(ex *exercise.Exercise) string {
+	v := reflect.ValueOf(ex.Config)
+	pick := func(f reflect.Value) string {
+		for f.IsValid() && f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				return ""
+			}
+			f = f.Elem()
+		}
+		switch {
+		case !f.IsValid():
+		case f.Kind() == reflect.String:
+			return f.String()
+		case f.Kind() == reflect.Struct:
+			if g := f.FieldByName("Counts"); g.IsValid() && g.Kind() == reflect.String {
+				return g.String()
+			}
+		}
+		return ""
+	}
+	for _, name := range []string{"Counts", "Policy"} {
+		if strings.EqualFold(pick(v.FieldByName(name)), store.CountLatest) {
+			return store.CountLatest
+		}
+	}
+	return store.CountBest
+}
+
+func (h *handler) gradebookFilter(c *gin.Context) (store.GradebookFilter, error) {
+	f := store.GradebookFilter{ExerciseID: c.Query("exercise"), Learner: strings.TrimSpace(c.Query("learner"))}
+	for _, ex := range h.Catalog.List() {
+		f.Exercises = append(f.Exercises, ex.ID)
+	}
+	if f.ExerciseID != "" {
+		if _, err := h.Catalog.Get(f.ExerciseID); err != nil {
+			return f, grading.Errorf(grading.EINVALID, "unknown exercise %q", f.ExerciseID)
+		}
+	}
+	f.Counts = func(id string) string {
+		ex, err := h.Catalog.Get(id)
+		if err != nil {
+			return store.CountBest
+		}
+		return countsOf(ex)
+	}
+	return f, nil
+}
+
+type exerciseStatsData struct {
+	ID, Title   string
+	MaxPoints   float64
+	Learners    int
+	Histogram   any
+	PassRate    any
+	Questions   []store.QuestionStat
+	Failures    []store.FailureStat
+	Counts      string
+	HasFailures bool
+}
+
+func (h *handler) exerciseStats(c *gin.Context) {
+	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
+	ex, err := h.Catalog.Get(c.Param("id"))
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	d := exerciseStatsData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Counts: countsOf(ex)}
+	bins := make([]bar, 10)
+	for i := range bins {
+		bins[i].Label = fmt.Sprintf("%d–%d", i*10, i*10+10)
+	}
+	f, _ := h.gradebookFilter(c)
+	f.ExerciseID, f.Learner = ex.ID, ""
+	err = h.DB.Gradebook(ctx, f, func(r store.GradebookRow) error {
+		if r.Attempts == 0 || r.MaxScore <= 0 {
+			return nil
+		}
+		d.Learners++
+		i := int(10 * r.Score / r.MaxScore)
+		bins[min(max(i, 0), 9)].Value++
+		return nil
+	})
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	d.Histogram = columnChart(translate(lang, "ex.hist"), bins, "#2f8f5b")
+	if d.Questions, err = h.DB.QuestionStats(ctx, ex.ID); err != nil {
+		h.fail(c, err)
+		return
+	}
+	var rates []bar
+	for _, q := range d.Questions {
+		pct := 0.0
+		if q.Total > 0 {
+			pct = 100 * float64(q.Passed) / float64(q.Total)
+		}
+		rates = append(rates, bar{Label: q.CellID, Value: pct, Text: fmt.Sprintf("%.0f%% (%d/%d)", pct, q.Passed, q.Total)})
+	}
+	d.PassRate = rowChart(translate(lang, "ex.passrate"), rates, "#2f6fb0")
+	if d.Failures, err = h.DB.CommonFailures(ctx, ex.ID, 10); err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.render(c, http.StatusOK, "exercise_stats", translate(lang, "ex.title")+" · "+d.Title, "dashboard", d)
+}
+
+type gradebookData struct {
+	Exercises []exerciseRow
+	Exercise  string
+	Learner   string
+	Rows      []store.GradebookRow
+	Truncated bool
+	CSVURL    string
+}
+
+const gradebookPageRows = 500
+
+var errEnough = errors.New("enough rows")
+
+func (h *handler) gradebookPage(c *gin.Context) {
+	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
+	f, err := h.gradebookFilter(c)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	d := gradebookData{Exercise: f.ExerciseID, Learner: f.Learner, CSVURL: "/api/v1/gradebook.csv"}
+	for _, ex := range h.Catalog.List() {
+		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang)})
+	}
+	if q := c.Request.URL.Query(); len(q) > 0 {
+		q.Del("lang")
+		if enc := q.Encode(); enc != "" {
+			d.CSVURL += "?" + enc
+		}
+	}
+	err = h.DB.Gradebook(ctx, f, func(r store.GradebookRow) error {
+		if len(d.Rows) == gradebookPageRows {
+			d.Truncated = true
+			return errEnough
+		}
+		d.Rows = append(d.Rows, r)
+		return nil
+	})
+	if err != nil && !errors.Is(err, errEnough) {
+		h.fail(c, err)
+		return
+	}
+	h.render(c, http.StatusOK, "gradebook", translate(lang, "gb.title"), "gradebook", d)
+}
+
+// gradebookCSV streams GET /api/v1/gradebook.csv: one row per learner ×
+// exercise with the counted score. It accepts an instructor or admin
+// bearer token or a signed-in browser; learners get 403.
+func (h *handler) gradebookCSV(c *gin.Context) {
+	ctx := c.Request.Context()
+	var u grading.User
+	var err error
+	if hdr := c.GetHeader("Authorization"); hdr != "" {
+		token, ok := strings.CutPrefix(hdr, "Bearer ")
+		if !ok {
+			err = grading.Errorf(grading.EUNAUTHORIZED, "an Authorization: Bearer <token> header is required")
+		} else {
+			u, err = h.DB.UserByToken(ctx, strings.TrimSpace(token))
+		}
+	} else {
+		id, _ := c.Cookie(sessionCookie)
+		var s store.WebSession
+		if s, err = h.DB.WebSessionByID(ctx, id); err == nil {
+			u = s.User
+		} else if grading.ErrorCode(err) == grading.EUNAUTHORIZED {
+			err = grading.Errorf(grading.EUNAUTHORIZED, "a bearer token or a signed-in session is required")
+		}
+	}
+	if err != nil {
+		if grading.ErrorCode(err) == grading.EUNAUTHORIZED {
+			c.Header("WWW-Authenticate", `Bearer realm="npugrade"`)
+		}
+		h.Problem(c, err)
+		return
+	}
+	if !u.Role.CanSeeAll() {
+		h.Problem(c, grading.Errorf(grading.EFORBIDDEN, "the gradebook needs the instructor or admin role"))
+		return
+	}
+	f, err := h.gradebookFilter(c)
+	if err != nil {
+		h.Problem(c, err)
+		return
+	}
+	c.Header("Content-Type", "text/csv; charset=utf-8")
+	c.Header("Content-Disposition", `attachment; filename="gradebook.csv"`)
+	c.Header("Cache-Control", "no-store")
+	c.Status(http.StatusOK)
+	w := csv.NewWriter(c.Writer)
+	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at"})
+	n := 0
+	err = h.DB.Gradebook(ctx, f, func(r store.GradebookRow) error {
+		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, ""}
+		if r.Attempts > 0 {
+			rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
+			rec[4] = strconv.FormatFloat(r.MaxScore, 'f', -1, 64)
+		}
+		if r.GradedAt != nil {
+			rec[7] = r.GradedAt.UTC().Format(time.RFC3339)
+		}
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+		if n++; n%1000 == 0 {
+			w.Flush()
+			return w.Error()
+		}
+		return nil
+	})
+	w.Flush()
+	if err != nil {
+		// The status is sent; the truncated body is all that can be done.
+		h.Log.Error("gradebook csv", "err", err)
+	}
+}
+
+// csvSafe keeps a spreadsheet from reading a learner's name as a formula.
+func csvSafe(s string) string {
+	if s != "" && strings.ContainsRune("=+-@\t\r", rune(s[0])) {
+		return "'" + s
+	}
+	return s
+}
+
+func (h *handler) staffSubmission(c *gin.Context) {
+	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
+	sub, err := h.DB.Submission(ctx, c.Param("id"))
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	d := submissionPageData{Sub: sub, Final: final(sub.Status), Staff: true, ExerciseTitle: sub.ExerciseID}
+	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
+		d.ExerciseTitle = exerciseTitle(ex, lang)
+	}
+	raw, err := h.DB.ExecutedNotebook(ctx, sub.ID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+	case err != nil:
+		h.fail(c, err)
+		return
+	default:
+		d.Executed = true
+		if d.Notebook, err = renderNotebook(raw, sub.Cells); err != nil {
+			d.NotebookError = err.Error()
+		}
+	}
+	h.render(c, http.StatusOK, "submission", translate(lang, "submission.title")+" · "+sub.UserName+" · "+d.ExerciseTitle, "dashboard", d)
+}
+
+func (h *handler) staffNotebook(c *gin.Context) {
+	sub, err := h.DB.Submission(c.Request.Context(), c.Param("id"))
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	raw, err := h.DB.ExecutedNotebook(c.Request.Context(), sub.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		err = grading.Errorf(grading.ENOTFOUND, "not executed")
+	}
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.Header("Content-Disposition", `attachment; filename="`+sub.ID+`.executed.ipynb"`)
+	c.Data(http.StatusOK, "application/x-ipynb+json", raw)
+}

@@ -1,0 +1,176 @@
+package web
+
+import (
+	"strings"
+
+	"golang.org/x/text/language"
+)
+
+// The pages speak English and Simplified Chinese. The language comes from
+// the "lang" cookie the switch on every page sets, else from
+// Accept-Language. Messages are keyed by their English text's short id;
+// a missing Chinese message falls back to English, a missing key shows
+// itself (so a test catches it).
+
+const (
+	langEN = "en"
+	langZH = "zh-CN"
+)
+
+var supported = []language.Tag{language.English, language.SimplifiedChinese}
+var matcher = language.NewMatcher(supported)
+
+// pickLang chooses between English and Chinese.
+func pickLang(cookie, acceptLanguage string) string {
+	switch strings.ToLower(cookie) {
+	case "en":
+		return langEN
+	case "zh-cn", "zh":
+		return langZH
+	}
+	tags, _, err := language.ParseAcceptLanguage(acceptLanguage)
+	if err != nil || len(tags) == 0 {
+		return langEN
+	}
+	_, i, conf := matcher.Match(tags...)
+	if conf == language.No || i == 0 {
+		return langEN
+	}
+	return langZH
+}
+
+var messages = map[string][2]string{ // key: {en, zh-CN}
+	"app":               {"npugrade", "npugrade 自动评分"},
+	"skip":              {"Skip to content", "跳到正文"},
+	"nav.exercises":     {"Exercises", "练习"},
+	"nav.dashboard":     {"Dashboard", "总览"},
+	"nav.gradebook":     {"Gradebook", "成绩册"},
+	"nav.users":         {"Users & tokens", "用户与令牌"},
+	"nav.runners":       {"Runners", "执行节点"},
+	"nav.main":          {"Main", "主导航"},
+	"lang.switch":       {"Language", "语言"},
+	"signed_in_as":      {"Signed in as", "当前用户"},
+	"logout":            {"Sign out", "退出登录"},
+	"logout.title":      {"Sign out", "退出登录"},
+	"logout.confirm":    {"Sign out of npugrade in this browser?", "确定在此浏览器中退出 npugrade 吗？"},
+	"login.title":       {"Sign in", "登录"},
+	"login.token":       {"API token", "API 令牌"},
+	"login.help":        {"Paste the token your instructor gave you (it starts with npg_).", "粘贴教师发给你的令牌（以 npg_ 开头）。"},
+	"login.submit":      {"Sign in", "登录"},
+	"login.bad":         {"That token is not valid.", "令牌无效。"},
+	"login.runner":      {"Runner tokens cannot sign in to the pages.", "执行节点令牌不能登录网页。"},
+	"forbidden":         {"You may not open this page.", "你无权打开此页面。"},
+	"notfound":          {"Not found.", "未找到。"},
+	"error.title":       {"Something went wrong", "出错了"},
+	"csrf":              {"The form expired or came from another site; reload the page and try again.", "表单已过期或来自其他网站，请刷新页面后重试。"},
+	"exercises.title":   {"Your exercises", "我的练习"},
+	"exercise":          {"Exercise", "练习"},
+	"status":            {"Status", "状态"},
+	"best":              {"Best score", "最高分"},
+	"score":             {"Score", "得分"},
+	"attempts":          {"Attempts", "提交次数"},
+	"open":              {"Open", "打开"},
+	"not_submitted":     {"not submitted", "未提交"},
+	"starter":           {"Download the starter notebook", "下载练习笔记本"},
+	"upload.title":      {"Submit your notebook", "提交笔记本"},
+	"upload.file":       {"Notebook file (.ipynb)", "笔记本文件（.ipynb）"},
+	"upload.submit":     {"Submit for grading", "提交评分"},
+	"upload.failed":     {"The notebook was not accepted:", "笔记本未被接受："},
+	"history":           {"Your attempts", "提交记录"},
+	"no_attempts":       {"No attempts yet.", "尚无提交。"},
+	"submitted":         {"Submitted", "提交时间"},
+	"graded_at":         {"Graded", "评分时间"},
+	"submission":        {"Submission", "提交"},
+	"submission.title":  {"Submission", "提交详情"},
+	"feedback":          {"Feedback per question", "逐题反馈"},
+	"question":          {"Question", "题目"},
+	"verdict":           {"Verdict", "结果"},
+	"points":            {"Points", "分数"},
+	"message":           {"Message", "说明"},
+	"observed":          {"Your output", "你的输出"},
+	"expected":          {"Expected", "期望输出"},
+	"diff":              {"Difference", "差异"},
+	"not_counted":       {"not counted on this runner", "此节点上不计分"},
+	"live.help":         {"This page updates by itself while the notebook waits and runs.", "排队和运行期间本页面会自动更新。"},
+	"st.queued":         {"queued", "排队中"},
+	"st.running":        {"running", "运行中"},
+	"st.graded":         {"graded", "已评分"},
+	"st.failed":         {"failed", "失败"},
+	"back":              {"Back", "返回"},
+	"learner":           {"Learner", "学员"},
+	"dash.title":        {"Instructor dashboard", "教师总览"},
+	"dash.per_day":      {"Submissions per day (last 14 days, UTC)", "每日提交数（近 14 天，UTC）"},
+	"dash.queue":        {"Queue", "队列"},
+	"dash.latency":      {"Grading latency (last 500 graded)", "评分延迟（最近 500 份）"},
+	"dash.latency.none": {"Nothing graded yet.", "尚无评分记录。"},
+	"dash.runners":      {"Runner fleet", "执行节点"},
+	"dash.no_runners":   {"No runner has registered yet (the in-process runner does not register).", "尚无节点注册（进程内执行器不注册）。"},
+	"dash.exercises":    {"Exercises", "练习"},
+	"dash.recent":       {"Recent submissions", "最近提交"},
+	"state":             {"State", "状态"},
+	"jobs":              {"Jobs", "任务数"},
+	"runner":            {"Runner", "节点"},
+	"profile":           {"Profile", "配置"},
+	"env_verdict":       {"Environment", "环境检查"},
+	"labels":            {"Labels", "标签"},
+	"last_seen":         {"Last seen", "最近在线"},
+	"draining":          {"Draining", "排空"},
+	"yes":               {"yes", "是"},
+	"no":                {"no", "否"},
+	"ex.title":          {"Exercise statistics", "练习统计"},
+	"ex.hist":           {"Counted score per learner (% of maximum)", "学员计分分布（占满分百分比）"},
+	"ex.passrate":       {"Pass rate per question", "逐题通过率"},
+	"ex.failures":       {"Most common failures", "最常见的失败"},
+	"ex.no_failures":    {"No failures recorded.", "没有失败记录。"},
+	"count":             {"Count", "次数"},
+	"learners":          {"learners", "名学员"},
+	"gb.title":          {"Gradebook", "成绩册"},
+	"gb.filter":         {"Filter", "筛选"},
+	"gb.all":            {"All exercises", "全部练习"},
+	"gb.learner":        {"Learner name contains", "学员名包含"},
+	"gb.apply":          {"Apply", "应用"},
+	"gb.csv":            {"Export CSV", "导出 CSV"},
+	"gb.policy":         {"Counts", "计分规则"},
+	"gb.truncated":      {"Only the first rows are shown; the CSV export has all of them.", "仅显示前若干行；CSV 导出包含全部。"},
+	"gb.none":           {"No learners match.", "没有匹配的学员。"},
+	"sub.notebook":      {"Executed notebook", "执行后的笔记本"},
+	"sub.not_executed":  {"This submission has not been executed yet.", "该提交尚未执行。"},
+	"sub.download":      {"Download the executed notebook", "下载执行后的笔记本"},
+	"sub.html_output":   {"HTML output (shown in a sandbox, scripts disabled)", "HTML 输出（沙箱显示，脚本已禁用）"},
+	"sub.image":         {"image output", "图片输出"},
+	"sub.cell":          {"Cell", "单元格"},
+	"sub.runner":        {"Runner", "执行节点"},
+	"sub.version":       {"Exercise version", "练习版本"},
+	"users.title":       {"Users and tokens", "用户与令牌"},
+	"users.name":        {"Name", "名称"},
+	"users.role":        {"Role", "角色"},
+	"users.add":         {"Add a user", "添加用户"},
+	"users.create":      {"Create user", "创建用户"},
+	"users.tokens":      {"Tokens", "令牌"},
+	"users.new_token":   {"New token", "新令牌"},
+	"users.revoke":      {"Revoke", "吊销"},
+	"users.revoked":     {"revoked", "已吊销"},
+	"users.active":      {"active", "有效"},
+	"users.token_shown": {"Copy this token now; it is not shown again:", "请立即复制该令牌，它不会再次显示："},
+	"created":           {"Created", "创建时间"},
+	"runners.title":     {"Runners", "执行节点"},
+	"runners.drain":     {"Drain", "排空"},
+	"runners.undrain":   {"Resume", "恢复"},
+	"actions":           {"Actions", "操作"},
+	"p50":               {"median", "中位数"},
+	"p90":               {"90th percentile", "90 分位"},
+	"p99":               {"99th percentile", "99 分位"},
+	"max":               {"maximum", "最大值"},
+}
+
+// translate returns key's message in lang.
+func translate(lang, key string) string {
+	m, ok := messages[key]
+	if !ok {
+		return "‹" + key + "›"
+	}
+	if lang == langZH && m[1] != "" {
+		return m[1]
+	}
+	return m[0]
+}

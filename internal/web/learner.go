@@ -1,0 +1,214 @@
+package web
+
+import (
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+// exerciseTitle is the exercise's title in the page language.
+func exerciseTitle(ex *exercise.Exercise, lang string) string {
+	if lang == langEN && ex.TitleEN != "" {
+		return ex.TitleEN
+	}
+	return ex.Title
+}
+
+type exerciseRow struct {
+	ID, Title  string
+	MaxPoints  float64
+	Status     string // latest submission's status, "" when none
+	Best       float64
+	BestMax    float64
+	Graded     int
+	HasGrade   bool
+	LatestID   string
+	LatestTime string
+}
+
+func (h *handler) exercises(c *gin.Context) {
+	ctx, lang, u := c.Request.Context(), c.GetString(ctxLang), sessionOf(c).User
+	latest, err := h.DB.LatestSubmissions(ctx, u.ID)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	scores, err := h.DB.LearnerScores(ctx, u.ID)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	var rows []exerciseRow
+	for _, ex := range h.Catalog.List() {
+		r := exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil)}
+		if s, ok := latest[ex.ID]; ok {
+			r.Status, r.LatestID, r.LatestTime = s.Status, s.ID, fmtTime(s.CreatedAt)
+		}
+		if sc, ok := scores[ex.ID]; ok {
+			r.Best, r.BestMax, r.Graded, r.HasGrade = sc.Best, sc.MaxScore, sc.Graded, true
+		}
+		rows = append(rows, r)
+	}
+	h.render(c, http.StatusOK, "exercises", translate(lang, "exercises.title"), "exercises", rows)
+}
+
+type exercisePageData struct {
+	ID, Title string
+	MaxPoints float64
+	Questions int
+	History   []grading.Submission
+	Problems  []string
+	Message   string
+}
+
+func (h *handler) exercisePage(c *gin.Context) {
+	h.renderExercise(c, http.StatusOK, nil)
+}
+
+func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
+	ctx, lang, u := c.Request.Context(), c.GetString(ctxLang), sessionOf(c).User
+	ex, err := h.Catalog.Get(c.Param("id"))
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	hist, err := h.DB.Submissions(ctx, store.SubmissionFilter{UserID: u.ID, ExerciseID: ex.ID, Limit: 100})
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	d := exercisePageData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Questions: len(ex.Graded), History: hist}
+	if uploadErr != nil {
+		d.Message, d.Problems = grading.ErrorMessage(uploadErr), grading.ErrorProblems(uploadErr)
+	}
+	h.render(c, status, "exercise", d.Title, "exercises", d)
+}
+
+func (h *handler) starter(c *gin.Context) {
+	ex, err := h.Catalog.Get(c.Param("id"))
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.Header("Content-Disposition", `attachment; filename="`+ex.Config.Starter+`"`)
+	c.Data(http.StatusOK, "application/x-ipynb+json", ex.StarterBytes)
+}
+
+// upload takes the form's notebook through the same intake as the API and
+// shows the new submission, or the exercise page with every problem.
+func (h *handler) upload(c *gin.Context) {
+	ex, err := h.Catalog.Get(c.Param("id"))
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, h.MaxUpload+64<<10)
+	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.renderExercise(c, http.StatusRequestEntityTooLarge, grading.Errorf(grading.ETOOLARGE, "the upload is larger than the %d byte limit", h.MaxUpload))
+			return
+		}
+		h.csrfFail(c) // without a parsable form there is no CSRF token either
+		return
+	}
+	defer c.Request.MultipartForm.RemoveAll()
+	if !h.csrfOK(c, c.Request.FormValue("csrf")) {
+		h.csrfFail(c)
+		return
+	}
+	f, _, err := c.Request.FormFile("notebook")
+	if err != nil {
+		h.renderExercise(c, http.StatusUnprocessableEntity, &grading.Error{Code: grading.EINVALID, Message: "the submission is not valid", Problems: []string{"choose a notebook file (.ipynb)"}})
+		return
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, h.MaxUpload+1))
+	if err != nil || int64(len(data)) > h.MaxUpload {
+		h.renderExercise(c, http.StatusRequestEntityTooLarge, grading.Errorf(grading.ETOOLARGE, "the notebook is larger than the %d byte limit", h.MaxUpload))
+		return
+	}
+	sub, created, err := h.Submissions.Submit(c.Request.Context(), submission.Request{User: sessionOf(c).User, ExerciseID: ex.ID, Notebook: data})
+	if err != nil {
+		code := grading.ErrorCode(err)
+		if code == grading.EINTERNAL {
+			h.fail(c, err)
+			return
+		}
+		status := http.StatusUnprocessableEntity
+		if code == grading.ERATELIMIT {
+			status = http.StatusTooManyRequests
+		}
+		h.renderExercise(c, status, err)
+		return
+	}
+	if created && h.OnSubmitted != nil {
+		h.OnSubmitted()
+	}
+	c.Redirect(http.StatusSeeOther, "/submissions/"+sub.ID)
+}
+
+// ownSubmission returns a submission the signed-in user made; anyone
+// else's is reported as not found, so ids cannot be probed.
+func (h *handler) ownSubmission(c *gin.Context) (grading.Submission, bool) {
+	sub, err := h.DB.Submission(c.Request.Context(), c.Param("id"))
+	if err == nil && sub.UserID != sessionOf(c).User.ID {
+		if sessionOf(c).User.Role.CanSeeAll() {
+			c.Redirect(http.StatusSeeOther, "/dashboard/submissions/"+sub.ID)
+			c.Abort()
+			return sub, false
+		}
+		err = grading.Errorf(grading.ENOTFOUND, "submission %s not found", c.Param("id"))
+	}
+	if err != nil {
+		h.fail(c, err)
+		return sub, false
+	}
+	return sub, true
+}
+
+type submissionPageData struct {
+	Sub           grading.Submission
+	ExerciseTitle string
+	Final         bool
+	Staff         bool
+	Notebook      []cellView
+	NotebookError string
+	Executed      bool
+}
+
+func final(status string) bool {
+	return status == grading.StatusGraded || status == grading.StatusFailed
+}
+
+func (h *handler) submissionPage(c *gin.Context) {
+	sub, ok := h.ownSubmission(c)
+	if !ok {
+		return
+	}
+	lang := c.GetString(ctxLang)
+	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID}
+	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
+		d.ExerciseTitle = exerciseTitle(ex, lang)
+	}
+	h.render(c, http.StatusOK, "submission", translate(lang, "submission.title")+" · "+d.ExerciseTitle, "exercises", d)
+}
+
+// submissionStatus is what the page's script polls while a submission
+// is queued or running.
+func (h *handler) submissionStatus(c *gin.Context) {
+	sub, ok := h.ownSubmission(c)
+	if !ok {
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.JSON(http.StatusOK, gin.H{"status": sub.Status, "label": translate(c.GetString(ctxLang), "st."+sub.Status),
+		"score": sub.Score, "max_score": sub.MaxScore, "final": final(sub.Status)})
+}

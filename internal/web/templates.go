@@ -1,0 +1,80 @@
+package web
+
+import (
+	"fmt"
+	"html/template"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "submission",
+	"dashboard", "exercise_stats", "gradebook", "users", "runners"}
+
+// mustParse builds every page once per language, each with its own
+// translation function, from the embedded templates.
+func mustParse() map[string]map[string]*template.Template {
+	out := map[string]map[string]*template.Template{}
+	for _, lang := range []string{langEN, langZH} {
+		out[lang] = map[string]*template.Template{}
+		funcs := template.FuncMap{
+			"t":       func(key string) string { return translate(lang, key) },
+			"st":      func(status string) string { return translate(lang, "st."+status) },
+			"when":    fmtTime,
+			"num":     trimFloat,
+			"dur":     fmtDuration,
+			"verdict": verdictClass,
+			"staff":   func(r grading.Role) bool { return r.CanSeeAll() },
+			"pct": func(a, b float64) string {
+				if b <= 0 {
+					return "–"
+				}
+				return fmt.Sprintf("%.0f%%", 100*a/b)
+			},
+		}
+		for _, name := range pageNames {
+			t := template.Must(template.New(name).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+name+".html"))
+			out[lang][name] = t
+		}
+	}
+	return out
+}
+
+// fmtTime writes a time in UTC, minute precision; nil and zero are "–".
+func fmtTime(v any) string {
+	var t time.Time
+	switch x := v.(type) {
+	case time.Time:
+		t = x
+	case *time.Time:
+		if x != nil {
+			t = *x
+		}
+	}
+	if t.IsZero() {
+		return "–"
+	}
+	return t.UTC().Format("2006-01-02 15:04 UTC")
+}
+
+func fmtDuration(d time.Duration) string {
+	switch {
+	case d <= 0:
+		return "–"
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+func verdictClass(v string) string {
+	switch v {
+	case grading.VerdictPass, grading.StatusGraded:
+		return "ok"
+	case grading.VerdictNotRun, grading.StatusQueued, grading.StatusRunning, "":
+		return "neutral"
+	}
+	return "bad"
+}

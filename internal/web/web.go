@@ -1,0 +1,223 @@
+// Package web serves npugrade's pages: sign-in with an API token, the
+// learner's exercises, uploads and per-cell feedback, the instructor
+// dashboard (charts drawn as SVG on the server), gradebook and CSV export,
+// submission views with the executed notebook, and the admin pages for
+// users, tokens and runners. Everything is rendered by html/template from
+// embedded files: no CDN, no build step, one small script for live status.
+//
+// Learner output is hostile. It is only ever written as escaped text, as
+// data: URIs of decoded PNG images from the stored notebook, or inside an
+// iframe with an empty sandbox attribute (no scripts, unique origin), and
+// every page carries a Content-Security-Policy that allows no inline
+// script. Forms carry a per-session CSRF token.
+package web
+
+import (
+	"embed"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// Deps are what the pages need; httpapi passes its own.
+type Deps struct {
+	DB          *store.DB
+	Queue       *queue.Queue
+	Catalog     *exercise.Catalog
+	Submissions *submission.Service
+	Log         *slog.Logger
+	// MaxUpload is the largest accepted notebook in bytes.
+	MaxUpload int64
+	// Problem writes an error as RFC 9457 problem+json (for the CSV
+	// endpoint, which is API, not a page).
+	Problem func(c *gin.Context, err error)
+	// OnSubmitted is called for every accepted upload (metrics); may be nil.
+	OnSubmitted func()
+	// SessionTTL is how long a sign-in lasts (default 12 hours).
+	SessionTTL time.Duration
+}
+
+type handler struct {
+	Deps
+	pages map[string]map[string]*template.Template // lang → page → template
+}
+
+// Mount adds the pages, the static assets and GET /api/v1/gradebook.csv
+// to r. It touches none of the dependencies, so the route table can be
+// listed without a database.
+func Mount(r gin.IRouter, d Deps) {
+	if d.SessionTTL <= 0 {
+		d.SessionTTL = 12 * time.Hour
+	}
+	if d.MaxUpload <= 0 {
+		d.MaxUpload = 8 << 20
+	}
+	h := &handler{Deps: d, pages: mustParse()}
+
+	static, _ := fs.Sub(staticFS, "static")
+	r.GET("/static/*file", h.headers(), h.static(static))
+	r.GET("/api/v1/gradebook.csv", h.gradebookCSV)
+
+	p := r.Group("", h.headers(), h.lang())
+	p.GET("/", h.session(), h.home)
+	p.GET("/login", h.loginPage)
+	p.POST("/login", h.login)
+	p.GET("/logout", h.session(), h.logoutPage)
+	p.POST("/logout", h.session(), h.csrf(), h.logout)
+
+	// Learner pages (instructors may use them too: they see their own work).
+	p.GET("/exercises", h.session(), h.exercises)
+	p.GET("/exercises/:id", h.session(), h.exercisePage)
+	p.GET("/exercises/:id/starter", h.session(), h.starter)
+	p.POST("/exercises/:id/submissions", h.session(), h.upload)
+	p.GET("/submissions/:id", h.session(), h.submissionPage)
+	p.GET("/submissions/:id/status", h.session(), h.submissionStatus)
+
+	staff := []grading.Role{grading.RoleInstructor, grading.RoleAdmin}
+	p.GET("/dashboard", h.session(staff...), h.dashboard)
+	p.GET("/dashboard/exercises/:id", h.session(staff...), h.exerciseStats)
+	p.GET("/dashboard/gradebook", h.session(staff...), h.gradebookPage)
+	p.GET("/dashboard/submissions/:id", h.session(staff...), h.staffSubmission)
+	p.GET("/dashboard/submissions/:id/notebook", h.session(staff...), h.staffNotebook)
+
+	p.GET("/admin/users", h.session(grading.RoleAdmin), h.usersPage)
+	p.POST("/admin/users", h.session(grading.RoleAdmin), h.csrf(), h.createUser)
+	p.POST("/admin/users/:id/tokens", h.session(grading.RoleAdmin), h.csrf(), h.createToken)
+	p.POST("/admin/tokens/:id/revoke", h.session(grading.RoleAdmin), h.csrf(), h.revokeToken)
+	p.GET("/admin/runners", h.session(grading.RoleAdmin), h.runnersPage)
+	p.POST("/admin/runners/:id/drain", h.session(grading.RoleAdmin), h.csrf(), h.drainRunner)
+}
+
+// csp allows only this origin's script and style, images from this
+// origin or data: (PNG outputs of the stored notebook), and no plugins,
+// frames of other origins, or form targets elsewhere. srcdoc frames get
+// this policy too, on top of their empty sandbox.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; " +
+	"font-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+
+func (h *handler) headers() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		w := c.Writer.Header()
+		w.Set("Content-Security-Policy", csp)
+		w.Set("X-Content-Type-Options", "nosniff")
+		w.Set("Referrer-Policy", "same-origin")
+		w.Set("X-Frame-Options", "DENY")
+		w.Set("Cross-Origin-Opener-Policy", "same-origin")
+		c.Next()
+	}
+}
+
+func (h *handler) static(fsys fs.FS) gin.HandlerFunc {
+	srv := http.FileServer(http.FS(fsys))
+	return func(c *gin.Context) {
+		c.Header("Cache-Control", "public, max-age=3600")
+		c.Request.URL.Path = c.Param("file")
+		srv.ServeHTTP(c.Writer, c.Request)
+	}
+}
+
+const langCookie = "npugrade_lang"
+
+// lang picks the page language; ?lang= (the switch) also stores it in a cookie.
+func (h *handler) lang() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		cookie, _ := c.Cookie(langCookie)
+		if q := c.Query("lang"); q != "" {
+			cookie = q
+			l := pickLang(q, "")
+			http.SetCookie(c.Writer, &http.Cookie{Name: langCookie, Value: l, Path: "/", MaxAge: 365 * 24 * 3600,
+				HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
+		}
+		c.Set(ctxLang, pickLang(cookie, c.GetHeader("Accept-Language")))
+		c.Next()
+	}
+}
+
+const (
+	ctxLang    = "web.lang"
+	ctxSession = "web.session"
+)
+
+// page is what every template gets.
+type page struct {
+	Lang    string
+	Title   string
+	Nav     string
+	User    *grading.User
+	CSRF    string
+	LangEN  string
+	LangZH  string
+	Data    any
+	Problem string
+}
+
+func (h *handler) render(c *gin.Context, status int, name, title, nav string, data any) {
+	lang := c.GetString(ctxLang)
+	if lang == "" {
+		lang = langEN
+	}
+	p := page{Lang: lang, Title: title, Nav: nav, Data: data, LangEN: langURL(c.Request.URL, langEN), LangZH: langURL(c.Request.URL, langZH)}
+	if s, ok := c.Get(ctxSession); ok {
+		ws := s.(store.WebSession)
+		p.User, p.CSRF = &ws.User, ws.CSRFToken
+	}
+	t := h.pages[lang][name]
+	c.Header("Content-Type", "text/html; charset=utf-8")
+	c.Header("Cache-Control", "no-store")
+	c.Status(status)
+	if err := t.ExecuteTemplate(c.Writer, "layout", p); err != nil {
+		h.Log.Error("render page", "page", name, "err", err)
+	}
+}
+
+// langURL is the current page with ?lang= set, for the switch.
+func langURL(u *url.URL, lang string) string {
+	q := u.Query()
+	q.Set("lang", lang)
+	return u.Path + "?" + q.Encode()
+}
+
+// fail renders an error page for err (not found, forbidden, invalid, internal).
+func (h *handler) fail(c *gin.Context, err error) {
+	lang := c.GetString(ctxLang)
+	status, msg := http.StatusInternalServerError, translate(lang, "error.title")
+	switch grading.ErrorCode(err) {
+	case grading.ENOTFOUND:
+		status, msg = http.StatusNotFound, translate(lang, "notfound")
+	case grading.EFORBIDDEN:
+		status, msg = http.StatusForbidden, translate(lang, "forbidden")
+	case grading.EINVALID, grading.ETOOLARGE, grading.ECONFLICT, grading.ERATELIMIT:
+		status, msg = http.StatusUnprocessableEntity, grading.ErrorMessage(err)
+	default:
+		h.Log.Error("page failed", "path", c.Request.URL.Path, "err", err)
+	}
+	h.render(c, status, "error", translate(lang, "error.title"), "", msg)
+	c.Abort()
+}
+
+func isTLS(r *http.Request) bool {
+	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
+}
+
+func sessionOf(c *gin.Context) store.WebSession {
+	v, _ := c.Get(ctxSession)
+	s, _ := v.(store.WebSession)
+	return s
+}
