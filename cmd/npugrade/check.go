@@ -29,6 +29,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jobTimeout := fs.Duration("job-timeout", 5*time.Minute, "limit for one notebook")
 	jupyter := fs.String("jupyter", "", "jupyter command")
 	sandboxConfig := sandboxFlags(fs)
+	applyOutputLimits := outputLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
@@ -40,6 +41,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: *profile, Match: execution.CPUMatcher}
 	if *profile != "cpu" {
 		ex.Match = execution.ProfileMatcher(*profile)
+	}
+	if err = applyOutputLimits(ex); err != nil {
+		fmt.Fprintln(stderr, "npugrade:", err)
+		return exitError
 	}
 	if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
 		fmt.Fprintln(stderr, "npugrade:", err)

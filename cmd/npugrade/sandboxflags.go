@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
@@ -39,5 +40,32 @@ func sandboxFlags(fs *flag.FlagSet) func(stderr io.Writer) (*sandbox.Config, err
 			return nil, fmt.Errorf("this host cannot sandbox learner code (%w); fix that, or pass --sandbox=none on a development machine", err)
 		}
 		return &cfg, nil
+	}
+}
+
+// outputLimitFlags registers the output limits shared by serve, runner and
+// check, and returns a function that applies them to an executor.
+func outputLimitFlags(fs *flag.FlagSet) func(ex *execution.Executor) error {
+	cell := fs.String("cell-output-limit", sandbox.FormatSize(execution.DefaultMaxCellOutput), "outputs kept per cell, e.g. 2MiB; beyond it they are truncated with a marker and the cell is graded incomplete-output")
+	nb := fs.String("notebook-output-limit", sandbox.FormatSize(execution.DefaultMaxNotebookOutput), "outputs kept per notebook, e.g. 16MiB")
+	grace := fs.Duration("interrupt-grace", execution.DefaultInterruptGrace, "how long a cell may run on after its timeout interrupt before the kernel is killed")
+	return func(ex *execution.Executor) error {
+		var err error
+		if ex.Output.PerCell, err = sandbox.ParseSize(*cell); err != nil {
+			return fmt.Errorf("--cell-output-limit: %w", err)
+		}
+		if ex.Output.PerNotebook, err = sandbox.ParseSize(*nb); err != nil {
+			return fmt.Errorf("--notebook-output-limit: %w", err)
+		}
+		if ex.Output.PerNotebook > 48<<20 {
+			return fmt.Errorf("--notebook-output-limit %s: at most 48MiB (the server accepts executed notebooks of up to 64MiB)", *nb)
+		}
+		if *grace <= 0 {
+			return fmt.Errorf("--interrupt-grace %s: must be positive", *grace)
+		}
+		ex.InterruptGrace = *grace
+		// The executed notebook holds the rebuilt upload plus the outputs.
+		ex.MaxNotebookBytes = max(execution.DefaultMaxNotebookBytes, ex.Output.PerNotebook+16<<20)
+		return nil
 	}
 }

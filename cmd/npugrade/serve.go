@@ -40,6 +40,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	jupyter := fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
 	sandboxConfig := sandboxFlags(fs)
+	applyOutputLimits := outputLimitFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
@@ -91,6 +92,10 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	runnerDone := make(chan struct{})
 	if *local > 0 {
 		ex := &execution.Executor{Jupyter: *jupyter, Profile: "cpu", Match: execution.CPUMatcher, Log: log}
+		if err = applyOutputLimits(ex); err != nil {
+			fmt.Fprintln(stderr, "npugrade:", err)
+			return exitError
+		}
 		if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
 			fmt.Fprintln(stderr, "npugrade:", err)
 			return exitError
