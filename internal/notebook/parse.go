@@ -2,11 +2,14 @@ package notebook
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-multierror"
@@ -124,14 +127,15 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 				errs = multierror.Append(errs, fmt.Errorf("cell %d output %d is null", i+1, k+1))
 				continue
 			}
-			switch o.OutputType {
-			case OutputStream, OutputExecuteResult, OutputDisplayData, OutputError:
-			default:
-				errs = multierror.Append(errs, fmt.Errorf("cell %d output %d has unknown output_type %q", i+1, k+1, o.OutputType))
+			for _, p := range outputProblems(o) {
+				errs = multierror.Append(errs, fmt.Errorf("cell %d output %d %s", i+1, k+1, p))
 			}
 		}
-		if int64(len(c.Attachments)) > lim.MaxAttach {
-			errs = multierror.Append(errs, fmt.Errorf("cell %d attachments are %d bytes, the limit is %d", i+1, len(c.Attachments), lim.MaxAttach))
+		if c.CellType == "code" && len(c.Attachments) > 0 {
+			errs = multierror.Append(errs, fmt.Errorf("cell %d is code but has attachments (only markdown and raw cells may)", i+1))
+		}
+		for _, p := range attachmentProblems(c.Attachments, lim.MaxAttach) {
+			errs = multierror.Append(errs, fmt.Errorf("cell %d %s", i+1, p))
 		}
 		if _, err := c.Grader(); err != nil {
 			errs = multierror.Append(errs, fmt.Errorf("cell %d: %w", i+1, err))
@@ -141,6 +145,88 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 		return nil, err
 	}
 	return &nb, nil
+}
+
+// outputProblems checks one output against the nbformat 4 schema: the
+// fields each output_type requires.
+func outputProblems(o *Output) []string {
+	var p []string
+	switch o.OutputType {
+	case OutputStream:
+		if o.Name != "stdout" && o.Name != "stderr" {
+			p = append(p, fmt.Sprintf("is a stream named %q (want stdout or stderr)", o.Name))
+		}
+	case OutputExecuteResult, OutputDisplayData:
+		if o.Data == nil {
+			p = append(p, fmt.Sprintf("(%s) has no \"data\" bundle", o.OutputType))
+		}
+	case OutputError:
+		if o.Ename == "" {
+			p = append(p, "(error) has no \"ename\"")
+		}
+	default:
+		p = append(p, fmt.Sprintf("has unknown output_type %q", o.OutputType))
+	}
+	if len(o.Metadata) > 0 && o.Metadata[0] != '{' {
+		p = append(p, "has \"metadata\" that is not an object")
+	}
+	return p
+}
+
+// attachmentProblems checks a cell's attachments: {name: {mime: base64}},
+// each value valid base64, together no more than max decoded bytes.
+func attachmentProblems(raw json.RawMessage, max int64) []string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	if int64(len(raw)) > max*4/3+4096 {
+		return []string{fmt.Sprintf("attachments are %d bytes, the limit is %d", len(raw), max)}
+	}
+	var att map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &att); err != nil {
+		return []string{"has \"attachments\" that are not {name: {mime-type: base64 data}}"}
+	}
+	var p []string
+	var total int64
+	names := make([]string, 0, len(att))
+	for name := range att {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for mime, v := range att[name] {
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				var parts []string
+				if err := json.Unmarshal(v, &parts); err != nil {
+					p = append(p, fmt.Sprintf("attachment %q (%s) is not a base64 string", name, mime))
+					continue
+				}
+				s = strings.Join(parts, "")
+			}
+			if strings.HasPrefix(mime, "text/") || strings.HasSuffix(mime, "json") || strings.HasSuffix(mime, "+xml") {
+				total += int64(len(s))
+				continue
+			}
+			n, err := base64.StdEncoding.DecodeString(strings.Map(dropSpace, s))
+			if err != nil {
+				p = append(p, fmt.Sprintf("attachment %q (%s) is not valid base64", name, mime))
+				continue
+			}
+			total += int64(len(n))
+		}
+	}
+	if total > max {
+		p = append(p, fmt.Sprintf("attachments are %d bytes decoded, the limit is %d", total, max))
+	}
+	return p
+}
+
+func dropSpace(r rune) rune {
+	if r == '\n' || r == '\r' || r == ' ' || r == '\t' {
+		return -1
+	}
+	return r
 }
 
 // checkDepth walks the JSON tokens and refuses documents nested deeper than
