@@ -118,6 +118,9 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 	if job.Kind == grading.JobReference {
 		return d.completeReference(ctx, job, token, runnerID, res)
 	}
+	if job.Kind == grading.JobRegrade {
+		return d.completeRegrade(ctx, job, token, runnerID, res)
+	}
 	if job.SubmissionID == nil {
 		return d.Queue.Complete(ctx, jobID, token, nil)
 	}
@@ -183,7 +186,7 @@ func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res grading.Ex
 	} else if !res.Killed {
 		return store.Grade{}, errors.New("the runner sent no executed notebook")
 	}
-	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Integrity: integ, Executed: executed, Result: res})
+	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Integrity: integ, Executed: executed, Result: res, SubmittedAt: sub.CreatedAt})
 	return store.Grade{
 		SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
 		Profile: profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: scoring.Version + "+" + ex.Version,

@@ -466,7 +466,6 @@ func (ex *Exercise) applyConfig() []error {
 			case g.Requires.IsZero():
 				g.Requires = target.Requires
 			}
-			g.Visibility = VisibilityHidden
 		}
 	}
 	switch ex.Counts {

@@ -107,6 +107,9 @@ const (
 const (
 	JobGrade     = "grade"
 	JobReference = "reference"
+	// JobRegrade re-executes a graded submission for a staged regrade; its
+	// result goes to the regrade, not to the submission.
+	JobRegrade = "regrade"
 )
 
 // Job is one unit of runner work: execute a notebook.

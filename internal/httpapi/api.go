@@ -168,7 +168,7 @@ func (s *Server) visible(c *gin.Context) (grading.Submission, bool) {
 
 func (s *Server) getSubmission(c *gin.Context) {
 	if sub, ok := s.visible(c); ok {
-		c.JSON(http.StatusOK, toJSON(sub))
+		c.JSON(http.StatusOK, s.redact(currentUser(c), sub))
 	}
 }
 

@@ -1,0 +1,37 @@
+package dispatch
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// completeRegrade scores a regrade job's run of a submission against the
+// exercise's current version and records it in the staged regrade, not in
+// the submission: the instructor applies or discards it (package regrade).
+func (d *Dispatcher) completeRegrade(ctx context.Context, job store.JobRow, token, runnerID string, res grading.ExecutionResult) error {
+	subID, err := d.DB.RegradeJobSubmission(ctx, job.ID)
+	if err != nil {
+		return d.Fail(ctx, job.ID, token, err.Error())
+	}
+	j := job
+	j.SubmissionID = &subID
+	g, err := d.grade(ctx, j, res)
+	if err != nil {
+		d.Log.Error("grade regrade job", "job", job.ID, "submission", subID, "err", err)
+		if ferr := d.Fail(ctx, job.ID, token, err.Error()); ferr != nil {
+			return fmt.Errorf("grade regrade job %d: %w (and failing it: %v)", job.ID, err, ferr)
+		}
+		return nil
+	}
+	g.RunnerID = runnerID
+	if err := d.Queue.Complete(ctx, job.ID, token, func(tx *gorm.DB) error { return d.DB.SaveRegradeResult(tx, job.ID, g) }); err != nil {
+		return err
+	}
+	d.Log.Info("regrade run scored", "job", job.ID, "submission", subID, "score", g.Score, "max", g.MaxScore)
+	return nil
+}

@@ -1,0 +1,197 @@
+// Package regrade stages regrades: when an exercise's answer, probes or
+// rules change (its version differs from the one a submission was graded
+// with), an instructor stages a regrade of the affected submissions, reads
+// the score changes per learner, and applies or discards it.
+//
+// A recompare regrade scores the stored executed notebooks again against
+// the current references and rules, at once; a reexecute regrade queues a
+// job per submission (kind "regrade") and is ready when the last one is
+// back. Nothing changes a submission's score until the regrade is applied;
+// applying keeps the old scores in score_history.
+package regrade
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/scoring"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// Service stages, applies and discards regrades.
+type Service struct {
+	DB      *store.DB
+	Queue   *queue.Queue
+	Catalog *exercise.Catalog
+	// Reference returns the reference outputs to compare with on a profile;
+	// nil means the exercise's committed references.
+	Reference func(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error)
+}
+
+// Request stages a regrade.
+type Request struct {
+	Exercise string `json:"exercise"`
+	Mode     string `json:"mode"`
+	// All regrades every graded submission, not only those graded with
+	// another version of the exercise.
+	All bool `json:"all"`
+}
+
+// GraderVersion is what a score graded now records: the scoring rules and
+// the exercise version.
+func GraderVersion(ex *exercise.Exercise) string { return scoring.Version + "+" + ex.Version }
+
+// Stage finds the affected submissions and computes (recompare) or queues
+// (reexecute) their new scores.
+func (s *Service) Stage(ctx context.Context, req Request, by grading.User) (store.Regrade, error) {
+	var problems []string
+	ex, err := s.Catalog.Get(req.Exercise)
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("unknown exercise %q", req.Exercise))
+	}
+	if req.Mode != store.RegradeRecompare && req.Mode != store.RegradeReexecute {
+		problems = append(problems, fmt.Sprintf("mode %q: want recompare or reexecute", req.Mode))
+	}
+	if len(problems) > 0 {
+		return store.Regrade{}, &grading.Error{Code: grading.EINVALID, Message: "the regrade request is not valid", Problems: problems}
+	}
+	subs, err := s.DB.GradedSubmissions(ctx, ex.ID, 0)
+	if err != nil {
+		return store.Regrade{}, err
+	}
+	version := GraderVersion(ex)
+	var items []store.NewRegradeItem
+	payloads := map[*store.JobRow][]byte{}
+	for _, sub := range subs {
+		if !req.All && sub.GraderVersion == version {
+			continue
+		}
+		switch req.Mode {
+		case store.RegradeRecompare:
+			g, err := s.recompare(ctx, ex, sub)
+			if errors.Is(err, errNoRun) {
+				continue // nothing to compare; a reexecute regrade covers it
+			}
+			if err != nil {
+				return store.Regrade{}, fmt.Errorf("recompare %s: %w", sub.ID, err)
+			}
+			items = append(items, store.NewRegradeItem{Submission: sub, Result: &g})
+		case store.RegradeReexecute:
+			job, payload, err := s.job(ctx, ex, sub)
+			if err != nil {
+				return store.Regrade{}, fmt.Errorf("re-execute %s: %w", sub.ID, err)
+			}
+			payloads[job] = payload
+			items = append(items, store.NewRegradeItem{Submission: sub, Job: job})
+		}
+	}
+	enqueue := func(tx *gorm.DB, job *store.JobRow) error {
+		sha, err := s.DB.PutBlob(tx, payloads[job])
+		if err != nil {
+			return err
+		}
+		job.PayloadSHA256 = sha
+		return s.Queue.Enqueue(tx, job)
+	}
+	id, err := s.DB.CreateRegrade(ctx, store.Regrade{ExerciseID: ex.ID, Mode: req.Mode, ExerciseVersion: ex.Version, GraderVersion: version}, by.ID, items, enqueue)
+	if err != nil {
+		return store.Regrade{}, err
+	}
+	if len(payloads) > 0 {
+		s.Queue.Notify()
+	}
+	return s.DB.RegradeByID(ctx, id)
+}
+
+var errNoRun = errors.New("the submission has no executed notebook")
+
+// recompare scores a submission's stored run under the current version.
+func (s *Service) recompare(ctx context.Context, ex *exercise.Exercise, sub grading.Submission) (store.Grade, error) {
+	executedRaw, err := s.DB.ExecutedNotebook(ctx, sub.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Grade{}, errNoRun
+	}
+	if err != nil {
+		return store.Grade{}, err
+	}
+	executed, err := notebook.Parse(executedRaw, notebook.Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+	if err != nil {
+		return store.Grade{}, fmt.Errorf("parse executed notebook: %w", err)
+	}
+	upload, err := s.upload(ctx, sub)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	_, integ, err := notebook.Rebuild(ex.Answer, upload)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	profile := sub.Profile
+	if profile == "" {
+		profile = "cpu"
+	}
+	ref, err := s.reference(ctx, ex, profile)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Integrity: integ, Executed: executed, SubmittedAt: sub.CreatedAt})
+	return store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
+		Profile: profile, EnvFingerprint: sub.EnvFingerprint, GraderVersion: GraderVersion(ex), Cells: out.Cells}, nil
+}
+
+func (s *Service) reference(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error) {
+	if s.Reference != nil {
+		return s.Reference(ctx, ex, profile)
+	}
+	return ex.Reference(profile)
+}
+
+func (s *Service) upload(ctx context.Context, sub grading.Submission) (*notebook.Notebook, error) {
+	raw, err := s.DB.Blob(ctx, sub.NotebookSHA256)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := notebook.Parse(raw, notebook.Limits{MaxBytes: int64(len(raw)) + 1})
+	if err != nil {
+		return nil, fmt.Errorf("re-read upload of %s: %w", sub.ID, err)
+	}
+	return nb, nil
+}
+
+// job builds the re-execution job of a submission: its upload rebuilt from
+// the current answer, with a fresh probe seed from the current pool.
+func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub grading.Submission) (*store.JobRow, []byte, error) {
+	upload, err := s.upload(ctx, sub)
+	if err != nil {
+		return nil, nil, err
+	}
+	rebuilt, _, err := notebook.RebuildSeeded(ex.Answer, upload, ex.SeedFor("regrade/"+sub.ID+"/"+ex.Version))
+	if err != nil {
+		return nil, nil, err
+	}
+	payload, err := notebook.Encode(rebuilt)
+	if err != nil {
+		return nil, nil, err
+	}
+	req, _ := json.Marshal(ex.Requires)
+	return &store.JobRow{Kind: grading.JobRegrade, ExerciseID: ex.ID, Requires: string(req), MaxAttempts: ex.MaxAttempts}, payload, nil
+}
+
+// Get returns a regrade with its per-learner score changes.
+func (s *Service) Get(ctx context.Context, id int64) (store.Regrade, error) { return s.DB.RegradeByID(ctx, id) }
+
+// Apply makes a ready regrade's scores the submissions' scores.
+func (s *Service) Apply(ctx context.Context, id int64) (store.Regrade, error) { return s.DB.ApplyRegrade(ctx, id) }
+
+// Discard drops a regrade.
+func (s *Service) Discard(ctx context.Context, id int64) (store.Regrade, error) {
+	return s.DB.DiscardRegrade(ctx, id)
+}

@@ -1,0 +1,284 @@
+package regrade_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/dispatch"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/regrade"
+	"github.com/npugrade/npugrade/internal/scoring"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+const answer = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"grader": {"compare": "tokens"}},
+ "cells": [
+  {"cell_type": "code", "id": "impl", "metadata": {"grader": {"id": "impl", "solution": true}}, "source": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION", "outputs": [], "execution_count": null},
+  {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "points": 1}}, "source": "print(x)", "outputs": [], "execution_count": null},
+  {"cell_type": "code", "id": "q2", "metadata": {"grader": {"id": "q2", "points": 1}}, "source": "print(x + 1)", "outputs": [], "execution_count": null}
+ ]}`
+
+func stdout(s string) []*notebook.Output {
+	return []*notebook.Output{{OutputType: notebook.OutputStream, Name: "stdout", Text: notebook.MultilineString(s)}}
+}
+
+// catalog writes the exercise with the given reference output of q2 and loads it.
+func catalog(t *testing.T, q2 string) *exercise.Catalog {
+	t.Helper()
+	root := t.TempDir()
+	exDir, ansDir := filepath.Join(root, "ex", "rg"), filepath.Join(root, "ans", "rg")
+	for _, d := range []string{exDir, filepath.Join(ansDir, "references")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string, b []byte) {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(exDir, "exercise.json"), []byte(`{"id": "rg", "title": "r", "starter": "s.ipynb", "answer": "a.ipynb"}`))
+	write(filepath.Join(ansDir, "a.ipynb"), []byte(answer))
+	ex, err := exercise.LoadOne(exDir, ansDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := json.Marshal(exercise.Reference{Exercise: "rg", Profile: "cpu", AnswerSHA256: ex.AnswerSHA256(),
+		Cells: map[string][]*notebook.Output{"q1": stdout("1\n"), "q2": stdout(q2)}})
+	write(filepath.Join(ansDir, "references", "cpu.json"), ref)
+	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// executedWith is a runner's executed notebook whose q2 printed q2.
+func executedWith(t *testing.T, ex *exercise.Exercise, q2 string) []byte {
+	t.Helper()
+	nb, _, err := notebook.Rebuild(ex.Answer, ex.Answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range nb.Cells {
+		n := i + 1
+		c.ExecutionCount = &n
+		switch c.MustGrader().ID {
+		case "q1":
+			c.Outputs = stdout("1\n")
+		case "q2":
+			c.Outputs = stdout(q2)
+		}
+	}
+	b, err := notebook.Encode(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+type env struct {
+	db  *store.DB
+	q   *queue.Queue
+	sub *submission.Service
+}
+
+// graded submits the answer as user and stores a grade computed with cat
+// from a run whose q2 printed q2.
+func (e env) graded(t *testing.T, cat *exercise.Catalog, user grading.User, q2 string) grading.Submission {
+	t.Helper()
+	ctx := context.Background()
+	ex, _ := cat.Get("rg")
+	e.sub.Catalog = cat
+	sub, _, err := e.sub.Submit(ctx, submission.Request{User: user, ExerciseID: "rg", Notebook: []byte(answer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := executedWith(t, ex, q2)
+	nb, _ := notebook.Parse(raw, notebook.Limits{})
+	ref, _ := ex.Reference("cpu")
+	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Executed: nb,
+		Integrity: notebook.Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}})
+	// The job is done; write the grade as dispatch would.
+	if err := e.db.Gorm.Model(&store.JobRow{}).Where("submission_id = ?", sub.ID).Update("state", grading.JobSucceeded).Error; err != nil {
+		t.Fatal(err)
+	}
+	err = e.db.SaveGrade(e.db.Gorm, store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
+		Profile: "cpu", EnvFingerprint: "fp-1", GraderVersion: regrade.GraderVersion(ex), Executed: raw, Cells: out.Cells})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.db.Submission(ctx, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+func TestRegradePreviewApplyDiscard(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			q := queue.New(db, nil)
+			e := env{db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
+			v1 := catalog(t, "3\n") // a wrong reference for q2: the answer prints 2
+			alice, _, err := db.CreateUser(ctx, "alice", grading.RoleLearner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bob, _, _ := db.CreateUser(ctx, "bob", grading.RoleLearner)
+			teacher, _, _ := db.CreateUser(ctx, "teacher", grading.RoleInstructor)
+			sa := e.graded(t, v1, alice, "2\n")
+			sb := e.graded(t, v1, bob, "3\n")
+			if sa.Score != 1 || sb.Score != 2 {
+				t.Fatalf("v1 scores: alice %g, bob %g", sa.Score, sb.Score)
+			}
+
+			// The instructor fixes the reference: a new exercise version.
+			v2 := catalog(t, "2\n")
+			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
+			if _, err := svc.Stage(ctx, regrade.Request{Exercise: "nope", Mode: "sideways"}, teacher); grading.ErrorCode(err) != grading.EINVALID || len(grading.ErrorProblems(err)) != 2 {
+				t.Errorf("bad request: %v", err)
+			}
+			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare}, teacher)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.State != store.RegradeReady || len(r.Items) != 2 {
+				t.Fatalf("staged: %+v", r)
+			}
+			change := map[string]float64{}
+			for _, it := range r.Items {
+				change[it.Learner] = it.Change
+			}
+			if change["alice"] != 1 || change["bob"] != -1 {
+				t.Errorf("preview changes %v, want alice +1, bob -1", change)
+			}
+			// Preview changes nothing.
+			if s, _ := db.Submission(ctx, sa.ID); s.Score != 1 {
+				t.Errorf("preview changed alice's score to %g", s.Score)
+			}
+			applied, err := svc.Apply(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if applied.State != store.RegradeApplied {
+				t.Errorf("state %s", applied.State)
+			}
+			a2, _ := db.Submission(ctx, sa.ID)
+			b2, _ := db.Submission(ctx, sb.ID)
+			ex2, _ := v2.Get("rg")
+			if a2.Score != 2 || b2.Score != 1 || a2.GraderVersion != regrade.GraderVersion(ex2) || a2.ExerciseVersion != ex2.Version {
+				t.Errorf("after apply: alice %g (%s), bob %g", a2.Score, a2.GraderVersion, b2.Score)
+			}
+			if a2.EnvFingerprint != "fp-1" || a2.Profile != "cpu" {
+				t.Errorf("a recompare keeps the run's profile and fingerprint: %q %q", a2.Profile, a2.EnvFingerprint)
+			}
+			if _, err := db.ExecutedNotebook(ctx, sa.ID); err != nil {
+				t.Errorf("a recompare keeps the executed notebook: %v", err)
+			}
+			hist, err := db.ScoreHistory(ctx, sa.ID)
+			if err != nil || len(hist) != 1 || hist[0].Score != 1 || hist[0].ExerciseVersion != sa.ExerciseVersion || len(hist[0].Cells) != 2 {
+				t.Errorf("history %+v, %v", hist, err)
+			}
+			if _, err := svc.Apply(ctx, r.ID); grading.ErrorCode(err) != grading.ECONFLICT {
+				t.Errorf("second apply: %v", err)
+			}
+			// Nothing is affected any more...
+			r2, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare}, teacher)
+			if err != nil || len(r2.Items) != 0 {
+				t.Errorf("second regrade: %+v %v", r2, err)
+			}
+			// ...unless all are asked for; a discarded regrade changes nothing.
+			r3, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare, All: true}, teacher)
+			if err != nil || len(r3.Items) != 2 {
+				t.Fatalf("regrade all: %+v %v", r3, err)
+			}
+			if d, err := svc.Discard(ctx, r3.ID); err != nil || d.State != store.RegradeDiscarded {
+				t.Errorf("discard: %+v %v", d, err)
+			}
+			if _, err := svc.Apply(ctx, r3.ID); grading.ErrorCode(err) != grading.ECONFLICT {
+				t.Errorf("apply after discard: %v", err)
+			}
+			if h, _ := db.ScoreHistory(ctx, sa.ID); len(h) != 1 {
+				t.Errorf("discard wrote history: %d entries", len(h))
+			}
+		})
+	}
+}
+
+// TestRegradeReexecute stages a re-execution: a regrade job per submission,
+// completed through the dispatcher like a runner would, then applied.
+func TestRegradeReexecute(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			q := queue.New(db, nil)
+			e := env{db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
+			v1 := catalog(t, "3\n")
+			alice, _, _ := db.CreateUser(ctx, "alice", grading.RoleLearner)
+			teacher, _, _ := db.CreateUser(ctx, "teacher", grading.RoleInstructor)
+			sa := e.graded(t, v1, alice, "2\n")
+			v2 := catalog(t, "2\n")
+			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
+			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeReexecute}, teacher)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.State != store.RegradeStaged || len(r.Items) != 1 || r.Items[0].JobID == nil {
+				t.Fatalf("staged: %+v", r)
+			}
+			if _, err := svc.Apply(ctx, r.ID); grading.ErrorCode(err) != grading.ECONFLICT {
+				t.Errorf("applying a staged regrade: %v", err)
+			}
+			disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: v2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			lease, err := disp.Claim(ctx, "runner-1", func(grading.Requirement) (bool, string) { return true, "" }, time.Second)
+			if err != nil || lease == nil {
+				t.Fatalf("claim: %v %v", lease, err)
+			}
+			if lease.Kind != grading.JobRegrade || lease.SubmissionID != "" {
+				t.Errorf("lease kind %s submission %q", lease.Kind, lease.SubmissionID)
+			}
+			// The submission is not put back to running by its regrade.
+			if s, _ := db.Submission(ctx, sa.ID); s.Status != grading.StatusGraded {
+				t.Errorf("status %s during the regrade", s.Status)
+			}
+			ex2, _ := v2.Get("rg")
+			err = disp.Complete(ctx, lease.JobID, lease.Token, "runner-1", grading.ExecutionResult{Notebook: executedWith(t, ex2, "2\n"), Profile: "cpu", EnvFingerprint: "fp-2"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err = svc.Get(ctx, r.ID)
+			if err != nil || r.State != store.RegradeReady || r.Items[0].NewScore != 2 || r.Items[0].Change != 1 {
+				t.Fatalf("after the run: %+v %v", r, err)
+			}
+			if _, err := svc.Apply(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			s, _ := db.Submission(ctx, sa.ID)
+			if s.Score != 2 || s.EnvFingerprint != "fp-2" {
+				t.Errorf("applied: score %g fingerprint %s", s.Score, s.EnvFingerprint)
+			}
+			if _, err := svc.Get(ctx, 999); grading.ErrorCode(err) != grading.ENOTFOUND {
+				t.Errorf("unknown regrade: %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,391 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// Regrade states and modes.
+const (
+	RegradeStaged    = "staged" // items are still being computed (re-executions queued)
+	RegradeReady     = "ready"  // every item has its new score: preview complete
+	RegradeApplied   = "applied"
+	RegradeDiscarded = "discarded"
+
+	RegradeRecompare = "recompare"
+	RegradeReexecute = "reexecute"
+
+	ItemPending = "pending"
+	ItemDone    = "done"
+	ItemFailed  = "failed"
+)
+
+type regradeRow struct {
+	ID              int64
+	ExerciseID      string
+	Mode            string
+	State           string
+	ExerciseVersion string
+	GraderVersion   string
+	CreatedBy       *int64
+	CreatedAt       time.Time
+	DecidedAt       *time.Time
+}
+
+func (regradeRow) TableName() string { return "regrades" }
+
+type regradeItemRow struct {
+	ID             int64
+	RegradeID      int64
+	SubmissionID   string
+	UserID         int64
+	State          string
+	JobID          *int64
+	OldScore       float64
+	OldMaxScore    float64
+	OldVersion     string
+	NewScore       float64
+	NewMaxScore    float64
+	Message        string
+	Profile        string
+	EnvFingerprint string
+	ExecutedSHA256 *string `gorm:"column:executed_sha256"`
+	Cells          string
+}
+
+func (regradeItemRow) TableName() string { return "regrade_items" }
+
+type scoreHistoryRow struct {
+	ID              int64
+	SubmissionID    string
+	RegradeID       *int64
+	ExerciseVersion string
+	GraderVersion   string
+	Profile         string
+	EnvFingerprint  string
+	Score           float64
+	MaxScore        float64
+	Message         string
+	Cells           string
+	GradedAt        *time.Time
+	RecordedAt      time.Time
+}
+
+func (scoreHistoryRow) TableName() string { return "score_history" }
+
+// Regrade is a staged regrade with its items.
+type Regrade struct {
+	ID              int64         `json:"id"`
+	ExerciseID      string        `json:"exercise"`
+	Mode            string        `json:"mode"`
+	State           string        `json:"state"`
+	ExerciseVersion string        `json:"exercise_version"`
+	GraderVersion   string        `json:"grader_version"`
+	CreatedAt       time.Time     `json:"created_at"`
+	DecidedAt       *time.Time    `json:"decided_at,omitempty"`
+	Items           []RegradeItem `json:"items"`
+}
+
+// RegradeItem is one affected submission: its score now and the new one.
+type RegradeItem struct {
+	SubmissionID   string               `json:"submission_id"`
+	UserID         int64                `json:"-"`
+	Learner        string               `json:"learner"`
+	State          string               `json:"state"`
+	JobID          *int64               `json:"job_id,omitempty"`
+	OldScore       float64              `json:"old_score"`
+	OldMaxScore    float64              `json:"old_max_score"`
+	OldVersion     string               `json:"old_grader_version"`
+	NewScore       float64              `json:"new_score"`
+	NewMaxScore    float64              `json:"new_max_score"`
+	Change         float64              `json:"change"`
+	Message        string               `json:"message,omitempty"`
+	Profile        string               `json:"profile,omitempty"`
+	EnvFingerprint string               `json:"env_fingerprint,omitempty"`
+	Cells          []grading.CellResult `json:"cells,omitempty"`
+}
+
+// NewRegradeItem is an affected submission as staged.
+type NewRegradeItem struct {
+	Submission grading.Submission
+	// Result is set when the new score is known at once (recompare).
+	Result *Grade
+	// Job is set for a re-execution: the job is enqueued in the same transaction.
+	Job *JobRow
+}
+
+// CreateRegrade writes a regrade and its items (and the re-execution jobs)
+// in one transaction. The regrade is ready at once when no item waits for a job.
+func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, items []NewRegradeItem, enqueue func(tx *gorm.DB, job *JobRow) error) (int64, error) {
+	row := regradeRow{ExerciseID: r.ExerciseID, Mode: r.Mode, State: RegradeReady, ExerciseVersion: r.ExerciseVersion,
+		GraderVersion: r.GraderVersion, CreatedAt: db.Now()}
+	if createdBy != 0 {
+		row.CreatedBy = &createdBy
+	}
+	for _, it := range items {
+		if it.Job != nil {
+			row.State = RegradeStaged
+		}
+	}
+	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return fmt.Errorf("insert regrade: %w", err)
+		}
+		for _, it := range items {
+			s := it.Submission
+			ir := regradeItemRow{RegradeID: row.ID, SubmissionID: s.ID, UserID: s.UserID, State: ItemPending,
+				OldScore: s.Score, OldMaxScore: s.MaxScore, OldVersion: s.GraderVersion, Cells: "[]"}
+			if it.Job != nil {
+				if err := enqueue(tx, it.Job); err != nil {
+					return err
+				}
+				id := it.Job.ID
+				ir.JobID = &id
+			}
+			if it.Result != nil {
+				if err := db.fillItem(tx, &ir, *it.Result); err != nil {
+					return err
+				}
+			}
+			if err := tx.Create(&ir).Error; err != nil {
+				return fmt.Errorf("insert regrade item %s: %w", s.ID, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("create regrade of %s: %w", r.ExerciseID, err)
+	}
+	return row.ID, nil
+}
+
+func (db *DB) fillItem(tx *gorm.DB, ir *regradeItemRow, g Grade) error {
+	cells, err := json.Marshal(g.Cells)
+	if err != nil {
+		return fmt.Errorf("encode regrade cells: %w", err)
+	}
+	ir.State, ir.NewScore, ir.NewMaxScore, ir.Message = ItemDone, g.Score, g.MaxScore, g.Message
+	ir.Profile, ir.EnvFingerprint, ir.Cells = g.Profile, g.EnvFingerprint, string(cells)
+	if g.Executed != nil {
+		sha, err := db.PutBlob(tx, g.Executed)
+		if err != nil {
+			return err
+		}
+		ir.ExecutedSHA256 = &sha
+	}
+	return nil
+}
+
+// SaveRegradeResult records the new score of the item waiting for jobID,
+// inside the queue's lease-fenced completion transaction, and marks the
+// regrade ready when it was the last one.
+func (db *DB) SaveRegradeResult(tx *gorm.DB, jobID int64, g Grade) error {
+	var ir regradeItemRow
+	if err := tx.Where("job_id = ?", jobID).Take(&ir).Error; err != nil {
+		return fmt.Errorf("regrade item of job %d: %w", jobID, err)
+	}
+	if err := db.fillItem(tx, &ir, g); err != nil {
+		return err
+	}
+	if err := tx.Save(&ir).Error; err != nil {
+		return fmt.Errorf("save regrade item %d: %w", ir.ID, err)
+	}
+	var pending int64
+	if err := tx.Model(&regradeItemRow{}).Where("regrade_id = ? AND state = ?", ir.RegradeID, ItemPending).Count(&pending).Error; err != nil {
+		return fmt.Errorf("count pending regrade items: %w", err)
+	}
+	if pending == 0 {
+		return tx.Model(&regradeRow{}).Where("id = ? AND state = ?", ir.RegradeID, RegradeStaged).Update("state", RegradeReady).Error
+	}
+	return nil
+}
+
+// RegradeByID returns a regrade with its items. Items waiting for a job
+// that failed for good are reported failed (and the regrade ready).
+func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
+	var row regradeRow
+	err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Regrade{}, grading.Errorf(grading.ENOTFOUND, "regrade %d not found", id)
+	}
+	if err != nil {
+		return Regrade{}, fmt.Errorf("read regrade %d: %w", id, err)
+	}
+	var items []regradeItemRow
+	if err := db.Gorm.WithContext(ctx).Where("regrade_id = ?", id).Order("submission_id").Find(&items).Error; err != nil {
+		return Regrade{}, fmt.Errorf("read items of regrade %d: %w", id, err)
+	}
+	r := Regrade{ID: row.ID, ExerciseID: row.ExerciseID, Mode: row.Mode, State: row.State, ExerciseVersion: row.ExerciseVersion,
+		GraderVersion: row.GraderVersion, CreatedAt: row.CreatedAt, DecidedAt: row.DecidedAt, Items: []RegradeItem{}}
+	waiting := 0
+	for _, ir := range items {
+		it := RegradeItem{SubmissionID: ir.SubmissionID, UserID: ir.UserID, State: ir.State, JobID: ir.JobID,
+			OldScore: ir.OldScore, OldMaxScore: ir.OldMaxScore, OldVersion: ir.OldVersion, NewScore: ir.NewScore,
+			NewMaxScore: ir.NewMaxScore, Message: ir.Message, Profile: ir.Profile, EnvFingerprint: ir.EnvFingerprint}
+		_ = json.Unmarshal([]byte(ir.Cells), &it.Cells)
+		if it.State == ItemPending && ir.JobID != nil {
+			var job JobRow
+			if err := db.Gorm.WithContext(ctx).Where("id = ?", *ir.JobID).Take(&job).Error; err == nil &&
+				(job.State == grading.JobFailed || job.State == grading.JobCanceled) {
+				it.State, it.Message = ItemFailed, "re-execution failed: "+job.LastError
+			}
+		}
+		if it.State == ItemPending {
+			waiting++
+		}
+		if it.State == ItemDone {
+			it.Change = it.NewScore - it.OldScore
+		}
+		var u userRow
+		_ = db.Gorm.WithContext(ctx).Where("id = ?", ir.UserID).Take(&u).Error
+		it.Learner = u.Name
+		r.Items = append(r.Items, it)
+	}
+	if r.State == RegradeStaged && waiting == 0 {
+		r.State = RegradeReady
+	}
+	return r, nil
+}
+
+// ApplyRegrade replaces the scores of every done item's submission with
+// the new ones, keeping the old score in score_history, in one transaction.
+// Only a ready regrade can be applied; failed items keep their old score.
+func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
+	r, err := db.RegradeByID(ctx, id)
+	if err != nil {
+		return r, err
+	}
+	if r.State != RegradeReady {
+		return r, grading.Errorf(grading.ECONFLICT, "regrade %d is %s; only a ready regrade can be applied", id, r.State)
+	}
+	now := db.Now()
+	err = db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// Claim the regrade first so that two concurrent applies cannot both write.
+		res := tx.Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{RegradeReady, RegradeStaged}).
+			Updates(map[string]any{"state": RegradeApplied, "decided_at": now})
+		if res.Error != nil {
+			return fmt.Errorf("mark regrade %d applied: %w", id, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return grading.Errorf(grading.ECONFLICT, "regrade %d was decided concurrently", id)
+		}
+		for _, it := range r.Items {
+			if it.State != ItemDone {
+				continue
+			}
+			if err := db.applyItem(tx, id, r.ExerciseVersion, r.GraderVersion, it, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return r, err
+	}
+	return db.RegradeByID(ctx, id)
+}
+
+func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion string, it RegradeItem, now time.Time) error {
+	var sub submissionRow
+	if err := tx.Where("id = ?", it.SubmissionID).Take(&sub).Error; err != nil {
+		return fmt.Errorf("read submission %s: %w", it.SubmissionID, err)
+	}
+	var old []cellResultRow
+	if err := tx.Where("submission_id = ?", sub.ID).Order("position").Find(&old).Error; err != nil {
+		return fmt.Errorf("read cells of %s: %w", sub.ID, err)
+	}
+	oldCells := make([]grading.CellResult, len(old))
+	for i, c := range old {
+		oldCells[i] = grading.CellResult{CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
+			Counted: c.Counted, Message: c.Message, Observed: c.Observed, Expected: c.Expected, Diff: c.Diff}
+	}
+	oc, _ := json.Marshal(oldCells)
+	rid := regradeID
+	hist := scoreHistoryRow{SubmissionID: sub.ID, RegradeID: &rid, ExerciseVersion: sub.ExerciseVersion, GraderVersion: sub.GraderVersion,
+		Profile: sub.Profile, EnvFingerprint: sub.EnvFingerprint, Score: sub.Score, MaxScore: sub.MaxScore,
+		Message: sub.Message, Cells: string(oc), GradedAt: sub.GradedAt, RecordedAt: now}
+	if err := tx.Create(&hist).Error; err != nil {
+		return fmt.Errorf("keep old score of %s: %w", sub.ID, err)
+	}
+	profile, env := it.Profile, it.EnvFingerprint
+	if profile == "" {
+		profile, env = sub.Profile, sub.EnvFingerprint
+	}
+	g := Grade{SubmissionID: sub.ID, Score: it.NewScore, MaxScore: it.NewMaxScore, Message: it.Message,
+		Profile: profile, RunnerID: sub.RunnerID, EnvFingerprint: env, GraderVersion: graderVersion, Cells: it.Cells}
+	if err := db.SaveGrade(tx, g); err != nil {
+		return err
+	}
+	// SaveGrade was given no notebook: point at the re-executed one, or keep
+	// the old run for a recompare.
+	upd := map[string]any{"exercise_version": exVersion, "executed_sha256": sub.ExecutedSHA256}
+	var ir regradeItemRow
+	if err := tx.Where("regrade_id = ? AND submission_id = ?", regradeID, sub.ID).Take(&ir).Error; err == nil && ir.ExecutedSHA256 != nil {
+		upd["executed_sha256"] = *ir.ExecutedSHA256
+	}
+	if err := tx.Model(&submissionRow{}).Where("id = ?", sub.ID).Updates(upd).Error; err != nil {
+		return fmt.Errorf("update version of %s: %w", sub.ID, err)
+	}
+	return nil
+}
+
+// DiscardRegrade drops a regrade that is not applied; scores stay as they are.
+func (db *DB) DiscardRegrade(ctx context.Context, id int64) (Regrade, error) {
+	res := db.Gorm.WithContext(ctx).Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{RegradeStaged, RegradeReady}).
+		Updates(map[string]any{"state": RegradeDiscarded, "decided_at": db.Now()})
+	if res.Error != nil {
+		return Regrade{}, fmt.Errorf("discard regrade %d: %w", id, res.Error)
+	}
+	r, err := db.RegradeByID(ctx, id)
+	if err == nil && res.RowsAffected != 1 {
+		return r, grading.Errorf(grading.ECONFLICT, "regrade %d is %s and cannot be discarded", id, r.State)
+	}
+	return r, err
+}
+
+// ScoreHistoryEntry is an earlier score of a submission.
+type ScoreHistoryEntry struct {
+	RegradeID       *int64               `json:"regrade_id,omitempty"`
+	ExerciseVersion string               `json:"exercise_version"`
+	GraderVersion   string               `json:"grader_version"`
+	Profile         string               `json:"profile"`
+	EnvFingerprint  string               `json:"env_fingerprint"`
+	Score           float64              `json:"score"`
+	MaxScore        float64              `json:"max_score"`
+	Message         string               `json:"message"`
+	Cells           []grading.CellResult `json:"cells"`
+	GradedAt        *time.Time           `json:"graded_at,omitempty"`
+	RecordedAt      time.Time            `json:"recorded_at"`
+}
+
+// ScoreHistory lists a submission's earlier scores, oldest first.
+func (db *DB) ScoreHistory(ctx context.Context, submissionID string) ([]ScoreHistoryEntry, error) {
+	var rows []scoreHistoryRow
+	if err := db.Gorm.WithContext(ctx).Where("submission_id = ?", submissionID).Order("recorded_at, id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read score history of %s: %w", submissionID, err)
+	}
+	out := make([]ScoreHistoryEntry, len(rows))
+	for i, r := range rows {
+		out[i] = ScoreHistoryEntry{RegradeID: r.RegradeID, ExerciseVersion: r.ExerciseVersion, GraderVersion: r.GraderVersion,
+			Profile: r.Profile, EnvFingerprint: r.EnvFingerprint, Score: r.Score, MaxScore: r.MaxScore, Message: r.Message,
+			GradedAt: r.GradedAt, RecordedAt: r.RecordedAt}
+		_ = json.Unmarshal([]byte(r.Cells), &out[i].Cells)
+	}
+	return out, nil
+}
+
+// RegradeJobSubmission returns the submission a regrade job re-executes.
+func (db *DB) RegradeJobSubmission(ctx context.Context, jobID int64) (string, error) {
+	var ir regradeItemRow
+	if err := db.Gorm.WithContext(ctx).Where("job_id = ?", jobID).Take(&ir).Error; err != nil {
+		return "", fmt.Errorf("regrade item of job %d: %w", jobID, err)
+	}
+	return ir.SubmissionID, nil
+}
