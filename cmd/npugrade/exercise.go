@@ -9,13 +9,17 @@ import (
 	"os"
 
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/importer"
 )
 
 // cmdExercise regenerates (or, with --check, verifies) the committed
 // starter notebooks from the answers.
 func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "import" {
+		return cmdExerciseImport(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "starter" {
-		fmt.Fprintln(stderr, "usage: npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]")
+		fmt.Fprintln(stderr, "usage: npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]\n       npugrade exercise import [-o OUT] NOTEBOOK")
 		return exitError
 	}
 	fs := flag.NewFlagSet("exercise starter", flag.ContinueOnError)
@@ -53,4 +57,40 @@ func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return exitMismatch
 	}
 	return exitOK
+}
+
+// cmdExerciseImport converts an nbgrader, nbval, nbclient, papermill or
+// quiz-style notebook into one with metadata.grader, and says what each
+// cell became (on stderr).
+func cmdExerciseImport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("exercise import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("o", "", "write the converted notebook here (default: stdout)")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		fmt.Fprintln(stderr, "usage: npugrade exercise import [-o OUT] NOTEBOOK")
+		return exitError
+	}
+	raw, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade exercise import:", err)
+		return exitError
+	}
+	converted, rep, err := importer.ImportBytes(raw)
+	if err != nil {
+		fmt.Fprintf(stderr, "npugrade exercise import: %s: %v\n", fs.Arg(0), err)
+		return exitError
+	}
+	fmt.Fprintf(stderr, "formats: %v\n", rep.Formats)
+	for _, n := range rep.Notes {
+		fmt.Fprintln(stderr, "  "+n)
+	}
+	if *out == "" {
+		_, _ = stdout.Write(converted)
+		return 0
+	}
+	if err := os.WriteFile(*out, converted, 0o644); err != nil {
+		fmt.Fprintln(stderr, "npugrade exercise import:", err)
+		return exitError
+	}
+	return 0
 }

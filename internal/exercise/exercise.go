@@ -21,6 +21,7 @@ import (
 	"github.com/hashicorp/go-multierror"
 
 	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/importer"
 	"github.com/npugrade/npugrade/internal/notebook"
 )
 
@@ -270,6 +271,14 @@ func LoadOne(dir, answerDir string) (*Exercise, error) {
 	ex.AnswerBytes, err = os.ReadFile(filepath.Join(answerDir, cfg.Answer))
 	if err != nil {
 		return nil, fmt.Errorf("read answer: %w", err)
+	}
+	if first, perr := notebook.Parse(ex.AnswerBytes, notebook.Limits{}); perr == nil && !importer.HasGraderMetadata(first) {
+		// An nbgrader, nbval, papermill or quiz-style notebook: grade it
+		// through the importer's metadata.grader (npugrade exercise import
+		// shows the result).
+		if ex.AnswerBytes, _, err = importer.ImportBytes(ex.AnswerBytes); err != nil {
+			return nil, fmt.Errorf("import answer %s: %w", cfg.Answer, err)
+		}
 	}
 	ex.Answer, err = notebook.Parse(ex.AnswerBytes, notebook.Limits{RequireIDs: true})
 	if err != nil {

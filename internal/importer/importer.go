@@ -1,0 +1,430 @@
+// Package importer turns the grading metadata of other tools into npugrade's
+// metadata.grader, so that existing notebooks can be graded without being
+// rewritten by hand:
+//
+//   - nbgrader v3 (metadata.nbgrader: grade, solution, locked, grade_id,
+//     points, checksum): solution cells become solution cells, autograder
+//     test cells become graded cells that pass when they raise nothing
+//     (compare no-error, as nbgrader scores them), and every checksum is
+//     verified with nbgrader's own recipe so an edited release is caught;
+//   - nbval (comments # NBVAL_* and tags nbval-*): every code cell with
+//     recorded outputs is graded on its outputs (exact), or only the
+//     NBVAL_CHECK_OUTPUT cells when a notebook marks any (nbval's lax mode);
+//     IGNORE_OUTPUT runs without comparing, SKIP is not run,
+//     RAISES_EXCEPTION expects an error;
+//   - nbclient tags raises-exception and skip-execution;
+//   - papermill's parameters cell (kept locked under the id "parameters");
+//   - the learning hub's quiz convention: a cell that only assigns q1..qN
+//     becomes a solution cell followed by a graded check cell per variable.
+//
+// Import never guesses silently: Report lists what each cell became.
+package importer
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/hashicorp/go-multierror"
+
+	"github.com/npugrade/npugrade/internal/notebook"
+)
+
+// Report says what Import did.
+type Report struct {
+	// Formats found: nbgrader, nbval, nbclient, papermill, quiz.
+	Formats []string
+	// Notes, one per converted cell.
+	Notes []string
+}
+
+func (r *Report) format(f string) {
+	for _, x := range r.Formats {
+		if x == f {
+			return
+		}
+	}
+	r.Formats = append(r.Formats, f)
+}
+
+// HasGraderMetadata reports whether any cell already carries metadata.grader.
+func HasGraderMetadata(nb *notebook.Notebook) bool {
+	for _, c := range nb.Cells {
+		if _, ok := c.Metadata["grader"]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// ImportBytes parses a notebook, imports it and encodes the result.
+func ImportBytes(data []byte) ([]byte, Report, error) {
+	nb, err := notebook.Parse(data, notebook.Limits{})
+	if err != nil {
+		return nil, Report{}, err
+	}
+	out, rep, err := Import(nb)
+	if err != nil {
+		return nil, rep, err
+	}
+	b, err := notebook.Encode(out)
+	return b, rep, err
+}
+
+// nbgraderMeta is metadata.nbgrader (schema version 3).
+type nbgraderMeta struct {
+	SchemaVersion int      `json:"schema_version"`
+	Grade         bool     `json:"grade"`
+	Solution      bool     `json:"solution"`
+	Locked        bool     `json:"locked"`
+	Task          bool     `json:"task"`
+	GradeID       string   `json:"grade_id"`
+	Points        *float64 `json:"points"`
+	Checksum      string   `json:"checksum"`
+}
+
+var (
+	quizLine    = regexp.MustCompile(`^(q[0-9]+)\s*=\s*(.+)$`)
+	idPattern   = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+	hiddenTests = "### BEGIN HIDDEN TESTS"
+)
+
+// Import returns a copy of nb with metadata.grader written from the other
+// tools' metadata. Cells without an id get one (cell-N). Every problem
+// (a bad checksum, hidden tests, duplicate ids) is reported at once.
+func Import(in *notebook.Notebook) (*notebook.Notebook, Report, error) {
+	nb := in.Clone()
+	var rep Report
+	var errs *multierror.Error
+	if HasGraderMetadata(nb) {
+		return nb, rep, nil
+	}
+	lax, nbval := false, false
+	for _, c := range nb.Cells {
+		if c.CellType != "code" {
+			continue
+		}
+		if nbvalMarks(c)["check-output"] {
+			lax = true
+		}
+		if strings.Contains(string(c.Source), "# NBVAL_") {
+			nbval = true
+		}
+		for _, t := range c.Tags() {
+			if strings.HasPrefix(t, "nbval-") {
+				nbval = true
+			}
+		}
+	}
+	if nbval {
+		rep.format("nbval")
+	}
+	used := map[string]bool{}
+	for _, c := range nb.Cells {
+		used[c.ID] = c.ID != ""
+	}
+	var cells []*notebook.Cell
+	for i, c := range nb.Cells {
+		if c.ID == "" {
+			c.ID = uniqueID(used, fmt.Sprintf("cell-%d", i+1))
+		}
+		g := map[string]any{}
+		if raw, ok := c.Metadata["nbgrader"]; ok {
+			rep.format("nbgrader")
+			if err := fromNbgrader(c, raw, g, &rep); err != nil {
+				errs = multierror.Append(errs, fmt.Errorf("cell %d (%s): %w", i+1, c.ID, err))
+			}
+		} else if c.CellType == "code" {
+			if qs := quizVars(string(c.Source)); len(qs) > 0 {
+				rep.format("quiz")
+				cells = append(cells, quizCells(c, qs, used, &rep)...)
+				continue
+			}
+			fromMarkers(c, g, nbval, lax, &rep)
+		}
+		if len(g) > 0 {
+			if _, ok := g["id"]; !ok {
+				g["id"] = c.ID
+			}
+			b, _ := json.Marshal(g)
+			if c.Metadata == nil {
+				c.Metadata = map[string]json.RawMessage{}
+			}
+			c.Metadata["grader"] = b
+		}
+		cells = append(cells, c)
+	}
+	nb.Cells = cells
+	seen := map[string]bool{}
+	for _, c := range nb.Cells {
+		if id := c.MustGrader().ID; id != "" {
+			if seen[id] {
+				errs = multierror.Append(errs, fmt.Errorf("grader id %q is used by two cells", id))
+			}
+			seen[id] = true
+		}
+	}
+	return nb, rep, errs.ErrorOrNil()
+}
+
+func uniqueID(used map[string]bool, base string) string {
+	id := base
+	for n := 2; used[id]; n++ {
+		id = fmt.Sprintf("%s-%d", base, n)
+	}
+	used[id] = true
+	return id
+}
+
+func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, rep *Report) error {
+	var m nbgraderMeta
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields() // nbgrader's schema has additionalProperties: false
+	if err := dec.Decode(&m); err != nil {
+		return fmt.Errorf("metadata.nbgrader: %w", err)
+	}
+	if m.SchemaVersion != 3 {
+		return fmt.Errorf("metadata.nbgrader.schema_version %d: only version 3 is supported", m.SchemaVersion)
+	}
+	if m.GradeID != "" && !idPattern.MatchString(m.GradeID) {
+		return fmt.Errorf("grade_id %q is not a valid id", m.GradeID)
+	}
+	var problems *multierror.Error
+	if m.Checksum != "" {
+		if sum := Checksum(c, m); sum != m.Checksum {
+			problems = multierror.Append(problems, fmt.Errorf("nbgrader checksum %s does not match the cell (%s): the cell was edited after nbgrader generated it", m.Checksum, sum))
+		}
+	}
+	if strings.Contains(string(c.Source), hiddenTests) {
+		problems = multierror.Append(problems, errors.New("nbgrader hidden tests would be shown in the starter; move them into a probe cell (metadata.grader.probe)"))
+	}
+	if err := problems.ErrorOrNil(); err != nil {
+		return err
+	}
+	points := 0.0
+	if m.Points != nil {
+		points = *m.Points
+	}
+	id := m.GradeID
+	if id == "" {
+		id = c.ID
+	}
+	g["id"] = id
+	switch {
+	case m.Task || c.CellType != "code" && m.Grade:
+		rep.Notes = append(rep.Notes, id+": manually graded in nbgrader; kept as a locked cell, not graded")
+		if m.Solution {
+			g["solution"] = true
+		}
+	case m.Solution && m.Grade:
+		// An autograded answer cell: its own outputs are compared.
+		g["solution"], g["points"] = true, points
+		rep.Notes = append(rep.Notes, id+": nbgrader autograded answer -> solution cell graded on its outputs")
+	case m.Solution:
+		g["solution"] = true
+		rep.Notes = append(rep.Notes, id+": nbgrader solution -> solution cell")
+	case m.Grade:
+		g["points"], g["compare"] = points, "no-error"
+		rep.Notes = append(rep.Notes, id+": nbgrader autograder tests -> graded cell, passes when it raises nothing")
+	default:
+		rep.Notes = append(rep.Notes, id+": nbgrader locked cell")
+	}
+	return nil
+}
+
+// Checksum is nbgrader's compute_checksum: MD5 over the source, the cell
+// type, str(is_grade), str(is_solution), str(is_locked), the grade id and,
+// for grade cells, str(float(points)), spelled as Python spells them.
+func Checksum(c *notebook.Cell, m nbgraderMeta) string {
+	h := md5.New()
+	locked := m.Locked
+	if m.Solution {
+		locked = false
+	} else if m.Grade {
+		locked = true
+	}
+	h.Write([]byte(string(c.Source)))
+	h.Write([]byte(c.CellType))
+	h.Write([]byte(pyBool(m.Grade)))
+	h.Write([]byte(pyBool(m.Solution)))
+	h.Write([]byte(pyBool(locked)))
+	h.Write([]byte(m.GradeID))
+	if m.Grade {
+		p := 0.0
+		if m.Points != nil {
+			p = *m.Points
+		}
+		h.Write([]byte(PyFloat(p)))
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func pyBool(b bool) string {
+	if b {
+		return "True"
+	}
+	return "False"
+}
+
+// PyFloat is Python's str(float): shortest repr, ".0" on integral values,
+// exponent form below 1e-4 and from 1e16.
+func PyFloat(f float64) string {
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case math.IsNaN(f):
+		return "nan"
+	}
+	abs := math.Abs(f)
+	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
+		s := strconv.FormatFloat(f, 'e', -1, 64) // 1e-05 in Python, 1e-05 here
+		mant, exp, _ := strings.Cut(s, "e")
+		sign := exp[0]
+		digits := strings.TrimLeft(exp[1:], "0")
+		if len(digits) < 2 {
+			digits = strings.Repeat("0", 2-len(digits)) + digits
+		}
+		return mant + "e" + string(sign) + digits
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	if !strings.Contains(s, ".") {
+		s += ".0"
+	}
+	return s
+}
+
+// nbvalMarks reads a code cell's nbval comments, nbval tags and nbclient tags.
+func nbvalMarks(c *notebook.Cell) map[string]bool {
+	marks := map[string]bool{}
+	for _, t := range c.Tags() {
+		switch t {
+		case "nbval-ignore-output":
+			marks["ignore-output"] = true
+		case "nbval-check-output":
+			marks["check-output"] = true
+		case "nbval-raises-exception", "raises-exception":
+			marks["raises-exception"] = true
+		case "nbval-skip", "skip-execution":
+			marks["skip"] = true
+		case "parameters":
+			marks["parameters"] = true
+		}
+	}
+	// Comments beat tags (nbval).
+	for _, ln := range strings.Split(string(c.Source), "\n") {
+		switch strings.TrimSpace(ln) {
+		case "# NBVAL_IGNORE_OUTPUT", "# PYTEST_VALIDATE_IGNORE_OUTPUT":
+			marks["ignore-output"], marks["check-output"] = true, false
+		case "# NBVAL_CHECK_OUTPUT":
+			marks["check-output"], marks["ignore-output"] = true, false
+		case "# NBVAL_RAISES_EXCEPTION":
+			marks["raises-exception"] = true
+		case "# NBVAL_SKIP":
+			marks["skip"] = true
+		}
+	}
+	return marks
+}
+
+// fromMarkers converts nbval/nbclient/papermill marks of a code cell.
+// In an nbval notebook every code cell with recorded outputs is graded on
+// them, or with lax set only the NBVAL_CHECK_OUTPUT ones.
+func fromMarkers(c *notebook.Cell, g map[string]any, nbval, lax bool, rep *Report) {
+	marks := nbvalMarks(c)
+	src := string(c.Source)
+	if strings.Contains(src, notebook.BeginSolution) {
+		g["solution"] = true
+		rep.Notes = append(rep.Notes, c.ID+": solution region -> solution cell")
+		return
+	}
+	switch {
+	case marks["parameters"]:
+		rep.format("papermill")
+		g["id"] = "parameters"
+		rep.Notes = append(rep.Notes, "parameters: papermill parameters cell -> locked")
+	case marks["skip"]:
+		if !nbval {
+			rep.format("nbclient")
+		}
+		g["compare"] = "skip"
+		rep.Notes = append(rep.Notes, c.ID+": skipped -> compare skip, not run")
+	case marks["raises-exception"]:
+		if !nbval {
+			rep.format("nbclient")
+		}
+		g["compare"], g["points"] = "error", 1.0
+		if e := firstError(c); e != nil {
+			g["ename"] = e.Ename
+		}
+		rep.Notes = append(rep.Notes, c.ID+": raises an exception -> compare error")
+	case marks["ignore-output"]:
+		g["compare"] = "ignore"
+		rep.Notes = append(rep.Notes, c.ID+": output ignored -> compare ignore, not graded")
+	case len(c.Outputs) == 0:
+		// nbval does not compare cells the reference never ran.
+	case nbval && (!lax || marks["check-output"]):
+		g["compare"], g["points"] = "exact", 1.0
+		rep.Notes = append(rep.Notes, c.ID+": outputs checked (nbval) -> compare exact, 1 point")
+	}
+}
+
+func firstError(c *notebook.Cell) *notebook.Output {
+	for _, o := range c.Outputs {
+		if o.OutputType == notebook.OutputError {
+			return o
+		}
+	}
+	return nil
+}
+
+// quizVars returns the q-variables of a cell that does nothing but assign
+// them (comments and blank lines aside), in order.
+func quizVars(src string) []string {
+	var qs []string
+	for _, ln := range strings.Split(src, "\n") {
+		t := strings.TrimSpace(ln)
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		m := quizLine.FindStringSubmatch(ln)
+		if m == nil {
+			return nil
+		}
+		qs = append(qs, m[1])
+	}
+	return qs
+}
+
+// quizCells makes the answer cell a solution cell (the starter shows
+// "qN = None") and adds a locked check cell per variable.
+func quizCells(c *notebook.Cell, qs []string, used map[string]bool, rep *Report) []*notebook.Cell {
+	var starter, body strings.Builder
+	for _, q := range qs {
+		starter.WriteString(q + " = None\n")
+	}
+	body.WriteString(notebook.BeginSolution + "\n" + strings.TrimRight(string(c.Source), "\n") + "\n" + notebook.EndSolution)
+	c.Source = notebook.MultilineString(body.String())
+	implID := uniqueID(used, qs[0]+"-impl")
+	g, _ := json.Marshal(map[string]any{"id": implID, "solution": true, "starter": strings.TrimRight(starter.String(), "\n")})
+	if c.Metadata == nil {
+		c.Metadata = map[string]json.RawMessage{}
+	}
+	c.Metadata["grader"] = g
+	out := []*notebook.Cell{c}
+	for _, q := range qs {
+		id := uniqueID(used, q)
+		cg, _ := json.Marshal(map[string]any{"id": id, "points": 1.0, "compare": "tokens"})
+		out = append(out, &notebook.Cell{ID: id, CellType: "code", Source: notebook.MultilineString(fmt.Sprintf("print(%q, %s)", q+":", q)),
+			Metadata: map[string]json.RawMessage{"grader": cg}, Outputs: []*notebook.Output{}})
+		rep.Notes = append(rep.Notes, id+": quiz variable -> graded check cell printing it")
+	}
+	return out
+}

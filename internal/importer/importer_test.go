@@ -1,0 +1,158 @@
+package importer_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/npugrade/npugrade/internal/compare"
+	"github.com/npugrade/npugrade/internal/importer"
+	"github.com/npugrade/npugrade/internal/notebook"
+)
+
+// grader is what a test expects of one converted cell (by grader id).
+type grader struct {
+	Solution bool    `json:"solution"`
+	Points   float64 `json:"points"`
+	Compare  string  `json:"compare"`
+	Ename    string  `json:"ename"`
+	Starter  *string `json:"starter"`
+}
+
+func load(t *testing.T, name string) (*notebook.Notebook, importer.Report, error) {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, rep, err := importer.ImportBytes(raw)
+	if err != nil {
+		return nil, rep, err
+	}
+	nb, perr := notebook.Parse(out, notebook.Limits{RequireIDs: true})
+	if perr != nil {
+		t.Fatalf("imported notebook does not parse with ids required: %v", perr)
+	}
+	return nb, rep, nil
+}
+
+func TestImport(t *testing.T) {
+	t.Parallel()
+	str := func(s string) *string { return &s }
+	tests := []struct {
+		file    string
+		formats []string
+		cells   map[string]grader // grader id -> expected keys
+		absent  []string          // grader ids that must not be graded
+	}{
+		{file: "nbgrader_release.ipynb", formats: []string{"nbgrader"}, cells: map[string]grader{
+			"squares":           {Solution: true},
+			"test_squares":      {Points: 2, Compare: "no-error"},
+			"autograded_answer": {Solution: true, Points: 1.5},
+		}, absent: []string{"setup", "essay"}},
+		{file: "nbval_strict.ipynb", formats: []string{"nbval"}, cells: map[string]grader{
+			"add":  {Points: 1, Compare: "exact"},
+			"boom": {Points: 1, Compare: "error", Ename: "ZeroDivisionError"},
+		}, absent: []string{"imports", "clock", "slow", "tagged"}},
+		{file: "nbval_lax.ipynb", formats: []string{"nbval"}, cells: map[string]grader{
+			"b": {Points: 1, Compare: "exact"},
+			"c": {Points: 1, Compare: "exact"},
+		}, absent: []string{"a"}},
+		{file: "hub_quiz.ipynb", formats: []string{"papermill", "quiz", "nbclient"}, cells: map[string]grader{
+			"q1-impl": {Solution: true, Starter: str("q1 = None\nq2 = None")},
+			"q1":      {Points: 1, Compare: "tokens"},
+			"q2":      {Points: 1, Compare: "tokens"},
+			"noraise": {Points: 1, Compare: "error"},
+		}, absent: []string{"parameters", "skipme"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
+			nb, rep, err := load(t, tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(rep.Formats, ",") != strings.Join(tt.formats, ",") {
+				t.Errorf("formats %v, want %v", rep.Formats, tt.formats)
+			}
+			found := map[string]bool{}
+			for _, c := range nb.Cells {
+				g := c.MustGrader()
+				if g.ID == "" {
+					continue
+				}
+				found[g.ID] = true
+				// Every converted cell must be a valid comparison rule.
+				if _, err := compare.ParseRule(nil, g.Raw); err != nil {
+					t.Errorf("%s: rule %s: %v", g.ID, g.Raw, err)
+				}
+				want, ok := tt.cells[g.ID]
+				if !ok {
+					continue
+				}
+				var got grader
+				_ = json.Unmarshal(g.Raw, &got)
+				if got.Solution != want.Solution || got.Points != want.Points || got.Compare != want.Compare || got.Ename != want.Ename {
+					t.Errorf("%s: got %s, want %+v", g.ID, g.Raw, want)
+				}
+				if want.Starter != nil && (got.Starter == nil || *got.Starter != *want.Starter) {
+					t.Errorf("%s: starter %v, want %q", g.ID, got.Starter, *want.Starter)
+				}
+			}
+			for id := range tt.cells {
+				if !found[id] {
+					t.Errorf("no cell with grader id %s", id)
+				}
+			}
+			for _, c := range nb.Cells {
+				g := c.MustGrader()
+				for _, id := range tt.absent {
+					if g.ID == id && g.Graded() {
+						t.Errorf("%s must not be graded: %s", id, g.Raw)
+					}
+				}
+			}
+			// The starter of an imported notebook hides the solutions.
+			st, err := notebook.Starter(nb)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := notebook.Encode(st)
+			for _, secret := range []string{"i * i for i", `q1 = "×"`} {
+				if strings.Contains(string(b), secret) {
+					t.Errorf("the starter shows the solution %q", secret)
+				}
+			}
+		})
+	}
+}
+
+// TestImportRejects: an edited nbgrader release and hidden tests are
+// refused, each with its reason.
+func TestImportRejects(t *testing.T) {
+	t.Parallel()
+	_, _, err := load(t, "nbgrader_edited.ipynb")
+	if err == nil || !strings.Contains(err.Error(), "checksum") || !strings.Contains(err.Error(), "c3d4") {
+		t.Errorf("edited release: %v", err)
+	}
+	raw, _ := os.ReadFile(filepath.Join("testdata", "nbgrader_release.ipynb"))
+	hidden := strings.Replace(string(raw), `"assert squares(1) == [1]\n",`, `"### BEGIN HIDDEN TESTS\n", "assert squares(1) == [1]\n", "### END HIDDEN TESTS\n",`, 1)
+	if hidden == string(raw) {
+		t.Fatal("test setup: no replacement")
+	}
+	_, _, err = importer.ImportBytes([]byte(hidden))
+	if err == nil || !strings.Contains(err.Error(), "hidden tests") {
+		t.Errorf("hidden tests: %v", err)
+	}
+}
+
+func TestPyFloat(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[float64]string{2: "2.0", 0.5: "0.5", 1.5: "1.5", 0: "0.0", 1e-5: "1e-05", 1e16: "1e+16", 123456789: "123456789.0", 0.0001: "0.0001", -3: "-3.0"} {
+		if got := importer.PyFloat(in); got != want {
+			t.Errorf("PyFloat(%v) = %q, want %q", in, got, want)
+		}
+	}
+}
