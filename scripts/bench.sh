@@ -12,4 +12,6 @@ export NPUGRADE_TEST_POSTGRES_DSN=$(bash scripts/testpg.sh start "$pg_dir" | tai
 mkdir -p out
 go test -run '^$' -bench 'BenchmarkIntake' -benchtime 400x ./cmd/npugrade/ | tee out/bench-intake.txt
 go test -run '^$' -bench 'BenchmarkGradingLatency' -benchtime 3x -timeout 30m ./cmd/npugrade/ | tee out/bench-grading.txt
-go test -run '^$' -bench . -benchtime 1s ./internal/compare/ ./internal/queue/ | tee out/bench-units.txt
+go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-units.txt
+# Claim latency p50/p99: 10,000 queued jobs, 64 concurrent long-polling runners, Postgres.
+go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/queue/ | tee out/bench-claim.txt

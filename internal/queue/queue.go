@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -38,6 +39,8 @@ type Queue struct {
 
 	mu     sync.Mutex
 	wakeup chan struct{}
+	reqs   []string  // distinct requirements of queued jobs (cache)
+	reqsAt time.Time // when reqs was read from the table
 }
 
 // New returns a queue over db.
@@ -73,6 +76,7 @@ func (q *Queue) Enqueue(tx *gorm.DB, job *store.JobRow) error {
 	if err := tx.Create(job).Error; err != nil {
 		return fmt.Errorf("enqueue %s job for %s: %w", job.Kind, job.ExerciseID, err)
 	}
+	q.addRequirement(job.Requires)
 	return nil
 }
 
@@ -99,10 +103,70 @@ type Claimed struct {
 // Matcher says whether a runner satisfies a job's requirement, and if not, why.
 type Matcher func(grading.Requirement) (bool, string)
 
-// candidates is how many queued jobs one claim considers; jobs this runner
-// cannot run are skipped, so a queue head of NPU-only jobs cannot starve a
-// CPU runner.
+// candidates is how many queued jobs one claim locks at most. Only jobs
+// whose requirement this runner satisfies are selected (see runnable), so
+// a queue head of NPU-only jobs cannot starve a CPU runner however long it
+// grows.
 const candidates = 32
+
+// requirementsTTL is how long the list of distinct queued requirements is
+// reused. Enqueue adds to it at once; a requirement enqueued by another
+// server process is seen within this time.
+const requirementsTTL = time.Second
+
+// requirements returns the distinct requirement strings of queued jobs,
+// from a cache refreshed every requirementsTTL: jobs carry few distinct
+// requirements (one per exercise and reference profile), but finding them
+// scans every queued row, too much for every claim of a long queue. A
+// stale entry costs nothing (it matches no row).
+func (q *Queue) requirements(tx *gorm.DB) ([]string, error) {
+	q.mu.Lock()
+	if time.Since(q.reqsAt) < requirementsTTL {
+		out := slices.Clone(q.reqs)
+		q.mu.Unlock()
+		return out, nil
+	}
+	q.mu.Unlock()
+	var distinct []string
+	if err := tx.Model(&store.JobRow{}).Where("state = ?", grading.JobQueued).
+		Distinct("requires").Pluck("requires", &distinct).Error; err != nil {
+		return nil, fmt.Errorf("list queued requirements: %w", err)
+	}
+	q.mu.Lock()
+	q.reqs, q.reqsAt = distinct, time.Now()
+	q.mu.Unlock()
+	return distinct, nil
+}
+
+func (q *Queue) addRequirement(r string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !slices.Contains(q.reqs, r) {
+		q.reqs = append(q.reqs, r)
+	}
+}
+
+// runnable returns the requirement strings of queued jobs that match
+// accepts, and whether that is all of them.
+func (q *Queue) runnable(tx *gorm.DB, match Matcher) (all bool, reqs []string, err error) {
+	if match == nil {
+		return true, nil, nil
+	}
+	distinct, err := q.requirements(tx)
+	if err != nil {
+		return false, nil, err
+	}
+	for _, r := range distinct {
+		var req grading.Requirement
+		if err := json.Unmarshal([]byte(r), &req); err != nil {
+			continue // a malformed requirement matches no runner
+		}
+		if ok, _ := match(req); ok {
+			reqs = append(reqs, r)
+		}
+	}
+	return len(reqs) == len(distinct), reqs, nil
+}
 
 // Claim leases the oldest highest-priority queued job that match accepts.
 // It returns (nil, nil) when there is none.
@@ -112,24 +176,30 @@ func (q *Queue) Claim(ctx context.Context, runnerID string, match Matcher, ttl t
 	expires := now.Add(ttl)
 	var claimed *store.JobRow
 	err := q.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		all, reqs, err := q.runnable(tx, match)
+		if err != nil {
+			return err
+		}
+		if !all && len(reqs) == 0 {
+			return nil
+		}
 		var rows []store.JobRow
 		sel := tx.Where("state = ? AND not_before <= ?", grading.JobQueued, now).
 			Order("priority DESC, id").Limit(candidates)
+		if !all {
+			sel = sel.Where("requires IN ?", reqs)
+		}
 		if q.db.Dialect == "postgres" {
-			sel = sel.Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+			// Every selected row is one this runner can run, so lock
+			// just one: locking more only makes the other claimers skip
+			// rows this claim will not take.
+			sel = sel.Limit(1).Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
 		}
 		if err := sel.Find(&rows).Error; err != nil {
 			return fmt.Errorf("select queued jobs: %w", err)
 		}
 		for i := range rows {
 			row := &rows[i]
-			var req grading.Requirement
-			_ = json.Unmarshal([]byte(row.Requires), &req)
-			if match != nil {
-				if ok, _ := match(req); !ok {
-					continue
-				}
-			}
 			// The state check makes this a compare-and-swap on SQLite;
 			// on Postgres the row lock already makes it ours.
 			res := tx.Model(&store.JobRow{}).Where("id = ? AND state = ?", row.ID, grading.JobQueued).Updates(map[string]any{
