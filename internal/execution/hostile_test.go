@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -98,7 +99,9 @@ func hostileCorpus() []hostileCase {
 		{name: "late-printing-thread", q2: "import threading, time\ndef spam():\n    while True:\n        print('late', flush=True)\n        time.sleep(0.01)\nthreading.Thread(target=spam, daemon=True).start()\nprint('ok')",
 			// The thread's lines land wherever the kernel is printing
 			// next: never a hang, and the cell that printed them cannot pass.
-			q2Verdict: grading.VerdictMismatch, q3Verdict: grading.VerdictMismatch},
+			// Whether a line lands in q3 depends on timing; either way the
+			// run ends and q3 keeps its own output.
+			q2Verdict: grading.VerdictMismatch, q3Verdict: grading.VerdictPass + "|" + grading.VerdictMismatch},
 		{name: "network-loopback", q2: "import socket\ns = socket.create_connection(('127.0.0.1', %[1]s), timeout=3)\ns.sendall(b'LEAK')\nprint('ok')",
 			q2Verdict: grading.VerdictError, q3Verdict: grading.VerdictPass, msg: "the cell raised"},
 		{name: "read-secrets", q2: "import os, glob\nfound = [k for k, v in os.environ.items() if 'SECRET' in v or 'TOKEN' in k]\n" +
@@ -216,7 +219,7 @@ func TestHostileCorpus(t *testing.T) {
 			if tc.msg != "" && !strings.Contains(q2.Message, tc.msg) {
 				t.Errorf("q2 message %q lacks %q", q2.Message, tc.msg)
 			}
-			if v := byID["q3"].Verdict; v != tc.q3Verdict {
+			if v := byID["q3"].Verdict; !slices.Contains(strings.Split(tc.q3Verdict, "|"), v) {
 				t.Errorf("q3 (after): %s %q, want %s", v, byID["q3"].Message, tc.q3Verdict)
 			}
 			if tc.q3Verdict == grading.VerdictNotRun && !strings.Contains(byID["q3"].Message, "not run") {
