@@ -118,6 +118,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		close(runnerDone)
 	}
 
+	stopping := make(chan struct{})
+	srv.Stopping = stopping
 	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
@@ -133,6 +135,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	shutCtx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	<-runnerDone // in-flight jobs finish or are released (runner.DrainTimeout)
+	close(stopping)
 	_ = hs.Shutdown(shutCtx)
 	stopRun()
 	wg.Wait()

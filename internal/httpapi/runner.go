@@ -122,7 +122,20 @@ func (s *Server) claimJob(c *gin.Context) {
 		c.Status(http.StatusNoContent)
 		return
 	}
-	l, err := s.Dispatch.Claim(c.Request.Context(), req.RunnerID, matcher(rep), wait)
+	// A shutting-down server answers its long polls at once (204) instead
+	// of holding Shutdown for up to MaxPoll.
+	ctx, cancel := context.WithCancel(c.Request.Context())
+	defer cancel()
+	if s.Stopping != nil {
+		go func() {
+			select {
+			case <-s.Stopping:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	l, err := s.Dispatch.Claim(ctx, req.RunnerID, matcher(rep), wait)
 	if err != nil {
 		s.problem(c, err)
 		return

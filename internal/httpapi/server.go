@@ -36,6 +36,8 @@ type Server struct {
 	Metrics     *Metrics
 	// MaxUpload is the largest accepted notebook in bytes.
 	MaxUpload int64
+	// Stopping is closed when the server shuts down; long polls end then.
+	Stopping <-chan struct{}
 
 	runnersOnce sync.Once
 	runners     *runnerState
