@@ -70,6 +70,12 @@ func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile s
 	if err != nil {
 		return 0, err
 	}
+	if ex.HasProbes() {
+		// Probe references are per seed of the pool; a server-side run
+		// records only the visible cells, which would leave probed
+		// questions ungradable. Say so instead of storing half a reference.
+		return 0, grading.Errorf(grading.EINVALID, "exercise %s has hidden probes; record its %s references with `npugrade check --profile %s --update-reference` on a host of that profile and commit them", ex.ID, profile, profile)
+	}
 	reqJSON, _ := json.Marshal(req)
 	job := &store.JobRow{Kind: grading.JobReference, ExerciseID: ex.ID, Requires: string(reqJSON),
 		MaxAttempts: ex.MaxAttempts, Profile: profile}
