@@ -11,6 +11,8 @@ if [ "${NPUGRADE_NEED_POSTGRES:-}" = 1 ] && ! command -v initdb >/dev/null && ! 
   need+=(postgresql)
 fi
 command -v runuser >/dev/null || need+=(util-linux)
+# Debian's Chromium, only for the browser tests of the web pages (chromedp).
+command -v chromium >/dev/null || need+=(chromium)
 [ ${#need[@]} -eq 0 ] && exit 0
 if ! command -v apt-get >/dev/null; then
   echo "npugrade: missing ${need[*]}; install them with your package manager" >&2

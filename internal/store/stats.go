@@ -222,19 +222,31 @@ func (db *DB) LearnerScores(ctx context.Context, userID int64) (map[string]Learn
 // RecentSubmissions lists the newest submissions of everyone with the
 // learner's name, without cell results.
 func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]grading.Submission, error) {
-	var rows []struct {
-		submissionRow
-		UserName string `gorm:"column:user_name"`
-	}
-	err := db.Gorm.WithContext(ctx).Table("submissions").Select("submissions.*, users.name AS user_name").
-		Joins("JOIN users ON users.id = submissions.user_id").
-		Order("submissions.created_at DESC, submissions.id DESC").Limit(limit).Scan(&rows).Error
-	if err != nil {
+	var rows []submissionRow
+	if err := db.Gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("recent submissions: %w", err)
+	}
+	ids := map[int64]bool{}
+	var list []int64
+	for _, r := range rows {
+		if !ids[r.UserID] {
+			ids[r.UserID] = true
+			list = append(list, r.UserID)
+		}
+	}
+	names := map[int64]string{}
+	if len(list) > 0 {
+		var users []userRow
+		if err := db.Gorm.WithContext(ctx).Where("id IN ?", list).Find(&users).Error; err != nil {
+			return nil, fmt.Errorf("recent submissions: %w", err)
+		}
+		for _, u := range users {
+			names[u.ID] = u.Name
+		}
 	}
 	out := make([]grading.Submission, len(rows))
 	for i, r := range rows {
-		out[i] = toSubmission(r.submissionRow, r.UserName)
+		out[i] = toSubmission(r, names[r.UserID])
 	}
 	return out, nil
 }
