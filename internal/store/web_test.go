@@ -1,0 +1,211 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+)
+
+func TestWebSessions(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			db := storetest.Open(t, d)
+			ctx := context.Background()
+			u, _, err := db.CreateUser(ctx, "ada", grading.RoleInstructor)
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, s, err := db.CreateWebSession(ctx, u.ID, time.Hour)
+			if err != nil || len(id) < 40 || len(s.CSRFToken) < 32 || s.User.Role != grading.RoleInstructor {
+				t.Fatalf("create: %q %+v %v", id, s, err)
+			}
+			got, err := db.WebSessionByID(ctx, id)
+			if err != nil || got.User.ID != u.ID || got.User.Name != "ada" || got.User.Role != grading.RoleInstructor || got.CSRFToken != s.CSRFToken {
+				t.Fatalf("lookup: %+v %v", got, err)
+			}
+			// Only the hash is stored.
+			var n int64
+			db.Gorm.Table("web_sessions").Where("id_hash = ?", id).Count(&n)
+			if n != 0 {
+				t.Fatal("the session id is stored in clear")
+			}
+			for _, bad := range []string{"", "nope", id + "x"} {
+				if _, err := db.WebSessionByID(ctx, bad); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+					t.Errorf("session %q: %v", bad, err)
+				}
+			}
+			// Expiry.
+			short, _, err := db.CreateWebSession(ctx, u.ID, time.Millisecond)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond)
+			if _, err := db.WebSessionByID(ctx, short); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+				t.Errorf("expired session: %v", err)
+			}
+			if removed, err := db.DeleteExpiredWebSessions(ctx); err != nil || removed != 1 {
+				t.Errorf("delete expired: %d %v", removed, err)
+			}
+			// Revoking every token signs the browser out too.
+			if err := db.RevokeTokens(ctx, u.ID); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.WebSessionByID(ctx, id); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+				t.Errorf("session after revoking the tokens: %v", err)
+			}
+			tok, err := db.CreateToken(ctx, u.ID)
+			if err != nil || tok == "" {
+				t.Fatal(err)
+			}
+			if _, err := db.WebSessionByID(ctx, id); err != nil {
+				t.Errorf("session with a fresh token: %v", err)
+			}
+			if err := db.DeleteWebSession(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.WebSessionByID(ctx, id); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+				t.Errorf("deleted session: %v", err)
+			}
+		})
+	}
+}
+
+// gradeAt stores a graded submission with a score.
+func gradeAt(t *testing.T, db *store.DB, userID int64, ex string, score, max float64) string {
+	t.Helper()
+	ctx := context.Background()
+	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: userID, ExerciseID: ex, ExerciseVersion: "v",
+		Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
+		Enqueue: func(tx *gorm.DB, job *store.JobRow) error { return tx.Create(job).Error }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Gorm.Transaction(func(tx *gorm.DB) error {
+		return db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: score, MaxScore: max, Cells: []grading.CellResult{
+			{CellID: "q1", Verdict: map[bool]string{true: grading.VerdictPass, false: grading.VerdictMismatch}[score == max], Counted: true,
+				Points: score, MaxPoints: max, Message: "m"}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Millisecond) // distinct created_at, so "latest" is well defined
+	return sub.ID
+}
+
+func TestGradebookAndStats(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			db := storetest.Open(t, d)
+			ctx := context.Background()
+			ada, _, _ := db.CreateUser(ctx, "ada", grading.RoleLearner)
+			bob, _, _ := db.CreateUser(ctx, "Bob_1%", grading.RoleLearner)
+			db.CreateUser(ctx, "carol", grading.RoleLearner)
+			db.CreateUser(ctx, "teacher", grading.RoleInstructor)
+			gradeAt(t, db, ada.ID, "ch1", 3, 10)
+			best := gradeAt(t, db, ada.ID, "ch1", 9, 10)
+			latest := gradeAt(t, db, ada.ID, "ch1", 5, 10)
+			bobCh2 := gradeAt(t, db, bob.ID, "ch2", 4, 4)
+			gradeAt(t, db, bob.ID, "ch9", 1, 1) // not in the catalog: no row
+
+			type row = store.GradebookRow
+			collect := func(f store.GradebookFilter) []row {
+				t.Helper()
+				var out []row
+				if err := db.Gradebook(ctx, f, func(r row) error { out = append(out, r); return nil }); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			rows := collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}})
+			var got []string
+			for _, r := range rows {
+				got = append(got, r.Learner+"/"+r.ExerciseID)
+			}
+			// Names sort as the database collates them; every learner × exercise is there once.
+			if len(rows) != 6 || !strings.Contains(strings.Join(got, ","), "ada/ch1,ada/ch2") {
+				t.Fatalf("rows %v", got)
+			}
+			byKey := map[string]row{}
+			for _, r := range rows {
+				byKey[r.Learner+"/"+r.ExerciseID] = r
+			}
+			if r := byKey["ada/ch1"]; r.Score != 9 || r.MaxScore != 10 || r.Attempts != 3 || r.SubmissionID != best || r.Policy != store.CountBest || r.GradedAt == nil {
+				t.Errorf("ada/ch1 best: %+v", r)
+			}
+			if r := byKey["Bob_1%/ch2"]; r.Score != 4 || r.Attempts != 1 || r.SubmissionID != bobCh2 {
+				t.Errorf("bob/ch2: %+v", r)
+			}
+			if r := byKey["carol/ch1"]; r.Attempts != 0 || r.SubmissionID != "" {
+				t.Errorf("carol/ch1: %+v", r)
+			}
+			// The latest policy.
+			rows = collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}, ExerciseID: "ch1", Learner: "ADA",
+				Counts: func(string) string { return store.CountLatest }})
+			if len(rows) != 1 || rows[0].Score != 5 || rows[0].SubmissionID != latest || rows[0].Policy != store.CountLatest || rows[0].Attempts != 3 {
+				t.Errorf("latest: %+v", rows)
+			}
+			// LIKE wildcards in the filter match literally.
+			if rows = collect(store.GradebookFilter{Exercises: []string{"ch1"}, Learner: "_1%"}); len(rows) != 1 || rows[0].Learner != "Bob_1%" {
+				t.Errorf("literal filter: %+v", rows)
+			}
+			if rows = collect(store.GradebookFilter{Exercises: []string{"ch1"}, Learner: "%"}); len(rows) != 1 {
+				t.Errorf("%% filter: %+v", rows)
+			}
+
+			// Dashboard statistics.
+			days, err := db.SubmissionsPerDay(ctx, 14)
+			if err != nil || len(days) != 14 || days[13].Count != 5 {
+				t.Errorf("per day: %+v %v", days, err)
+			}
+			lat, err := db.GradingLatency(ctx, 100)
+			if err != nil || lat.N != 5 || lat.P50 < 0 || lat.P99 < lat.P50 || lat.Max < lat.P99 {
+				t.Errorf("latency: %+v %v", lat, err)
+			}
+			qs, err := db.QuestionStats(ctx, "ch1")
+			if err != nil || len(qs) != 1 || qs[0].Total != 3 || qs[0].Passed != 0 {
+				t.Errorf("question stats: %+v %v", qs, err)
+			}
+			fails, err := db.CommonFailures(ctx, "ch1", 5)
+			if err != nil || len(fails) != 1 || fails[0].Count != 3 || fails[0].Verdict != grading.VerdictMismatch {
+				t.Errorf("failures: %+v %v", fails, err)
+			}
+			scores, err := db.LearnerScores(ctx, ada.ID)
+			if err != nil || scores["ch1"].Best != 9 || scores["ch1"].Graded != 3 {
+				t.Errorf("learner scores: %+v %v", scores, err)
+			}
+			latestSubs, err := db.LatestSubmissions(ctx, ada.ID)
+			if err != nil || latestSubs["ch1"].ID != latest {
+				t.Errorf("latest submissions: %+v %v", latestSubs, err)
+			}
+			recent, err := db.RecentSubmissions(ctx, 2)
+			if err != nil || len(recent) != 2 || recent[0].UserName != "Bob_1%" {
+				t.Errorf("recent: %+v %v", recent, err)
+			}
+			// Tokens and the admin's drain flag.
+			toks, err := db.Tokens(ctx)
+			if err != nil || len(toks) != 4 {
+				t.Fatalf("tokens: %+v %v", toks, err)
+			}
+			if err := db.RevokeToken(ctx, toks[0].ID); err != nil {
+				t.Fatal(err)
+			}
+			if err := db.RevokeToken(ctx, 99999); grading.ErrorCode(err) != grading.ENOTFOUND {
+				t.Errorf("revoke unknown token: %v", err)
+			}
+			if err := db.SetRunnerDrain(ctx, "nope", true); grading.ErrorCode(err) != grading.ENOTFOUND {
+				t.Errorf("drain unknown runner: %v", err)
+			}
+		})
+	}
+}
