@@ -15,3 +15,5 @@ go test -run '^$' -bench 'BenchmarkGradingLatency' -benchtime 3x -timeout 30m ./
 go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-units.txt
 # Claim latency p50/p99: 10,000 queued jobs, 64 concurrent long-polling runners, Postgres.
 go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/queue/ | tee out/bench-claim.txt
+# Gradebook CSV export: 10,000 learners x 5 exercises (50,000 graded submissions), streamed.
+go test -run '^$' -bench 'BenchmarkGradebookCSV' -benchtime 5x -benchmem ./internal/web/ | tee out/bench-gradebook.txt
