@@ -304,6 +304,15 @@ func TestWebLearnerAndInstructor(t *testing.T) {
 				t.Errorf("%d outputs rendered", n)
 			}
 			in.shot("10-instructor-submission")
+			// A staged regrade: recompare ch1, preview the change per learner, discard it.
+			in.do("regrade form", chromedp.Navigate(s.url+"/dashboard/regrades"), chromedp.WaitVisible(chromedp.CSS("#rg-mode")))
+			in.do("stage regrade", chromedp.Click(chromedp.CSS("#rg-all")), chromedp.Submit(chromedp.CSS("#rg-mode")),
+				chromedp.WaitVisible(chromedp.CSS("#rg-state")))
+			if n := eval[int](in, `document.querySelectorAll('#rg-items tbody tr').length`); n != 1 || !strings.Contains(in.text("#rg-items"), "ada") {
+				t.Errorf("regrade preview has %d rows", n)
+			}
+			in.shot("11-regrade-preview")
+			in.do("discard regrade", chromedp.Click(chromedp.CSS(`form[action$="/discard"] button`)), chromedp.WaitVisible(chromedp.CSS("#rg-state.bad")))
 
 			// Admin.
 			ad := newTab(t, s.url)
@@ -313,9 +322,9 @@ func TestWebLearnerAndInstructor(t *testing.T) {
 			if tok := ad.text("#new-token"); !strings.HasPrefix(tok, "npg_") {
 				t.Errorf("new token %q", tok)
 			}
-			ad.shot("11-admin-users")
+			ad.shot("12-admin-users")
 			ad.do("runners", chromedp.Navigate(s.url+"/admin/runners"), chromedp.WaitVisible(chromedp.CSS("main h1")))
-			ad.shot("12-admin-runners")
+			ad.shot("13-admin-runners")
 		})
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // webRoutes mounts the pages of package web and GET /api/v1/gradebook.csv.
 func (s *Server) webRoutes(r *gin.Engine) {
-	deps := web.Deps{DB: s.DB, Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Log: s.Log,
+	deps := web.Deps{DB: s.DB, Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
 		MaxUpload: s.MaxUpload, Problem: s.problem}
 	if s.Metrics != nil {
 		deps.OnSubmitted = s.Metrics.Submissions.Inc

@@ -69,7 +69,7 @@ func columnChart(title string, bars []bar, fill string) template.HTML {
 
 // rowChart draws horizontal bars of percentages (0..100), one row per label.
 func rowChart(title string, bars []bar, fill string) template.HTML {
-	const w, rowH, left, right = 640.0, 26.0, 150.0, 60.0
+	const w, rowH, left, right = 640.0, 26.0, 110.0, 110.0
 	h := rowH*float64(len(bars)) + 10
 	var sb strings.Builder
 	fmt.Fprintf(&sb, `<svg class="chart" viewBox="0 0 %g %g" width="100%%" role="img" aria-labelledby="%s"><title id="%s">%s</title>`,

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -70,35 +69,10 @@ func (h *handler) dashboard(c *gin.Context) {
 	h.render(c, http.StatusOK, "dashboard", translate(lang, "dash.title"), "dashboard", d)
 }
 
-// countsOf returns which submission counts for ex: "best" unless the
-// exercise's config says "latest". The policy field of exercise.Config
-// is being added by another change; it is read by name (Config.Counts,
-// Config.Policy as a string, or Config.Policy.Counts) so this package
-// builds before and after it lands.
+// countsOf returns which submission counts for ex under its policy.
 func countsOf(ex *exercise.Exercise) string {
-	v := reflect.ValueOf(ex.Config)
-	pick := func(f reflect.Value) string {
-		for f.IsValid() && f.Kind() == reflect.Pointer {
-			if f.IsNil() {
-				return ""
-			}
-			f = f.Elem()
-		}
-		switch {
-		case !f.IsValid():
-		case f.Kind() == reflect.String:
-			return f.String()
-		case f.Kind() == reflect.Struct:
-			if g := f.FieldByName("Counts"); g.IsValid() && g.Kind() == reflect.String {
-				return g.String()
-			}
-		}
-		return ""
-	}
-	for _, name := range []string{"Counts", "Policy"} {
-		if strings.EqualFold(pick(v.FieldByName(name)), store.CountLatest) {
-			return store.CountLatest
-		}
+	if ex.Counts == exercise.CountsLatest {
+		return store.CountLatest
 	}
 	return store.CountBest
 }

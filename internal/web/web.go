@@ -26,6 +26,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
@@ -42,7 +43,9 @@ type Deps struct {
 	Queue       *queue.Queue
 	Catalog     *exercise.Catalog
 	Submissions *submission.Service
-	Log         *slog.Logger
+	// Regrades stages, applies and discards regrades (package regrade).
+	Regrades *regrade.Service
+	Log      *slog.Logger
 	// MaxUpload is the largest accepted notebook in bytes.
 	MaxUpload int64
 	// Problem writes an error as RFC 9457 problem+json (for the CSV
@@ -96,6 +99,11 @@ func Mount(r gin.IRouter, d Deps) {
 	p.GET("/dashboard/gradebook", h.session(staff...), h.gradebookPage)
 	p.GET("/dashboard/submissions/:id", h.session(staff...), h.staffSubmission)
 	p.GET("/dashboard/submissions/:id/notebook", h.session(staff...), h.staffNotebook)
+	p.GET("/dashboard/regrades", h.session(staff...), h.regradePage)
+	p.POST("/dashboard/regrades", h.session(staff...), h.csrf(), h.stageRegrade)
+	p.GET("/dashboard/regrades/:id", h.session(staff...), h.showRegrade)
+	p.POST("/dashboard/regrades/:id/apply", h.session(staff...), h.csrf(), h.decideRegrade(true))
+	p.POST("/dashboard/regrades/:id/discard", h.session(staff...), h.csrf(), h.decideRegrade(false))
 
 	p.GET("/admin/users", h.session(grading.RoleAdmin), h.usersPage)
 	p.POST("/admin/users", h.session(grading.RoleAdmin), h.csrf(), h.createUser)
@@ -203,7 +211,9 @@ func (h *handler) fail(c *gin.Context, err error) {
 		status, msg = http.StatusNotFound, translate(lang, "notfound")
 	case grading.EFORBIDDEN:
 		status, msg = http.StatusForbidden, translate(lang, "forbidden")
-	case grading.EINVALID, grading.ETOOLARGE, grading.ECONFLICT, grading.ERATELIMIT:
+	case grading.ECONFLICT:
+		status, msg = http.StatusConflict, grading.ErrorMessage(err)
+	case grading.EINVALID, grading.ETOOLARGE, grading.ERATELIMIT:
 		status, msg = http.StatusUnprocessableEntity, grading.ErrorMessage(err)
 	default:
 		h.Log.Error("page failed", "path", c.Request.URL.Path, "err", err)

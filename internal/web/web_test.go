@@ -321,3 +321,50 @@ func seed(t testing.TB, db *store.DB, learners int, exercises []string, attempts
 		t.Fatalf("seed: %v", err)
 	}
 }
+
+func TestRegradePages(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, d)
+			teacher := e.user(t, "teacher", grading.RoleInstructor)
+			c := client()
+			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			resp, body := do(t, c, "GET", e.srv.URL+"/dashboard/regrades", nil, nil)
+			m := csrfField.FindStringSubmatch(body)
+			if resp.StatusCode != 200 || m == nil || !strings.Contains(body, `name="mode"`) {
+				t.Fatalf("regrade form: %d", resp.StatusCode)
+			}
+			resp, body = do(t, c, "POST", e.srv.URL+"/dashboard/regrades", url.Values{"csrf": {m[1]}, "exercise": {"ch9"}, "mode": {"twice"}}, nil)
+			if resp.StatusCode != 422 || !strings.Contains(body, "ch9") || !strings.Contains(body, "twice") {
+				t.Errorf("invalid regrade: %d %s", resp.StatusCode, body)
+			}
+			if resp, _ := do(t, c, "POST", e.srv.URL+"/dashboard/regrades", url.Values{"exercise": {"ch1"}, "mode": {"recompare"}}, nil); resp.StatusCode != 403 {
+				t.Errorf("stage without CSRF: %d", resp.StatusCode)
+			}
+			resp, _ = do(t, c, "POST", e.srv.URL+"/dashboard/regrades", url.Values{"csrf": {m[1]}, "exercise": {"ch1"}, "mode": {"recompare"}, "all": {"1"}}, nil)
+			loc := resp.Header.Get("Location")
+			if resp.StatusCode != 303 || !strings.HasPrefix(loc, "/dashboard/regrades/") {
+				t.Fatalf("stage: %d %s", resp.StatusCode, loc)
+			}
+			resp, body = do(t, c, "GET", e.srv.URL+loc, nil, nil)
+			if resp.StatusCode != 200 || !strings.Contains(body, `id="rg-state"`) {
+				t.Fatalf("regrade page: %d", resp.StatusCode)
+			}
+			resp, _ = do(t, c, "POST", e.srv.URL+loc+"/discard", url.Values{"csrf": {m[1]}}, nil)
+			if resp.StatusCode != 303 {
+				t.Errorf("discard: %d", resp.StatusCode)
+			}
+			if _, body = do(t, c, "GET", e.srv.URL+loc, nil, nil); !strings.Contains(body, ">discarded<") {
+				t.Errorf("regrade not discarded")
+			}
+			if resp, _ := do(t, c, "POST", e.srv.URL+loc+"/apply", url.Values{"csrf": {m[1]}}, nil); resp.StatusCode != 409 && resp.StatusCode != 422 {
+				t.Errorf("apply after discard: %d", resp.StatusCode)
+			}
+			if resp, _ := do(t, c, "GET", e.srv.URL+"/dashboard/regrades/x", nil, nil); resp.StatusCode != 404 {
+				t.Errorf("bad id: %d", resp.StatusCode)
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/regrade"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// The staged-regrade pages drive package regrade (the same service as
+// the /api/v1/regrades routes): stage a regrade of an exercise, preview
+// the score change per learner, then apply or discard it.
+
+type regradeData struct {
+	Exercises []exerciseRow
+	Modes     []string
+	Message   string
+	Problems  []string
+	Regrade   *store.Regrade
+	Open      bool // staged or ready: may still be applied or discarded
+	Ready     bool
+}
+
+func (h *handler) regradePage(c *gin.Context) {
+	h.renderRegrade(c, http.StatusOK, regradeData{})
+}
+
+func (h *handler) renderRegrade(c *gin.Context, status int, d regradeData) {
+	lang := c.GetString(ctxLang)
+	for _, ex := range h.Catalog.List() {
+		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang)})
+	}
+	d.Modes = []string{store.RegradeRecompare, store.RegradeReexecute}
+	h.render(c, status, "regrade", translate(lang, "rg.title"), "regrades", d)
+}
+
+func (h *handler) stageRegrade(c *gin.Context) {
+	req := regrade.Request{Exercise: c.PostForm("exercise"), Mode: c.PostForm("mode"), All: c.PostForm("all") == "1"}
+	r, err := h.Regrades.Stage(c.Request.Context(), req, sessionOf(c).User)
+	if err != nil {
+		if grading.ErrorCode(err) == grading.EINTERNAL {
+			h.fail(c, err)
+			return
+		}
+		h.renderRegrade(c, http.StatusUnprocessableEntity, regradeData{Message: grading.ErrorMessage(err), Problems: grading.ErrorProblems(err)})
+		return
+	}
+	c.Redirect(http.StatusSeeOther, "/dashboard/regrades/"+strconv.FormatInt(r.ID, 10))
+}
+
+func (h *handler) regradeID(c *gin.Context) (int64, bool) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		h.fail(c, grading.Errorf(grading.ENOTFOUND, "regrade %q not found", c.Param("id")))
+		return 0, false
+	}
+	return id, true
+}
+
+func (h *handler) showRegrade(c *gin.Context) {
+	id, ok := h.regradeID(c)
+	if !ok {
+		return
+	}
+	r, err := h.Regrades.Get(c.Request.Context(), id)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.renderRegrade(c, http.StatusOK, regradeData{Regrade: &r, Ready: r.State == store.RegradeReady,
+		Open: r.State == store.RegradeStaged || r.State == store.RegradeReady})
+}
+
+func (h *handler) decideRegrade(apply bool) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, ok := h.regradeID(c)
+		if !ok {
+			return
+		}
+		var err error
+		if apply {
+			_, err = h.Regrades.Apply(c.Request.Context(), id)
+		} else {
+			_, err = h.Regrades.Discard(c.Request.Context(), id)
+		}
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		c.Redirect(http.StatusSeeOther, "/dashboard/regrades/"+strconv.FormatInt(id, 10))
+	}
+}
