@@ -3,6 +3,7 @@ package httpapi
 import (
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/web"
 )
 
@@ -10,6 +11,12 @@ import (
 func (s *Server) webRoutes(r *gin.Engine) {
 	deps := web.Deps{DB: s.DB, Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
 		MaxUpload: s.MaxUpload, Problem: s.problem}
+	// Learners see the same feedback on the pages as through the API: the
+	// details of hidden questions are redacted by the API's own rule.
+	deps.Redact = func(u grading.User, sub grading.Submission) grading.Submission {
+		sub.Cells = s.redact(u, sub).Cells
+		return sub
+	}
 	if s.Metrics != nil {
 		deps.OnSubmitted = s.Metrics.Submissions.Inc
 	}

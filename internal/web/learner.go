@@ -194,6 +194,9 @@ func (h *handler) submissionPage(c *gin.Context) {
 		return
 	}
 	lang := c.GetString(ctxLang)
+	if h.Redact != nil {
+		sub = h.Redact(sessionOf(c).User, sub)
+	}
 	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)

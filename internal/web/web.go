@@ -51,6 +51,9 @@ type Deps struct {
 	// Problem writes an error as RFC 9457 problem+json (for the CSV
 	// endpoint, which is API, not a page).
 	Problem func(c *gin.Context, err error)
+	// Redact hides what a user may not see of a submission's feedback
+	// (details of hidden questions); nil shows everything.
+	Redact func(u grading.User, sub grading.Submission) grading.Submission
 	// OnSubmitted is called for every accepted upload (metrics); may be nil.
 	OnSubmitted func()
 	// SessionTTL is how long a sign-in lasts (default 12 hours).

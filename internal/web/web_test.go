@@ -3,13 +3,17 @@ package web_test
 import (
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -35,8 +39,13 @@ type env struct {
 
 func newEnv(t testing.TB, dialect string) *env {
 	t.Helper()
+	return newEnvWith(t, dialect, "../../exercises", "../../answers")
+}
+
+func newEnvWith(t testing.TB, dialect, exercises, answers string) *env {
+	t.Helper()
 	db := storetest.Open(t, dialect)
-	cat, err := exercise.Load("../../exercises", "../../answers")
+	cat, err := exercise.Load(exercises, answers)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +373,86 @@ func TestRegradePages(t *testing.T) {
 			}
 			if resp, _ := do(t, c, "GET", e.srv.URL+"/dashboard/regrades/x", nil, nil); resp.StatusCode != 404 {
 				t.Errorf("bad id: %d", resp.StatusCode)
+			}
+		})
+	}
+}
+
+// copyDir copies a directory tree (small exercise folders).
+func copyDir(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLearnerPageRedactsHiddenDetails: a question with visibility hidden
+// shows its verdict to the learner but not its output or message; the
+// instructor sees everything.
+func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	copyDir(t, "../../exercises/ch1", filepath.Join(dir, "exercises", "ch1"))
+	copyDir(t, "../../answers/ch1", filepath.Join(dir, "answers", "ch1"))
+	cfgPath := filepath.Join(dir, "exercises", "ch1", "exercise.json")
+	var cfg map[string]any
+	b, _ := os.ReadFile(cfgPath)
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["visibility"] = map[string]string{"q1": "hidden"}
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newEnvWith(t, d, filepath.Join(dir, "exercises"), filepath.Join(dir, "answers"))
+			learner := e.user(t, "ada", grading.RoleLearner)
+			teacher := e.user(t, "teacher", grading.RoleInstructor)
+			ctx := context.Background()
+			u, _ := e.db.UserByName(ctx, "ada")
+			q := queue.New(e.db, nil)
+			sub, _, err := e.db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
+				Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1, Enqueue: q.Enqueue})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = e.db.Gorm.Transaction(func(tx *gorm.DB) error {
+				return e.db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Cells: []grading.CellResult{
+					{CellID: "q1", Verdict: grading.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "SECRET-MESSAGE", Observed: "SECRET-OBSERVED"},
+					{CellID: "q2", Verdict: grading.VerdictPass, Points: 1, MaxPoints: 1, Counted: true, Message: "visible-message", Observed: "visible-output"},
+				}})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			lc, tc := client(), client()
+			do(t, lc, "POST", e.srv.URL+"/login", url.Values{"token": {learner}}, nil)
+			do(t, tc, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			_, body := do(t, lc, "GET", e.srv.URL+"/submissions/"+sub.ID, nil, nil)
+			if strings.Contains(body, "SECRET") || !strings.Contains(body, "details of this question are hidden") ||
+				!strings.Contains(body, "visible-output") || !strings.Contains(body, "mismatch") {
+				t.Errorf("learner page does not redact q1 or lost q2:\n%s", body)
+			}
+			_, body = do(t, tc, "GET", e.srv.URL+"/dashboard/submissions/"+sub.ID, nil, nil)
+			if !strings.Contains(body, "SECRET-OBSERVED") {
+				t.Error("the instructor does not see the hidden details")
 			}
 		})
 	}
