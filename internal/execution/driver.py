@@ -6,7 +6,17 @@ outputs of the cells before it.
 It is embedded in the npugrade binary (internal/execution) and run by the
 runner, OUTSIDE the sandbox: only the kernel it starts is confined. Usage:
 
-    python3 -I driver.py CONFIG.json
+    python3 -I driver.py CONFIG.json          (cold: one process per job)
+    python3 -I driver.py --warm CONFIG.json   (warm: started before the job)
+
+A warm driver starts the kernel (and imports CONFIG's "preload" modules in
+it, into sys.modules only), writes {"ready": true} to fd 4, then reads one
+job request line from fd 3: a JSON object whose keys override CONFIG's
+(notebook, cell_timeout, limits...). It checks that the kernel is alive and
+answers kernel_info, replies {"accepted": true} (or {"accepted": false,
+"error": ...} and exits 3: the runner discards it and uses another), runs
+the notebook exactly as the cold driver does, and exits. One kernel, one
+job: nothing carries over.
 
 CONFIG (written by the Go executor):
     notebook        input .ipynb path
@@ -20,6 +30,8 @@ CONFIG (written by the Go executor):
                     interrupt before the kernel is killed
     max_cell_output, max_notebook_output   output bytes (0 = unlimited)
     max_cell_outputs                       output items per cell (0 = unlimited)
+    preload         (warm only) modules to import before the job; missing
+                    ones are skipped
 
 What it notes for the grader goes into each cell's metadata.npugrade:
     timed_out, timeout     the cell hit its timeout and was interrupted
@@ -175,8 +187,30 @@ def save(nb, path):
     write_atomic(path, nbformat.writes(nb, version=4))
 
 
-async def run(cfg):
-    nb = nbformat.read(cfg["notebook"], as_version=4)
+def make_client(cfg, nb):
+    """The nbclient executor for one notebook (nb may be a placeholder that
+    set_job replaces: a warm driver builds its client before the job)."""
+    c = Config()
+    for cls, traits in (cfg.get("config") or {}).items():
+        for k, v in traits.items():
+            c[cls][k] = v
+    client = Client(
+        nb,
+        {},
+        resources={"metadata": {"path": cfg["cwd"]}},
+        config=c,
+        allow_errors=True,
+        interrupt_on_timeout=True,
+        store_widget_state=False,
+        raise_on_iopub_timeout=False,
+        record_timing=True,
+        startup_timeout=int(cfg.get("startup_timeout") or 60),
+    )
+    return client
+
+
+def set_job(client, cfg, nb):
+    """Points the client at the job's notebook, timeouts and limits."""
     default = int(cfg["cell_timeout"])
 
     def timeout_func(cell):
@@ -187,59 +221,167 @@ async def run(cfg):
         except Exception:
             return default
 
-    c = Config()
-    for cls, traits in (cfg.get("config") or {}).items():
-        for k, v in traits.items():
-            c[cls][k] = v
     limits = {k: cfg.get(k) or 0 for k in ("max_cell_output", "max_notebook_output", "max_cell_outputs")}
     limits["interrupt_grace"] = float(cfg.get("interrupt_grace") or 5)
-    client = Client(
-        nb,
-        limits,
-        resources={"metadata": {"path": cfg["cwd"]}},
-        config=c,
-        timeout=default,
-        timeout_func=timeout_func,
-        interrupt_on_timeout=True,
-        allow_errors=True,
-        store_widget_state=False,
-        raise_on_iopub_timeout=False,
-        record_timing=True,
-        startup_timeout=int(cfg.get("startup_timeout") or 60),
-    )
+    client.nb = nb
+    client.limits = limits
+    client.timeout = default
+    client.timeout_func = timeout_func
     client.reset_execution_trackers()
+
+
+async def kernel_info(client, timeout):
+    """The kernel's language_info, or an exception when it does not answer
+    within timeout seconds (the health check of a warm kernel)."""
+    if hasattr(client.km, "is_alive") and not await ensure(client.km.is_alive()):
+        raise RuntimeError("the kernel is not alive")
+    msg_id = await ensure(client.kc.kernel_info())
+    saved = client.timeout
+    client.timeout = timeout
     try:
-        async with client.async_setup_kernel():
-            info = await client.async_wait_for_reply(await ensure(client.kc.kernel_info()))
-            if info is None or "language_info" not in info["content"]:
-                raise RuntimeError("the kernel did not answer kernel_info")
-            nb.metadata["language_info"] = info["content"]["language_info"]
-            save(nb, cfg["output"])
-            for index, cell in enumerate(nb.cells):
-                if cell.cell_type != "code":
-                    continue
-                write_atomic(cfg["progress"], json.dumps({"cell": index}))
-                client.current = (index, cell)
-                client.interrupted = None
-                try:
-                    await client.async_execute_cell(cell, index, store_history=True)
-                except DeadKernelError:
-                    note(cell, kernel_died=True)
-                    save(nb, cfg["output"])
-                    write_atomic(cfg["progress"], json.dumps({"cell": index, "kernel_died": True}))
-                    return 0
-                finally:
-                    client.current = None
-                    if client.killer is not None:
-                        client.killer.cancel()
-                        client.killer = None
+        info = await client.async_wait_for_reply(msg_id)
+    finally:
+        client.timeout = saved
+    if info is None or "language_info" not in info["content"]:
+        raise RuntimeError("the kernel did not answer kernel_info")
+    return info["content"]["language_info"]
+
+
+async def execute(client, cfg, nb, language_info):
+    """Runs every code cell of nb in the client's kernel, saving the partial
+    notebook and the progress after each cell."""
+    nb.metadata["language_info"] = language_info
+    save(nb, cfg["output"])
+    try:
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            write_atomic(cfg["progress"], json.dumps({"cell": index}))
+            client.current = (index, cell)
+            client.interrupted = None
+            try:
+                await client.async_execute_cell(cell, index, store_history=True)
+            except DeadKernelError:
+                note(cell, kernel_died=True)
                 save(nb, cfg["output"])
-            write_atomic(cfg["progress"], json.dumps({"done": True}))
+                write_atomic(cfg["progress"], json.dumps({"cell": index, "kernel_died": True}))
+                return 0
+            finally:
+                client.current = None
+                if client.killer is not None:
+                    client.killer.cancel()
+                    client.killer = None
+            save(nb, cfg["output"])
+        write_atomic(cfg["progress"], json.dumps({"done": True}))
     except DeadKernelError:
         # Died between cells (a thread calling os._exit after its cell ended).
         write_atomic(cfg["progress"], json.dumps({"kernel_died": True}))
-        return 0
     return 0
+
+
+async def run(cfg):
+    """Cold mode: start a kernel for this notebook, run it, stop."""
+    nb = nbformat.read(cfg["notebook"], as_version=4)
+    client = make_client(cfg, nb)
+    set_job(client, cfg, nb)
+    try:
+        async with client.async_setup_kernel():
+            info = await kernel_info(client, int(cfg.get("startup_timeout") or 60))
+            return await execute(client, cfg, nb, info)
+    except DeadKernelError:
+        write_atomic(cfg["progress"], json.dumps({"kernel_died": True}))
+        return 0
+
+
+# The preload runs in a throw-away namespace: the modules land in
+# sys.modules only, and the learner's namespace stays as a fresh kernel's.
+PRELOAD = """exec(%r, {})"""
+PRELOAD_BODY = """import importlib, importlib.util
+failed = []
+for m in %r:
+    try:
+        if importlib.util.find_spec(m.split('.')[0]) is not None:
+            importlib.import_module(m)
+    except BaseException as e:
+        failed.append('%%s: %%s: %%s' %% (m, type(e).__name__, e))
+if failed:
+    raise ImportError('; '.join(failed))
+"""
+
+
+async def preload(client, modules, timeout):
+    code = PRELOAD % (PRELOAD_BODY % (list(modules),))
+    msg_id = await ensure(client.kc.execute(code, silent=True, store_history=False))
+    saved = client.timeout
+    client.timeout = timeout
+    try:
+        reply = await client.async_wait_for_reply(msg_id)
+    finally:
+        client.timeout = saved
+    if reply is None:
+        raise RuntimeError("the kernel did not answer the preload")
+    content = reply["content"]
+    if content.get("status") != "ok":
+        raise RuntimeError("preload failed: %s: %s" % (content.get("ename"), content.get("evalue")))
+
+
+class Channel:
+    """The warm driver's private pipes to the runner (fds the runner passes
+    in; never inherited by the kernel, which cannot write to them)."""
+
+    def __init__(self, rfd, wfd):
+        os.set_inheritable(rfd, False)
+        os.set_inheritable(wfd, False)
+        self.r = os.fdopen(rfd, "rb", buffering=0)
+        self.w = os.fdopen(wfd, "wb", buffering=0)
+
+    def send(self, **kv):
+        self.w.write((json.dumps(kv) + "\n").encode())
+
+    def recv(self):
+        buf = b""
+        while not buf.endswith(b"\n"):
+            b = self.r.read(65536)
+            if not b:
+                return None
+            buf += b
+            if len(buf) > 1 << 20:
+                raise RuntimeError("job request too long")
+        return json.loads(buf)
+
+
+async def warm(cfg, chan):
+    """Warm mode: start the kernel (and preload modules) before the job
+    exists, say ready, wait for one job, check the kernel, run the job."""
+    client = make_client(cfg, nbformat.v4.new_notebook())
+    startup = int(cfg.get("startup_timeout") or 60)
+    try:
+        async with client.async_setup_kernel():
+            await kernel_info(client, startup)
+            if cfg.get("preload"):
+                try:
+                    await preload(client, cfg["preload"], startup)
+                    # The preload must leave a live, answering kernel.
+                    await kernel_info(client, startup)
+                except Exception as e:
+                    raise RuntimeError("preload failed: %s: %s" % (type(e).__name__, e))
+            chan.send(ready=True)
+            job = chan.recv()
+            if job is None:
+                return 0  # the runner discarded this environment
+            cfg.update(job)
+            nb = nbformat.read(cfg["notebook"], as_version=4)
+            set_job(client, cfg, nb)
+            try:
+                info = await kernel_info(client, 10)
+            except Exception as e:
+                chan.send(accepted=False, error="health check: %s" % (e,))
+                return 3
+            chan.send(accepted=True)
+            return await execute(client, cfg, nb, info)
+    except DeadKernelError:
+        write_atomic(cfg["progress"], json.dumps({"kernel_died": True}))
+        return 0
 
 
 async def ensure(x):
@@ -249,9 +391,15 @@ async def ensure(x):
 
 
 def main():
-    with open(sys.argv[1], encoding="utf-8") as f:
+    args = sys.argv[1:]
+    warm_mode = args[:1] == ["--warm"]
+    if warm_mode:
+        args = args[1:]
+    with open(args[0], encoding="utf-8") as f:
         cfg = json.load(f)
     try:
+        if warm_mode:
+            return asyncio.run(warm(cfg, Channel(3, 4)))
         return asyncio.run(run(cfg))
     except Exception:
         traceback.print_exc()

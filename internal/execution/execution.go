@@ -11,8 +11,8 @@
 // is killed, the cells before keep their outputs, the cell that was running
 // is annotated with why it stopped (metadata.npugrade, see CellMeta), and
 // the cells after it stay unexecuted; package scoring turns that into
-// per-cell verdicts. The driver is the executor a warm, long-lived runner
-// process can reuse: it owns one kernel for one notebook.
+// per-cell verdicts. The driver owns one kernel for one notebook; Pool
+// keeps drivers started ahead of their jobs (warm.go).
 package execution
 
 import (
@@ -28,6 +28,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -264,6 +265,9 @@ type driverConfig struct {
 	MaxNotebookOutput int64                        `json:"max_notebook_output"`
 	MaxCellOutputs    int                          `json:"max_cell_outputs"`
 	StartupTimeout    int                          `json:"startup_timeout"`
+	// Preload (warm drivers only) names modules imported in the kernel
+	// before the job is handed over.
+	Preload []string `json:"preload,omitempty"`
 }
 
 // progress is what the driver last wrote to its progress file.
@@ -295,126 +299,243 @@ func traitletsConfig(args []string) (map[string]map[string]string, error) {
 // Execute runs nbBytes and returns the executed notebook. Learner faults
 // (exceptions, timeouts, a dead kernel, a killed run, limits) are part of
 // the result, not errors; err is only for infrastructure failures worth a
-// retry.
+// retry. This is the cold path: a new driver process and kernel per job
+// (see Pool and Prestart for the warm one).
 func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (grading.ExecutionResult, error) {
 	start := time.Now()
 	res := grading.ExecutionResult{Profile: e.Profile}
-	if opt.CellTimeout <= 0 {
-		opt.CellTimeout = 60 * time.Second
-	}
-	if opt.JobTimeout <= 0 {
-		opt.JobTimeout = 10 * time.Minute
-	}
-	nb, err := notebook.Parse(nbBytes, notebook.Limits{MaxBytes: int64(len(nbBytes)) + 1})
-	if err != nil {
-		return res, fmt.Errorf("parse job notebook: %w", err)
-	}
-	e.Prepare(nb)
-	in, err := notebook.Encode(nb)
+	opt = opt.withDefaults()
+	in, err := e.prepareNotebook(nbBytes)
 	if err != nil {
 		return res, err
 	}
+	j, err := e.newJob(ctx)
+	if err != nil {
+		return res, err
+	}
+	defer j.close()
+	e.jobConfig(&j.dc, opt)
+	cfgJSON, _ := json.Marshal(j.dc)
+	for path, data := range map[string][]byte{j.dc.Notebook: in, j.configPath(): cfgJSON} {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return res, fmt.Errorf("write job files: %w", err)
+		}
+	}
+	p, err := e.startDriver(j, false)
+	if err != nil {
+		return res, err
+	}
+	return e.finish(ctx, j, p, opt, start)
+}
+
+func (o Options) withDefaults() Options {
+	if o.CellTimeout <= 0 {
+		o.CellTimeout = 60 * time.Second
+	}
+	if o.JobTimeout <= 0 {
+		o.JobTimeout = 10 * time.Minute
+	}
+	return o
+}
+
+// prepareNotebook parses the job's notebook and marks the cells this
+// runner must not run.
+func (e *Executor) prepareNotebook(nbBytes []byte) ([]byte, error) {
+	nb, err := notebook.Parse(nbBytes, notebook.Limits{MaxBytes: int64(len(nbBytes)) + 1})
+	if err != nil {
+		return nil, fmt.Errorf("parse job notebook: %w", err)
+	}
+	e.Prepare(nb)
+	return notebook.Encode(nb)
+}
+
+// job is one job's private directory (outside the sandbox: the notebook,
+// the driver and its files), its sandboxed kernelspec and the driver's
+// configuration. It serves exactly one job; close destroys all of it.
+type job struct {
+	dir    string
+	kernel *sandbox.Kernel // nil without a sandbox
+	env    []string        // the driver's environment
+	dc     driverConfig
+}
+
+func (j *job) configPath() string { return filepath.Join(j.dir, "in", "config.json") }
+func (j *job) driverPath() string { return filepath.Join(j.dir, "in", "driver.py") }
+
+// close kills everything the job's kernel left running (the sandbox's
+// cgroup) and removes its directories.
+func (j *job) close() {
+	if j.kernel != nil {
+		_ = j.kernel.Close()
+	}
+	_ = os.RemoveAll(j.dir)
+}
+
+// newJob creates a job directory, prepares the sandboxed kernelspec in it
+// and writes the driver; nothing runs yet.
+func (e *Executor) newJob(ctx context.Context) (_ *job, err error) {
 	root := e.WorkRoot
 	if root == "" {
 		root = os.TempDir()
 	}
 	dir, err := os.MkdirTemp(root, "npugrade-job-")
 	if err != nil {
-		return res, fmt.Errorf("create job directory: %w", err)
+		return nil, fmt.Errorf("create job directory: %w", err)
 	}
-	defer os.RemoveAll(dir)
+	j := &job{dir: dir}
+	defer func() {
+		if err != nil {
+			j.close()
+		}
+	}()
 	for _, sub := range []string{"in", "out", "home", "work", "runtime"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return res, fmt.Errorf("create job directory: %w", err)
+			return nil, fmt.Errorf("create job directory: %w", err)
 		}
 	}
+	j.dc = driverConfig{
+		Notebook: filepath.Join(dir, "in", "notebook.ipynb"), Output: filepath.Join(dir, "out", "executed.ipynb"),
+		Progress: filepath.Join(dir, "out", "progress.json"), Cwd: filepath.Join(dir, "work"), StartupTimeout: 60,
+	}
+	j.env = e.env(dir)
+	if e.Sandbox != nil && e.Sandbox.Mode != sandbox.ModeNone {
+		cfg := *e.Sandbox
+		cfg.Env = e.kernelEnv(cfg.Env)
+		if j.kernel, err = cfg.PrepareKernel(ctx, dir); err != nil {
+			return nil, fmt.Errorf("prepare sandbox: %w", err)
+		}
+		if j.dc.Config, err = traitletsConfig(j.kernel.Args); err != nil {
+			return nil, err
+		}
+		j.env = append(j.env, j.kernel.Env...)
+	} else {
+		if e.Log != nil {
+			e.Log.Warn("executing WITHOUT a sandbox: learner code runs with the runner's rights (--sandbox=none)")
+		}
+		j.dc.Config = map[string]map[string]string{"ExecutePreprocessor": {"kernel_name": "python3"}}
+	}
+	if err := os.WriteFile(j.driverPath(), driverPy, 0o600); err != nil {
+		return nil, fmt.Errorf("write job files: %w", err)
+	}
+	return j, nil
+}
+
+// jobConfig fills in the per-job settings: timeouts and output limits.
+func (e *Executor) jobConfig(dc *driverConfig, opt Options) {
 	lim := e.Output.withDefaults()
 	grace := e.InterruptGrace
 	if grace <= 0 {
 		grace = DefaultInterruptGrace
 	}
-	cellSecs := int((opt.CellTimeout + time.Second - 1) / time.Second)
-	dc := driverConfig{
-		Notebook: filepath.Join(dir, "in", "notebook.ipynb"), Output: filepath.Join(dir, "out", "executed.ipynb"),
-		Progress: filepath.Join(dir, "out", "progress.json"), Cwd: filepath.Join(dir, "work"),
-		CellTimeout: cellSecs, InterruptGrace: grace.Seconds(), StartupTimeout: 60,
-		MaxCellOutput: lim.PerCell, MaxNotebookOutput: lim.PerNotebook, MaxCellOutputs: lim.Items,
+	dc.CellTimeout = int((opt.CellTimeout + time.Second - 1) / time.Second)
+	dc.InterruptGrace = grace.Seconds()
+	dc.MaxCellOutput, dc.MaxNotebookOutput, dc.MaxCellOutputs = lim.PerCell, lim.PerNotebook, lim.Items
+}
+
+// driverProc is a running driver.
+type driverProc struct {
+	cmd    *exec.Cmd
+	log    *tailBuffer
+	exited chan struct{} // closed when the driver has exited
+	err    error         // its exit status, once exited
+	// Warm drivers only: the private pipes (the driver's fds 3 and 4).
+	req  *os.File
+	resp *os.File
+	rbuf []byte
+}
+
+// startDriver starts the driver on j's config.
+func (e *Executor) startDriver(j *job, warm bool) (*driverProc, error) {
+	args := []string{"-I", j.driverPath()}
+	if warm {
+		args = append(args, "--warm")
 	}
-	env := e.env(dir)
-	mode := sandbox.ModeNone
-	if e.Sandbox != nil && e.Sandbox.Mode != sandbox.ModeNone {
-		mode = sandbox.ModeBwrap
-	}
-	var kernel *sandbox.Kernel
-	if mode == sandbox.ModeBwrap {
-		cfg := *e.Sandbox
-		cfg.Env = e.kernelEnv(cfg.Env)
-		kernel, err = cfg.PrepareKernel(ctx, dir)
-		if err != nil {
-			return res, fmt.Errorf("prepare sandbox: %w", err)
-		}
-		// Close kills everything the learner's code left running in the
-		// sandbox's cgroup, whatever happened to the driver.
-		defer kernel.Close()
-		if dc.Config, err = traitletsConfig(kernel.Args); err != nil {
-			return res, err
-		}
-		env = append(env, kernel.Env...)
-	} else {
-		if e.Log != nil {
-			e.Log.Warn("executing WITHOUT a sandbox: learner code runs with the runner's rights (--sandbox=none)")
-		}
-		dc.Config = map[string]map[string]string{"ExecutePreprocessor": {"kernel_name": "python3"}}
-	}
-	cfgJSON, _ := json.Marshal(dc)
-	driverPath := filepath.Join(dir, "in", "driver.py")
-	for path, data := range map[string][]byte{dc.Notebook: in, driverPath: driverPy, filepath.Join(dir, "in", "config.json"): cfgJSON} {
-		if err := os.WriteFile(path, data, 0o600); err != nil {
-			return res, fmt.Errorf("write job files: %w", err)
-		}
-	}
-	runCtx, cancel := context.WithTimeout(ctx, opt.JobTimeout)
-	defer cancel()
-	cmd := exec.Command(e.python(), "-I", driverPath, filepath.Join(dir, "in", "config.json"))
-	cmd.Dir = filepath.Join(dir, "work")
-	cmd.Env = env
+	cmd := exec.Command(e.python(), append(args, j.configPath())...)
+	cmd.Dir = filepath.Join(j.dir, "work")
+	cmd.Env = j.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A learner process that outlives the kernel keeps our pipes open; do
 	// not wait for it longer than this.
 	cmd.WaitDelay = 2 * time.Second
-	var stderr tailBuffer
-	stderr.max = 64 << 10
-	cmd.Stdout = &stderr
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return res, fmt.Errorf("start execution driver: %w", err)
+	p := &driverProc{cmd: cmd, log: &tailBuffer{max: 64 << 10}, exited: make(chan struct{})}
+	cmd.Stdout = p.log
+	cmd.Stderr = p.log
+	var theirs []*os.File
+	if warm {
+		reqR, reqW, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("start execution driver: %w", err)
+		}
+		respR, respW, err := os.Pipe()
+		if err != nil {
+			reqR.Close()
+			reqW.Close()
+			return nil, fmt.Errorf("start execution driver: %w", err)
+		}
+		cmd.ExtraFiles = []*os.File{reqR, respW} // fds 3 and 4
+		theirs = []*os.File{reqR, respW}
+		p.req, p.resp = reqW, respR
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var waitErr error
+	err := cmd.Start()
+	for _, f := range theirs {
+		f.Close()
+	}
+	if err != nil {
+		p.closePipes()
+		return nil, fmt.Errorf("start execution driver: %w", err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// kill SIGKILLs the driver's process group (the sandboxed kernel, in its
+// own session, goes with the sandbox's cgroup in job.close).
+func (p *driverProc) kill() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+
+func (p *driverProc) closePipes() {
+	if p.req != nil {
+		p.req.Close()
+	}
+	if p.resp != nil {
+		p.resp.Close()
+	}
+}
+
+// finish waits for the driver (at most opt.JobTimeout), stops everything
+// the job left running and turns what the driver wrote into the result.
+func (e *Executor) finish(ctx context.Context, j *job, p *driverProc, opt Options, start time.Time) (grading.ExecutionResult, error) {
+	res := grading.ExecutionResult{Profile: e.Profile}
+	defer p.closePipes()
+	runCtx, cancel := context.WithTimeout(ctx, opt.JobTimeout)
+	defer cancel()
+	kernel, dc := j.kernel, j.dc
 	jobKilled := false
 	select {
-	case waitErr = <-done:
+	case <-p.exited:
 	case <-runCtx.Done():
 		// Kill the driver's process group; the kernel (its own session)
 		// goes with the sandbox's cgroup in kernel.Close.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		p.kill()
 		if kernel != nil {
 			_ = kernel.Close()
 		}
-		waitErr = <-done
+		<-p.exited
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("execution canceled: %w", ctx.Err())
 		}
 		jobKilled = true
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // stragglers
+	waitErr := p.err
+	p.kill() // stragglers
 	if kernel != nil {
 		// Stop everything now so that the counters are final.
 		_ = kernel.Close()
 	}
 	res.DurationMS = time.Since(start).Milliseconds()
-	res.Log = stderr.String()
+	res.Log = p.log.String()
 	var stats sandbox.Stats
 	if kernel != nil {
 		stats = kernel.Stats()
@@ -683,11 +804,14 @@ func lastLine(s string) string {
 
 // tailBuffer keeps the last max bytes written to it.
 type tailBuffer struct {
+	mu  sync.Mutex
 	buf bytes.Buffer
 	max int
 }
 
 func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.buf.Write(p)
 	if t.buf.Len() > 2*t.max {
 		b := t.buf.Bytes()
@@ -699,6 +823,8 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	b := t.buf.Bytes()
 	if len(b) > t.max {
 		b = b[len(b)-t.max:]

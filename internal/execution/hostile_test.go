@@ -193,15 +193,33 @@ func TestHostileCorpus(t *testing.T) {
 	must(t, os.MkdirAll(forbidden, 0o777))
 	must(t, os.Chmod(forbidden, 0o777)) // writable by anyone: only the sandbox stops the write
 
+	// Every case runs on the cold path (a driver started for the job) and
+	// on the warm one (a driver and kernel pre-started, the job handed over).
+	var cases []struct {
+		hostileCase
+		warm bool
+	}
 	for _, tc := range hostileCorpus() {
-		t.Run(tc.name, func(t *testing.T) {
+		for _, warm := range []bool{false, true} {
+			cases = append(cases, struct {
+				hostileCase
+				warm bool
+			}{tc, warm})
+		}
+	}
+	for _, tc := range cases {
+		name := "cold/" + tc.name
+		if tc.warm {
+			name = "warm/" + tc.name
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			start := time.Now()
 			src := tc.q2
 			if strings.Contains(src, "%[") {
 				src = fmt.Sprintf(src, port, forbidden, workRoot, ans)
 			}
-			out, res := gradeHostile(t, ex, src, workRoot, tc.opts, tc.output)
+			out, res := gradeHostile(t, ex, src, workRoot, tc.opts, tc.output, tc.warm)
 			byID := map[string]grading.CellResult{}
 			for _, c := range out.Cells {
 				byID[c.CellID] = c
@@ -250,7 +268,7 @@ func TestHostileCorpus(t *testing.T) {
 
 // gradeHostile puts q2 into the starter, rebuilds, executes in the sandbox
 // and scores, as the server does.
-func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot string, opt execution.Options, lim execution.OutputLimits) (scoring.Output, grading.ExecutionResult) {
+func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot string, opt execution.Options, lim execution.OutputLimits, warm bool) (scoring.Output, grading.ExecutionResult) {
 	t.Helper()
 	up := ex.StarterNB.Clone()
 	for _, c := range up.Cells {
@@ -283,7 +301,17 @@ func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot string, opt 
 	if opt.JobTimeout == 0 {
 		opt.JobTimeout = time.Minute
 	}
-	res, err := e.Execute(context.Background(), payload, opt)
+	var res grading.ExecutionResult
+	if warm {
+		// No preload: torch alone would not fit in the corpus's 256 MiB.
+		w, perr := e.Prestart(context.Background(), nil)
+		if perr != nil {
+			t.Fatalf("prestart: %v", perr)
+		}
+		res, err = w.Execute(context.Background(), payload, opt)
+	} else {
+		res, err = e.Execute(context.Background(), payload, opt)
+	}
 	if err != nil {
 		t.Fatalf("execute: %v\n%s", err, res.Log)
 	}

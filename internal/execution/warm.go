@@ -1,0 +1,357 @@
+package execution
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/grading"
+)
+
+// The warm path. Most of a short grading run is start-up: Python,
+// nbconvert, the kernel and PyTorch take seconds, the learner's cells
+// milliseconds. A Warm environment is a job directory, a sandboxed kernel
+// and a driver (driver.py --warm) started before its job exists, with the
+// profile's modules already imported in the kernel; the job is handed to
+// it over a private pipe. It serves exactly one job and is destroyed after
+// it, like a cold one: the sandbox, the limits and the driver's per-cell
+// logic are the same code, only the start moved earlier.
+
+// ErrStale means a pre-started environment cannot take a job: its driver
+// or kernel died, it was started for another configuration, or it failed
+// the health check at hand-over. It has been destroyed; use another.
+var ErrStale = errors.New("pre-started execution environment unusable")
+
+// Default warm-pool settings.
+const (
+	// DefaultMaxAge: an environment unused for this long is replaced (its
+	// kernel may have drifted from the host: package updates, clock...).
+	DefaultMaxAge = 10 * time.Minute
+	// warmStartTimeout bounds the start of a warm driver, kernel and preload.
+	warmStartTimeout = 2 * time.Minute
+	// handoverTimeout bounds the health check at hand-over (normally
+	// milliseconds: a kernel_info round trip).
+	handoverTimeout = 15 * time.Second
+)
+
+// Warm is one execution environment started ahead of its job.
+type Warm struct {
+	e       *Executor
+	key     string
+	j       *job
+	p       *driverProc
+	started time.Time
+	used    atomic.Bool
+	once    sync.Once
+}
+
+// key identifies everything a pre-started environment bakes in: an
+// environment started under another key is stale. Per-job settings
+// (timeouts, output limits) travel with the job and are not part of it.
+func (e *Executor) key(preload []string) string {
+	b, _ := json.Marshal(struct {
+		Python, Profile, WorkRoot string
+		ExtraEnv                  map[string]string
+		Sandbox                   any
+		Preload                   []string
+	}{e.python(), e.Profile, e.WorkRoot, e.ExtraEnv, e.Sandbox, preload})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Prestart starts an environment for one future job: a fresh job
+// directory and sandbox, a driver with its kernel started and the preload
+// modules imported (modules that are not installed are skipped). It
+// returns once the kernel answers; ctx bounds only the start.
+func (e *Executor) Prestart(ctx context.Context, preload []string) (_ *Warm, err error) {
+	key := e.key(preload)
+	j, err := e.newJob(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			j.close()
+		}
+	}()
+	j.dc.Preload = preload
+	cfgJSON, _ := json.Marshal(j.dc)
+	if err := os.WriteFile(j.configPath(), cfgJSON, 0o600); err != nil {
+		return nil, fmt.Errorf("write job files: %w", err)
+	}
+	p, err := e.startDriver(j, true)
+	if err != nil {
+		return nil, err
+	}
+	var msg struct {
+		Ready bool `json:"ready"`
+	}
+	if err := p.recv(ctx, warmStartTimeout, &msg); err != nil || !msg.Ready {
+		p.kill()
+		<-p.exited
+		p.closePipes()
+		return nil, fmt.Errorf("start warm execution environment: %v: %s", err, lastLine(p.log.String()))
+	}
+	return &Warm{e: e, key: key, j: j, p: p, started: time.Now()}, nil
+}
+
+// Age is how long ago the environment became ready.
+func (w *Warm) Age() time.Duration { return time.Since(w.started) }
+
+// Exited is closed when the environment's driver has exited (it died
+// while waiting: the environment is stale).
+func (w *Warm) Exited() <-chan struct{} { return w.p.exited }
+
+// Close destroys the environment: the driver, the kernel and every process
+// in its sandbox, and its directories. It is idempotent.
+func (w *Warm) Close() {
+	w.once.Do(func() {
+		w.p.kill()
+		w.j.close()
+		<-w.p.exited
+		w.p.closePipes()
+	})
+}
+
+// Execute hands the job to the environment and runs it exactly as the cold
+// Executor.Execute does, then destroys the environment. It returns an
+// error wrapping ErrStale, without running anything, when the environment
+// cannot take the job; the caller may retry with another environment.
+func (w *Warm) Execute(ctx context.Context, nbBytes []byte, opt Options) (grading.ExecutionResult, error) {
+	res := grading.ExecutionResult{Profile: w.e.Profile}
+	if w.used.Swap(true) {
+		return res, fmt.Errorf("%w: it already ran a job", ErrStale)
+	}
+	defer w.Close()
+	select {
+	case <-w.p.exited:
+		return res, fmt.Errorf("%w: its driver exited while waiting: %s", ErrStale, lastLine(w.p.log.String()))
+	default:
+	}
+	if w.key != w.e.key(w.j.dc.Preload) {
+		return res, fmt.Errorf("%w: the runner's configuration changed since it was started", ErrStale)
+	}
+	opt = opt.withDefaults()
+	in, err := w.e.prepareNotebook(nbBytes)
+	if err != nil {
+		return res, err
+	}
+	if err := os.WriteFile(w.j.dc.Notebook, in, 0o600); err != nil {
+		return res, fmt.Errorf("write job files: %w", err)
+	}
+	dc := w.j.dc
+	w.e.jobConfig(&dc, opt)
+	req, _ := json.Marshal(dc)
+	start := time.Now()
+	if _, err := w.p.req.Write(append(req, '\n')); err != nil {
+		return res, fmt.Errorf("%w: hand-over: %v", ErrStale, err)
+	}
+	var reply struct {
+		Accepted bool   `json:"accepted"`
+		Error    string `json:"error"`
+	}
+	if err := w.p.recv(ctx, handoverTimeout, &reply); err != nil || !reply.Accepted {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("execution canceled: %w", ctx.Err())
+		}
+		return res, fmt.Errorf("%w: hand-over: %v%s: %s", ErrStale, err, reply.Error, lastLine(w.p.log.String()))
+	}
+	w.j.dc = dc
+	return w.e.finish(ctx, w.j, w.p, opt, start)
+}
+
+// recv reads one JSON line from the driver's fd 4 within timeout.
+func (p *driverProc) recv(ctx context.Context, timeout time.Duration, v any) error {
+	deadline := time.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if err := p.resp.SetReadDeadline(deadline); err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = p.resp.SetReadDeadline(time.Now()) })
+	defer stop()
+	buf := make([]byte, 4096)
+	for {
+		if i := bytes.IndexByte(p.rbuf, '\n'); i >= 0 {
+			line := p.rbuf[:i]
+			p.rbuf = p.rbuf[i+1:]
+			return json.Unmarshal(line, v)
+		}
+		if len(p.rbuf) > 64<<10 {
+			return errors.New("driver message too long")
+		}
+		n, err := p.resp.Read(buf)
+		p.rbuf = append(p.rbuf, buf[:n]...)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("driver: %w", err)
+		}
+	}
+}
+
+// Pool keeps Size environments pre-started (one per runner slot) and runs
+// each job in one of them; a new one is started as soon as one is handed
+// out. An environment that dies, outlives MaxAge or fails its hand-over
+// check is replaced, never used. When none can be started the job runs on
+// the cold path. Pool implements the runner's Executor.
+type Pool struct {
+	Exec *Executor
+	// Size is the number of environments kept ready (default 1).
+	Size int
+	// Preload names modules imported in each kernel before it is handed
+	// out (e.g. torch), so that the learner's own import is instant.
+	Preload []string
+	// MaxAge replaces environments unused for longer (default DefaultMaxAge).
+	MaxAge time.Duration
+	Log    *slog.Logger
+
+	mu        sync.Mutex
+	started   bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+	offers    chan offer
+	wg        sync.WaitGroup
+	noPreload atomic.Bool
+	ready     atomic.Int64
+}
+
+type offer struct {
+	w   *Warm
+	err error
+}
+
+// Start begins filling the pool; it runs until Close (or ctx ends).
+func (p *Pool) Start(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return
+	}
+	p.started = true
+	if p.Log == nil {
+		p.Log = slog.Default()
+	}
+	p.ctx, p.cancel = context.WithCancel(ctx)
+	p.offers = make(chan offer)
+	n := max(p.Size, 1)
+	p.wg.Add(n)
+	for i := 0; i < n; i++ {
+		go func() {
+			defer p.wg.Done()
+			p.fill(p.ctx)
+		}()
+	}
+}
+
+// Close stops filling and destroys the environments not handed out; jobs
+// already running in one finish normally.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	if !started {
+		return
+	}
+	p.cancel()
+	p.wg.Wait()
+}
+
+// Ready is the number of environments waiting for a job now.
+func (p *Pool) Ready() int { return int(p.ready.Load()) }
+
+func (p *Pool) maxAge() time.Duration {
+	if p.MaxAge > 0 {
+		return p.MaxAge
+	}
+	return DefaultMaxAge
+}
+
+// fill keeps one environment ready: start it, offer it until a job takes
+// it, and start the next at once. A failed start is offered as an error
+// (the job then runs cold), so a broken host never makes jobs wait.
+func (p *Pool) fill(ctx context.Context) {
+	for ctx.Err() == nil {
+		preload := p.Preload
+		if p.noPreload.Load() {
+			preload = nil
+		}
+		w, err := p.Exec.Prestart(ctx, preload)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if len(preload) > 0 && strings.Contains(err.Error(), "preload") && !p.noPreload.Swap(true) {
+				p.Log.Warn("warm kernels: preloading failed; starting them without it", "preload", preload, "err", err)
+			}
+			select {
+			case p.offers <- offer{err: err}:
+			case <-ctx.Done():
+				return
+			}
+			continue
+		}
+		p.ready.Add(1)
+		expire := time.NewTimer(p.maxAge())
+		select {
+		case p.offers <- offer{w: w}:
+			p.ready.Add(-1)
+		case <-w.Exited():
+			p.ready.Add(-1)
+			p.Log.Warn("warm kernel died while waiting for a job; replacing it", "log", lastLine(w.p.log.String()))
+			w.Close()
+		case <-expire.C:
+			p.ready.Add(-1)
+			p.Log.Info("warm kernel unused for too long; replacing it", "max_age", p.maxAge())
+			w.Close()
+		case <-ctx.Done():
+			p.ready.Add(-1)
+			w.Close()
+		}
+		expire.Stop()
+	}
+}
+
+// Execute runs the job in a pre-started environment (see Pool).
+func (p *Pool) Execute(ctx context.Context, nb []byte, opt Options) (grading.ExecutionResult, error) {
+	p.mu.Lock()
+	started := p.started
+	p.mu.Unlock()
+	if !started {
+		p.Start(context.WithoutCancel(ctx))
+	}
+	for try := 0; try < 3; try++ {
+		var o offer
+		select {
+		case o = <-p.offers:
+		case <-ctx.Done():
+			return grading.ExecutionResult{Profile: p.Exec.Profile}, fmt.Errorf("execution canceled: %w", ctx.Err())
+		case <-p.ctx.Done():
+			return p.Exec.Execute(ctx, nb, opt)
+		}
+		if o.err != nil {
+			p.Log.Warn("no warm kernel could be started; running this job cold", "err", o.err)
+			return p.Exec.Execute(ctx, nb, opt)
+		}
+		res, err := o.w.Execute(ctx, nb, opt)
+		if errors.Is(err, ErrStale) {
+			p.Log.Warn("warm kernel refused at hand-over; replacing it", "err", err)
+			continue
+		}
+		return res, err
+	}
+	p.Log.Warn("warm kernels keep failing their hand-over check; running this job cold")
+	return p.Exec.Execute(ctx, nb, opt)
+}
