@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmarks: submission intake on Postgres (req/s, p50/p99 for a 100 KB
-# notebook), grading latency against a plain nbconvert run per chapter, the
+# notebook), grading latency against a plain nbconvert run per chapter
+# (warm and cold) and throughput at 1 and 2 slots, the
 # queue's claim latency, and the comparators.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,7 +12,11 @@ trap 'bash scripts/testpg.sh stop "$pg_dir"' EXIT
 export NPUGRADE_TEST_POSTGRES_DSN=$(bash scripts/testpg.sh start "$pg_dir" | tail -1)
 mkdir -p out
 go test -run '^$' -bench 'BenchmarkIntake' -benchtime 400x ./cmd/npugrade/ | tee out/bench-intake.txt
-go test -run '^$' -bench 'BenchmarkGradingLatency' -benchtime 3x -timeout 30m ./cmd/npugrade/ | tee out/bench-grading.txt
+# Grading latency per chapter answer, warm (pre-started kernels) and cold,
+# against a plain nbconvert run side by side; then graded submissions per
+# minute at 1 and 2 slots; then execution alone (hand-over to result).
+go test -run '^$' -bench 'BenchmarkGrading(Latency|Throughput)' -benchtime 1x -timeout 40m ./cmd/npugrade/ | tee out/bench-grading.txt
+go test -run '^$' -bench 'BenchmarkExecute' -benchtime 3x -timeout 20m ./internal/execution/ | tee out/bench-execute.txt
 go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-units.txt
 # Claim latency p50/p99: 10,000 queued jobs, 64 concurrent long-polling runners, Postgres.
 go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/queue/ | tee out/bench-claim.txt

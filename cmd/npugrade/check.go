@@ -30,6 +30,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jupyter := fs.String("jupyter", "", "jupyter command")
 	sandboxConfig := sandboxFlags(fs)
 	applyOutputLimits := outputLimitFlags(fs)
+	warmPool := warmFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
@@ -54,7 +55,9 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "npugrade check:", err)
 		return exitError
 	}
-	opt := check.Options{Profile: *profile, Executor: ex, Match: ex.Match, CellTimeout: *cellTimeout, JobTimeout: *jobTimeout,
+	exec, stopWarm := warmPool(ex, *jobs, nil)
+	defer stopWarm()
+	opt := check.Options{Profile: *profile, Executor: exec, Match: ex.Match, CellTimeout: *cellTimeout, JobTimeout: *jobTimeout,
 		UpdateReference: *update, Rerun: *rerun, Jobs: *jobs, Progress: stdout, Only: map[string]bool{}}
 	for _, id := range strings.Split(*only, ",") {
 		if id = strings.TrimSpace(id); id != "" {

@@ -27,10 +27,20 @@ func TestHostileThroughServer(t *testing.T) {
 	}
 	t.Parallel()
 	requireSandboxExec(t)
+	// Warm (pre-started kernels, the default) and cold (--warm=false), one
+	// after the other: the timings are part of the test.
+	for _, mode := range []string{"warm", "cold"} {
+		t.Run(mode, func(t *testing.T) { hostileThroughServer(t, mode == "warm") })
+	}
+}
+
+func hostileThroughServer(t *testing.T, warm bool) {
 	dbURL := storetest.URL(t, "sqlite")
 	ada := addUser(t, dbURL, "ada", "learner")
+	// No preload: torch alone would not fit in 256 MiB.
 	s := startServer(t, dbURL, "--local-runner", "2", "--exercises", hostileDir+"/exercises", "--answers", hostileDir+"/answers",
-		"--memory-limit", "256MiB", "--pids-limit", "64", "--cell-timeout", "2s", "--interrupt-grace", "2s")
+		"--memory-limit", "256MiB", "--pids-limit", "64", "--cell-timeout", "2s", "--interrupt-grace", "2s",
+		fmt.Sprintf("--warm=%v", warm), "--preload=")
 	defer s.stop()
 	starter := readFile(t, hostileDir+"/exercises/hostile/hostile.ipynb")
 

@@ -36,6 +36,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	devices := fs.String("devices", "", "NPU device ids to use, e.g. 0,1 (default: every /dev/davinciN); slot i runs on the i-th")
 	sandboxConfig := sandboxFlags(fs)
 	applyOutputLimits := outputLimitFlags(fs)
+	warmPool := warmFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
@@ -102,7 +103,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	r := &runner.Runner{
-		Source: client, Executor: ex, Slots: *slots,
+		Source: client, Slots: *slots,
 		HeartbeatEvery: time.Duration(reg.LeaseTTLSeconds / 3 * float64(time.Second)),
 		Fingerprint:    rep.Fingerprint, Log: log, DrainTimeout: *drain,
 	}
@@ -111,8 +112,14 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			log.Warn("more slots than NPUs: slots share devices", "slots", *slots, "npus", len(npus))
 		}
 		for _, e := range slotExecutors(ex, npus, existing(npuManagerNodes), existing(npuDriverDirs), *slots) {
-			r.SlotExecutors = append(r.SlotExecutors, e)
+			se, stop := warmPool(e, 1, log)
+			defer stop()
+			r.SlotExecutors = append(r.SlotExecutors, se)
 		}
+	} else {
+		var stop func()
+		r.Executor, stop = warmPool(ex, *slots, log)
+		defer stop()
 	}
 	_ = r.Run(ctx)
 	log.Info("runner stopped")

@@ -41,6 +41,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	jupyter := fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
 	sandboxConfig := sandboxFlags(fs)
 	applyOutputLimits := outputLimitFlags(fs)
+	warmPool := warmFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
 	}
@@ -105,15 +106,16 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitError
 		}
 		host, _ := os.Hostname()
+		slotsEx, stopWarm := warmPool(ex, *local, log.With("component", "runner"))
 		r := &runner.Runner{
 			Source:         &dispatch.Local{D: disp, RunnerID: "local-" + host, Match: queue.Matcher(execution.CPUMatcher)},
-			Executor:       ex,
+			Executor:       slotsEx,
 			Slots:          *local,
 			HeartbeatEvery: *leaseTTL / 3,
 			Fingerprint:    "local-cpu",
 			Log:            log.With("component", "runner"),
 		}
-		go func() { defer close(runnerDone); _ = r.Run(ctx) }()
+		go func() { defer close(runnerDone); _ = r.Run(ctx); stopWarm() }()
 	} else {
 		close(runnerDone)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/npugrade/npugrade/internal/compare"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
@@ -298,4 +299,50 @@ func parseExecuted(t *testing.T, b []byte) *notebook.Notebook {
 		t.Fatal(err)
 	}
 	return nb
+}
+
+// BenchmarkExecute times one chapter answer from hand-over to result:
+// cold (driver, sandbox and kernel started for the job) against warm (a
+// kernel pre-started with torch imported; its start is not timed). The
+// difference is what a learner no longer waits for.
+func BenchmarkExecute(b *testing.B) {
+	cat, err := exercise.Load("../../exercises", "../../answers")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []string{"cold", "warm"} {
+		for _, ex := range cat.List() {
+			b.Run(mode+"/"+ex.ID, func(b *testing.B) {
+				rebuilt, _, err := notebook.RebuildSeeded(ex.Answer, ex.Answer.Clone(), ex.SeedFor("bench"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				payload, _ := notebook.Encode(rebuilt)
+				cfg := sandbox.DefaultConfig()
+				e := &execution.Executor{Profile: "cpu", Sandbox: &cfg}
+				opt := execution.Options{CellTimeout: time.Minute}
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					var w *execution.Warm
+					if mode == "warm" {
+						b.StopTimer()
+						if w, err = e.Prestart(context.Background(), []string{"torch"}); err != nil {
+							b.Fatal(err)
+						}
+						time.Sleep(200 * time.Millisecond)
+						b.StartTimer()
+					}
+					var res grading.ExecutionResult
+					if w != nil {
+						res, err = w.Execute(context.Background(), payload, opt)
+					} else {
+						res, err = e.Execute(context.Background(), payload, opt)
+					}
+					if err != nil || res.Killed {
+						b.Fatalf("%v %s\n%s", err, res.Reason, res.Log)
+					}
+				}
+			})
+		}
+	}
 }

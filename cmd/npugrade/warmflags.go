@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"log/slog"
+	"strings"
+
+	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/runner"
+)
+
+// warmFlags registers --warm and --preload (serve, runner and check) and
+// returns a function that puts an executor behind a pool of pre-started
+// kernels, one per slot, with a stop function to call when the runner is
+// done. With --warm=false it returns the executor itself (the cold path:
+// a driver and kernel started per job).
+func warmFlags(fs *flag.FlagSet) func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func()) {
+	warm := fs.Bool("warm", true, "keep a sandboxed kernel started ahead of the next job in every slot (false: start one per job, for debugging)")
+	preload := fs.String("preload", "auto", "comma-separated modules imported in a pre-started kernel before it takes a job (auto: torch, plus torch_npu on NPU profiles; modules not installed are skipped)")
+	return func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func()) {
+		if !*warm {
+			return ex, func() {}
+		}
+		if log == nil {
+			log = slog.Default()
+		}
+		p := &execution.Pool{Exec: ex, Size: max(slots, 1), Preload: preloadModules(*preload, ex.Profile), Log: log}
+		p.Start(context.Background())
+		return p, p.Close
+	}
+}
+
+// preloadModules is the --preload list for a profile.
+func preloadModules(flagValue, profile string) []string {
+	if flagValue == "auto" {
+		if strings.HasPrefix(profile, "npu") {
+			return []string{"torch", "torch_npu"}
+		}
+		return []string{"torch"}
+	}
+	var out []string
+	for _, m := range strings.Split(flagValue, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
