@@ -205,6 +205,9 @@ def make_client(cfg, nb):
         raise_on_iopub_timeout=False,
         record_timing=True,
         startup_timeout=int(cfg.get("startup_timeout") or 60),
+        # Every output is in the notebook by then, and the sandbox is
+        # destroyed after the job: no need to wait for a graceful exit.
+        shutdown_kernel="immediate",
     )
     return client
 

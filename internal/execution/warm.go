@@ -281,8 +281,10 @@ func (p *Pool) maxAge() time.Duration {
 
 // fill keeps one environment ready: start it, offer it until a job takes
 // it, and start the next at once. A failed start is offered as an error
-// (the job then runs cold), so a broken host never makes jobs wait.
+// (a job that takes it runs cold, so a broken host never makes jobs wait)
+// until the next attempt, after a growing pause.
 func (p *Pool) fill(ctx context.Context) {
+	backoff := time.Second
 	for ctx.Err() == nil {
 		preload := p.Preload
 		if p.noPreload.Load() {
@@ -296,13 +298,19 @@ func (p *Pool) fill(ctx context.Context) {
 			if len(preload) > 0 && strings.Contains(err.Error(), "preload") && !p.noPreload.Swap(true) {
 				p.Log.Warn("warm kernels: preloading failed; starting them without it", "preload", preload, "err", err)
 			}
+			retry := time.NewTimer(backoff)
 			select {
 			case p.offers <- offer{err: err}:
+			case <-retry.C:
 			case <-ctx.Done():
+				retry.Stop()
 				return
 			}
+			retry.Stop()
+			backoff = min(2*backoff, 30*time.Second)
 			continue
 		}
+		backoff = time.Second
 		p.ready.Add(1)
 		expire := time.NewTimer(p.maxAge())
 		select {

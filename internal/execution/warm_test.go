@@ -346,3 +346,33 @@ func BenchmarkExecute(b *testing.B) {
 		}
 	}
 }
+
+// TestPoolFallsBack: when the preload cannot work (torch does not fit in
+// the memory limit) the job still runs, on the cold path, and the pool
+// goes on pre-starting kernels without the preload.
+func TestPoolFallsBack(t *testing.T) {
+	requireExecution(t)
+	t.Parallel()
+	e := sandboxedExecutor(t)
+	e.Sandbox.MemoryLimit = 128 << 20
+	p := &execution.Pool{Exec: e, Size: 1, Preload: []string{"torch"}}
+	p.Start(context.Background())
+	defer p.Close()
+	opt := execution.Options{CellTimeout: 20 * time.Second}
+	for i := 0; i < 2; i++ {
+		res, err := p.Execute(context.Background(), codeNotebook(t, "print(6*7)"), opt)
+		if err != nil {
+			t.Fatalf("job %d: %v\n%s", i, err, res.Log)
+		}
+		if got := cellTexts(t, res.Notebook); len(got) != 1 || got[0] != "42" {
+			t.Errorf("job %d: outputs %q", i, got)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for p.Ready() < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("no environment became ready without the preload")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
