@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,13 +110,16 @@ func BenchmarkGradingLatency(b *testing.B) {
 				})
 			}
 			var rs []float64
-			for _, r := range ratios {
+			var per []string
+			for ch, r := range ratios {
 				rs = append(rs, r)
+				per = append(per, fmt.Sprintf("%s %.2f", ch, r))
 			}
 			sort.Float64s(rs)
+			sort.Strings(per)
 			if len(rs) > 0 {
 				// Printed, not logged: a parent benchmark's log is not shown.
-				fmt.Printf("grading latency, %s: median ratio over %d chapters %.2f (per chapter %v)\n", mode, len(rs), rs[len(rs)/2], ratios)
+				fmt.Printf("grading latency, %s: median ratio over %d chapters %.2f (%s)\n", mode, len(rs), rs[len(rs)/2], strings.Join(per, ", "))
 			}
 		})
 	}
