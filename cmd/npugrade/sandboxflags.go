@@ -39,6 +39,13 @@ func sandboxFlags(fs *flag.FlagSet) func(stderr io.Writer) (*sandbox.Config, err
 		if err := sandbox.Check(cfg); err != nil {
 			return nil, fmt.Errorf("this host cannot sandbox learner code (%w); fix that, or pass --sandbox=none on a development machine", err)
 		}
+		// A runner that was SIGKILLed never closed its sandboxes: remove
+		// their cgroups, mounts and directories before taking work.
+		if n, err := sandbox.Sweep(cfg); err != nil {
+			fmt.Fprintln(stderr, "npugrade: WARNING: removing sandboxes left by dead runners:", err)
+		} else if n > 0 {
+			fmt.Fprintf(stderr, "npugrade: removed %d sandboxes left by runners that died\n", n)
+		}
 		return &cfg, nil
 	}
 }

@@ -186,10 +186,14 @@ func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub grading.Su
 }
 
 // Get returns a regrade with its per-learner score changes.
-func (s *Service) Get(ctx context.Context, id int64) (store.Regrade, error) { return s.DB.RegradeByID(ctx, id) }
+func (s *Service) Get(ctx context.Context, id int64) (store.Regrade, error) {
+	return s.DB.RegradeByID(ctx, id)
+}
 
 // Apply makes a ready regrade's scores the submissions' scores.
-func (s *Service) Apply(ctx context.Context, id int64) (store.Regrade, error) { return s.DB.ApplyRegrade(ctx, id) }
+func (s *Service) Apply(ctx context.Context, id int64) (store.Regrade, error) {
+	return s.DB.ApplyRegrade(ctx, id)
+}
 
 // Discard drops a regrade.
 func (s *Service) Discard(ctx context.Context, id int64) (store.Regrade, error) {

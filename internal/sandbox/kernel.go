@@ -198,6 +198,9 @@ func (c Config) PrepareKernel(ctx context.Context, jobDir string) (_ *Kernel, er
 	if err := os.Chmod(k.pub, 0o711); err != nil { // umask
 		return nil, fmt.Errorf("chmod %s: %w", k.pub, err)
 	}
+	if err := writeOwner(k.pub); err != nil {
+		return nil, fmt.Errorf("record sandbox owner: %w", err)
+	}
 	k.WorkDir = filepath.Join(k.pub, "work")
 	k.ipcDir = filepath.Join(k.pub, "ipc")
 	for _, d := range []string{k.WorkDir, k.ipcDir} {
