@@ -6,13 +6,16 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"sync"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/dispatch"
+	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/grading"
@@ -106,9 +109,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return exitError
 		}
 		host, _ := os.Hostname()
+		localID := "local-" + host
+		registerLocalRunner(ctx, db, localID, host, *local, log)
 		slotsEx, stopWarm := warmPool(ex, *local, log.With("component", "runner"))
 		r := &runner.Runner{
-			Source:         &dispatch.Local{D: disp, RunnerID: "local-" + host, Match: queue.Matcher(execution.CPUMatcher)},
+			Source:         &dispatch.Local{D: disp, RunnerID: localID, Match: queue.Matcher(execution.CPUMatcher)},
 			Executor:       slotsEx,
 			Slots:          *local,
 			HeartbeatEvery: *leaseTTL / 3,
@@ -156,4 +161,20 @@ func adminToken(ctx context.Context, db *store.DB) (string, error) {
 		return "", err
 	}
 	return db.CreateToken(ctx, u.ID)
+}
+
+// registerLocalRunner lists the in-process runner in the runner fleet with
+// its attested environment, like a remote runner's registration, so that
+// instructors see what grades their learners' work.
+func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slots int, log *slog.Logger) {
+	rep, err := envprobe.Collect(ctx, envprobe.Options{CPUOnly: true})
+	if err != nil {
+		log.Warn("environment probe of the local runner failed", "err", err)
+		rep = envprobe.Validate(envprobe.Report{Profile: "cpu", Arch: runtime.GOARCH})
+	}
+	err = db.UpsertRunner(ctx, store.RunnerRegistration{ID: id, Name: host + " (in-process)", Slots: slots,
+		Labels: map[string]string{"kind": "in-process"}, Profile: rep.Profile, Verdict: rep.Verdict, Report: rep})
+	if err != nil {
+		log.Warn("register the local runner", "err", err)
+	}
 }

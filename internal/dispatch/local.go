@@ -29,6 +29,7 @@ func (s *Local) wait() time.Duration {
 
 // Claim implements runner.Source.
 func (s *Local) Claim(ctx context.Context) (*grading.Lease, error) {
+	_, _ = s.D.DB.TouchRunner(ctx, s.RunnerID) // last seen, for the fleet page
 	return s.D.Claim(ctx, s.RunnerID, s.Match, s.wait())
 }
 

@@ -31,8 +31,11 @@ func (db *DB) UpsertRunner(ctx context.Context, reg RunnerRegistration) error {
 	lb, _ := json.Marshal(reg.Labels)
 	rb, _ := json.Marshal(reg.Report)
 	now := db.Now()
-	userID := reg.UserID
-	row := runnerRow{ID: reg.ID, Name: reg.Name, UserID: &userID, Labels: string(lb), Profile: reg.Profile, Report: string(rb),
+	var userID *int64 // the in-process runner has no runner user
+	if reg.UserID != 0 {
+		userID = &reg.UserID
+	}
+	row := runnerRow{ID: reg.ID, Name: reg.Name, UserID: userID, Labels: string(lb), Profile: reg.Profile, Report: string(rb),
 		Verdict: reg.Verdict, Slots: reg.Slots, LastSeen: now, CreatedAt: now}
 	err := db.Gorm.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "id"}},

@@ -104,7 +104,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"dash.latency":      {"Grading latency (last 500 graded)", "评分延迟（最近 500 份）"},
 	"dash.latency.none": {"Nothing graded yet.", "尚无评分记录。"},
 	"dash.runners":      {"Runner fleet", "执行节点"},
-	"dash.no_runners":   {"No runner has registered yet (the in-process runner does not register).", "尚无节点注册（进程内执行器不注册）。"},
+	"dash.no_runners":   {"No runner has registered yet.", "尚无执行节点注册。"},
 	"dash.exercises":    {"Exercises", "练习"},
 	"dash.recent":       {"Recent submissions", "最近提交"},
 	"state":             {"State", "状态"},
