@@ -28,8 +28,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cellTimeout := fs.Duration("cell-timeout", 0, "per-cell timeout (default: each exercise's)")
 	jobTimeout := fs.Duration("job-timeout", 5*time.Minute, "limit for one notebook")
 	jupyter := fs.String("jupyter", "", "jupyter command")
-	sandboxConfig := sandboxFlags(fs)
-	applyOutputLimits := outputLimitFlags(fs)
+	setupExecutor := executorFlags(fs)
 	warmPool := warmFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
@@ -43,15 +42,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *profile != "cpu" {
 		ex.Match = execution.ProfileMatcher(*profile)
 	}
-	if err = applyOutputLimits(ex); err != nil {
-		fmt.Fprintln(stderr, "npugrade:", err)
-		return exitError
-	}
-	if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
-		fmt.Fprintln(stderr, "npugrade:", err)
-		return exitError
-	}
-	if err := ex.Check(ctx); err != nil {
+	if err := setupExecutor(ctx, ex, stderr); err != nil {
 		fmt.Fprintln(stderr, "npugrade check:", err)
 		return exitError
 	}

@@ -34,8 +34,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	logLevel := fs.String("log-level", "info", "log level")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long jobs in flight may finish before they are handed back")
 	devices := fs.String("devices", "", "NPU device ids to use, e.g. 0,1 (default: every /dev/davinciN); slot i runs on the i-th")
-	sandboxConfig := sandboxFlags(fs)
-	applyOutputLimits := outputLimitFlags(fs)
+	setupExecutor := executorFlags(fs)
 	warmPool := warmFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
@@ -90,15 +89,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	log.Info("registered", "runner", reg.RunnerID, "profile", rep.Profile, "verdict", rep.Verdict, "slots", *slots)
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: rep.Profile, Match: rep.Satisfies, Log: log}
-	if err = applyOutputLimits(ex); err != nil {
-		fmt.Fprintln(stderr, "npugrade:", err)
-		return exitError
-	}
-	if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
-		fmt.Fprintln(stderr, "npugrade:", err)
-		return exitError
-	}
-	if err := ex.Check(ctx); err != nil {
+	if err := setupExecutor(ctx, ex, stderr); err != nil {
 		fmt.Fprintln(stderr, "npugrade runner:", err)
 		return exitError
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -74,5 +75,24 @@ func outputLimitFlags(fs *flag.FlagSet) func(ex *execution.Executor) error {
 		// The executed notebook holds the rebuilt upload plus the outputs.
 		ex.MaxNotebookBytes = max(execution.DefaultMaxNotebookBytes, ex.Output.PerNotebook+16<<20)
 		return nil
+	}
+}
+
+// executorFlags registers the isolation and output-limit flags that serve,
+// runner and check share, and returns the function that applies them to an
+// executor and checks that the executor can run notebooks here.
+func executorFlags(fs *flag.FlagSet) func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error {
+	sandboxConfig := sandboxFlags(fs)
+	applyOutputLimits := outputLimitFlags(fs)
+	return func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error {
+		if err := applyOutputLimits(ex); err != nil {
+			return err
+		}
+		sb, err := sandboxConfig(stderr)
+		if err != nil {
+			return err
+		}
+		ex.Sandbox = sb
+		return ex.Check(ctx)
 	}
 }

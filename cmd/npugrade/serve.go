@@ -42,8 +42,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	jupyter := fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
-	sandboxConfig := sandboxFlags(fs)
-	applyOutputLimits := outputLimitFlags(fs)
+	setupExecutor := executorFlags(fs)
 	warmPool := warmFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return exitError
@@ -96,15 +95,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	runnerDone := make(chan struct{})
 	if *local > 0 {
 		ex := &execution.Executor{Jupyter: *jupyter, Profile: "cpu", Match: execution.CPUMatcher, Log: log}
-		if err = applyOutputLimits(ex); err != nil {
-			fmt.Fprintln(stderr, "npugrade:", err)
-			return exitError
-		}
-		if ex.Sandbox, err = sandboxConfig(stderr); err != nil {
-			fmt.Fprintln(stderr, "npugrade:", err)
-			return exitError
-		}
-		if err := ex.Check(ctx); err != nil {
+		if err := setupExecutor(ctx, ex, stderr); err != nil {
 			fmt.Fprintln(stderr, "npugrade serve: the local runner cannot execute notebooks:", err)
 			return exitError
 		}

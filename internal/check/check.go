@@ -338,7 +338,7 @@ func record(ctx context.Context, ex *exercise.Exercise, opt Options) error {
 			if c == nil || execution.ReadCellMeta(c).Skipped != "" {
 				continue
 			}
-			outs := stripVolatile(c.Outputs)
+			outs := notebook.StripVolatile(c.Outputs)
 			if e := compare.FirstError(outs); e != nil && !expectsError(ex, g.ID) {
 				return fmt.Errorf("record reference of %s: the answer's cell %s raised %s: %s", ex.ID, g.ID, e.Ename, e.Evalue)
 			}
@@ -362,21 +362,6 @@ func expectsError(ex *exercise.Exercise, id string) bool {
 	return ex.Answer.CellByGraderID(id).MustGrader().Compare == "error"
 }
 
-// stripVolatile drops what never takes part in a comparison (execution
-// counts, tracebacks with their paths) so recorded references stay small
-// and diff cleanly in review.
-func stripVolatile(outs []*notebook.Output) []*notebook.Output {
-	res := make([]*notebook.Output, 0, len(outs))
-	for _, o := range outs {
-		c := *o
-		c.ExecutionCount = nil
-		c.Traceback = nil
-		c.Metadata = nil
-		res = append(res, &c)
-	}
-	return res
-}
-
 // rerun executes the answer n times and lists the graded cells whose
 // normalised outputs differ between runs.
 func rerun(ctx context.Context, ex *exercise.Exercise, opt Options) ([]string, error) {
@@ -395,7 +380,7 @@ func rerun(ctx context.Context, ex *exercise.Exercise, opt Options) ([]string, e
 			if c == nil {
 				continue
 			}
-			b, _ := json.Marshal(compare.Normalize(stripVolatile(c.Outputs)))
+			b, _ := json.Marshal(compare.Normalize(notebook.StripVolatile(c.Outputs)))
 			if prev, ok := seen[g.ID]; ok && prev != string(b) {
 				unstable[ex.ID+"/"+g.ID] = true
 			}

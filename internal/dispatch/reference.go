@@ -140,7 +140,7 @@ func (d *Dispatcher) referenceFrom(job store.JobRow, res grading.ExecutionResult
 		if c == nil || execution.ReadCellMeta(c).Skipped != "" {
 			continue // not runnable on this profile: no reference, graded not-run there
 		}
-		outs := stripVolatile(c.Outputs)
+		outs := notebook.StripVolatile(c.Outputs)
 		if e := compare.FirstError(outs); e != nil && ex.Answer.CellByGraderID(g.ID).MustGrader().Compare != "error" {
 			raised = append(raised, fmt.Sprintf("%s raised %s: %s", g.ID, e.Ename, e.Evalue))
 		}
@@ -150,20 +150,6 @@ func (d *Dispatcher) referenceFrom(job store.JobRow, res grading.ExecutionResult
 		return nil, errors.New("the answer's cells " + strings.Join(raised, "; "))
 	}
 	return ref, nil
-}
-
-// stripVolatile drops what never takes part in a comparison (execution
-// counts, tracebacks, metadata), as `npugrade check --update-reference` does.
-func stripVolatile(outs []*notebook.Output) []*notebook.Output {
-	res := make([]*notebook.Output, 0, len(outs))
-	for _, o := range outs {
-		c := *o
-		c.ExecutionCount = nil
-		c.Traceback = nil
-		c.Metadata = nil
-		res = append(res, &c)
-	}
-	return res
 }
 
 // reference returns the reference outputs to grade against on profile: the

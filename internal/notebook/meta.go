@@ -112,3 +112,18 @@ func (nb *Notebook) CellByGraderID(id string) *Cell {
 	}
 	return nil
 }
+
+// StripVolatile copies outputs without what never takes part in a
+// comparison (execution counts, tracebacks with their paths, metadata), so
+// recorded references stay small and diff cleanly in review.
+func StripVolatile(outs []*Output) []*Output {
+	res := make([]*Output, 0, len(outs))
+	for _, o := range outs {
+		c := *o
+		c.ExecutionCount = nil
+		c.Traceback = nil
+		c.Metadata = nil
+		res = append(res, &c)
+	}
+	return res
+}
