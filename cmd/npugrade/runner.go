@@ -32,6 +32,8 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	python := fs.String("python", "", "Python interpreter the notebooks run under (default /usr/bin/python3)")
 	jupyter := fs.String("jupyter", "", "jupyter command")
 	logLevel := fs.String("log-level", "info", "log level")
+	cellTimeout := fs.Duration("cell-timeout", 0, "cap on any cell's timeout, whatever the server asks (0: the server's)")
+	jobTimeout := fs.Duration("job-timeout", 0, "cap on a whole notebook run, whatever the server asks (0: the server's)")
 	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long jobs in flight may finish before they are handed back")
 	devices := fs.String("devices", "", "NPU device ids to use, e.g. 0,1 (default: every /dev/davinciN); slot i runs on the i-th")
 	setupExecutor := executorFlags(fs)
@@ -97,6 +99,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		Source: client, Slots: *slots,
 		HeartbeatEvery: time.Duration(reg.LeaseTTLSeconds / 3 * float64(time.Second)),
 		Fingerprint:    rep.Fingerprint, Log: log, DrainTimeout: *drain,
+		MaxCellTimeout: *cellTimeout, MaxJobTimeout: *jobTimeout,
 	}
 	if len(npus) > 0 {
 		if *slots > len(npus) {

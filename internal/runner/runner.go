@@ -57,6 +57,10 @@ type Runner struct {
 	// DrainTimeout bounds how long a stopping runner lets in-flight jobs
 	// finish before handing them back.
 	DrainTimeout time.Duration
+	// MaxCellTimeout and MaxJobTimeout cap what a lease asks for, so a
+	// runner's owner bounds how long learner code may hold the host
+	// whatever the server says. Zero: the lease's values.
+	MaxCellTimeout, MaxJobTimeout time.Duration
 }
 
 // Run works until ctx is canceled, then drains: jobs in flight get
@@ -164,8 +168,8 @@ func (r *Runner) run(ctx context.Context, slot int, l *grading.Lease) {
 		ex = r.SlotExecutors[slot]
 	}
 	res, err := ex.Execute(jobCtx, l.Notebook, execution.Options{
-		CellTimeout: time.Duration(l.CellTimeout * float64(time.Second)),
-		JobTimeout:  time.Duration(l.JobTimeout * float64(time.Second)),
+		CellTimeout: capDuration(time.Duration(l.CellTimeout*float64(time.Second)), r.MaxCellTimeout),
+		JobTimeout:  capDuration(time.Duration(l.JobTimeout*float64(time.Second)), r.MaxJobTimeout),
 	})
 	cancelJob()
 	<-hbDone
@@ -216,3 +220,12 @@ func sleep(ctx context.Context, d time.Duration) {
 
 // LeaseLost wraps err so that the runner loop recognises a refused lease.
 func LeaseLost(err error) error { return fmt.Errorf("%w: %v", ErrLeaseLost, err) }
+
+// capDuration returns d, bounded by max when max is set (and d too when d
+// is unset: a lease without a limit gets the runner's).
+func capDuration(d, max time.Duration) time.Duration {
+	if max > 0 && (d <= 0 || d > max) {
+		return max
+	}
+	return d
+}
