@@ -243,7 +243,7 @@ func execute(ctx context.Context, ex *exercise.Exercise, upload *notebook.Notebo
 	if res.Notebook == nil {
 		return nil, integ, res, nil
 	}
-	nb, err := notebook.Parse(res.Notebook, notebook.Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+	nb, err := notebook.ParseExecuted(res.Notebook)
 	return nb, integ, res, err
 }
 

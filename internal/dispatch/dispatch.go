@@ -169,7 +169,7 @@ func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res grading.Ex
 	if err != nil {
 		return store.Grade{}, err
 	}
-	up, err := notebook.Parse(upload, notebook.Limits{MaxBytes: int64(len(upload)) + 1})
+	up, err := notebook.ParseStored(upload)
 	if err != nil {
 		return store.Grade{}, fmt.Errorf("re-read upload of %s: %w", sub.ID, err)
 	}
@@ -179,7 +179,7 @@ func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res grading.Ex
 	}
 	var executed *notebook.Notebook
 	if res.Notebook != nil {
-		executed, err = notebook.Parse(res.Notebook, notebook.Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+		executed, err = notebook.ParseExecuted(res.Notebook)
 		if err != nil {
 			return store.Grade{}, fmt.Errorf("parse executed notebook: %w", err)
 		}
@@ -189,7 +189,7 @@ func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res grading.Ex
 	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Integrity: integ, Executed: executed, Result: res, SubmittedAt: sub.CreatedAt})
 	return store.Grade{
 		SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
-		Profile: profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: scoring.Version + "+" + ex.Version,
+		Profile: profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: scoring.GraderVersion(ex),
 		Executed: res.Notebook, Cells: out.Cells,
 	}, nil
 }

@@ -129,7 +129,7 @@ func (d *Dispatcher) referenceFrom(job store.JobRow, res grading.ExecutionResult
 	if res.Notebook == nil {
 		return nil, fmt.Errorf("the answer did not run to the end: %s", res.Reason)
 	}
-	executed, err := notebook.Parse(res.Notebook, notebook.Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+	executed, err := notebook.ParseExecuted(res.Notebook)
 	if err != nil {
 		return nil, fmt.Errorf("parse executed answer: %w", err)
 	}

@@ -280,3 +280,16 @@ func (nb *Notebook) Clone() *Notebook {
 	}
 	return &out
 }
+
+// ParseExecuted reads a notebook that a runner executed: it may be large
+// (outputs are bounded by the runner's limits, not by the upload limits),
+// so only its total size and output count are capped here.
+func ParseExecuted(data []byte) (*Notebook, error) {
+	return Parse(data, Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+}
+
+// ParseStored re-reads a notebook the server itself stored after
+// validating it (an accepted upload), so no size limit applies again.
+func ParseStored(data []byte) (*Notebook, error) {
+	return Parse(data, Limits{MaxBytes: int64(len(data)) + 1})
+}

@@ -45,10 +45,6 @@ type Request struct {
 	All bool `json:"all"`
 }
 
-// GraderVersion is what a score graded now records: the scoring rules and
-// the exercise version.
-func GraderVersion(ex *exercise.Exercise) string { return scoring.Version + "+" + ex.Version }
-
 // Stage finds the affected submissions and computes (recompare) or queues
 // (reexecute) their new scores.
 func (s *Service) Stage(ctx context.Context, req Request, by grading.User) (store.Regrade, error) {
@@ -67,7 +63,7 @@ func (s *Service) Stage(ctx context.Context, req Request, by grading.User) (stor
 	if err != nil {
 		return store.Regrade{}, err
 	}
-	version := GraderVersion(ex)
+	version := scoring.GraderVersion(ex)
 	var items []store.NewRegradeItem
 	payloads := map[*store.JobRow][]byte{}
 	for _, sub := range subs {
@@ -122,7 +118,7 @@ func (s *Service) recompare(ctx context.Context, ex *exercise.Exercise, sub grad
 	if err != nil {
 		return store.Grade{}, err
 	}
-	executed, err := notebook.Parse(executedRaw, notebook.Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+	executed, err := notebook.ParseExecuted(executedRaw)
 	if err != nil {
 		return store.Grade{}, fmt.Errorf("parse executed notebook: %w", err)
 	}
@@ -144,7 +140,7 @@ func (s *Service) recompare(ctx context.Context, ex *exercise.Exercise, sub grad
 	}
 	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Integrity: integ, Executed: executed, SubmittedAt: sub.CreatedAt})
 	return store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
-		Profile: profile, EnvFingerprint: sub.EnvFingerprint, GraderVersion: GraderVersion(ex), Cells: out.Cells}, nil
+		Profile: profile, EnvFingerprint: sub.EnvFingerprint, GraderVersion: scoring.GraderVersion(ex), Cells: out.Cells}, nil
 }
 
 func (s *Service) reference(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error) {
@@ -159,7 +155,7 @@ func (s *Service) upload(ctx context.Context, sub grading.Submission) (*notebook
 	if err != nil {
 		return nil, err
 	}
-	nb, err := notebook.Parse(raw, notebook.Limits{MaxBytes: int64(len(raw)) + 1})
+	nb, err := notebook.ParseStored(raw)
 	if err != nil {
 		return nil, fmt.Errorf("re-read upload of %s: %w", sub.ID, err)
 	}

@@ -115,7 +115,7 @@ func (e env) graded(t *testing.T, cat *exercise.Catalog, user grading.User, q2 s
 		t.Fatal(err)
 	}
 	err = e.db.SaveGrade(e.db.Gorm, store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
-		Profile: "cpu", EnvFingerprint: "fp-1", GraderVersion: regrade.GraderVersion(ex), Executed: raw, Cells: out.Cells})
+		Profile: "cpu", EnvFingerprint: "fp-1", GraderVersion: scoring.GraderVersion(ex), Executed: raw, Cells: out.Cells})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 			a2, _ := db.Submission(ctx, sa.ID)
 			b2, _ := db.Submission(ctx, sb.ID)
 			ex2, _ := v2.Get("rg")
-			if a2.Score != 2 || b2.Score != 1 || a2.GraderVersion != regrade.GraderVersion(ex2) || a2.ExerciseVersion != ex2.Version {
+			if a2.Score != 2 || b2.Score != 1 || a2.GraderVersion != scoring.GraderVersion(ex2) || a2.ExerciseVersion != ex2.Version {
 				t.Errorf("after apply: alice %g (%s), bob %g", a2.Score, a2.GraderVersion, b2.Score)
 			}
 			if a2.EnvFingerprint != "fp-1" || a2.Profile != "cpu" {

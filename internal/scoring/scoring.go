@@ -21,6 +21,10 @@ import (
 // in the rules can be told from a change in the learner's work.
 const Version = "npugrade-scoring/1"
 
+// GraderVersion is what a score records as its grader version: the
+// scoring rules and the exercise version they were applied to.
+func GraderVersion(ex *exercise.Exercise) string { return Version + "+" + ex.Version }
+
 // Input is everything one grading needs.
 type Input struct {
 	Exercise  *exercise.Exercise
