@@ -1,18 +1,70 @@
 package httpapi
 
 import (
-	"bufio"
+	"context"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gin-gonic/gin"
 )
+
+// openAPIPath is api/openapi.yaml relative to this package's directory.
+var openAPIPath = filepath.Join("..", "..", "api", "openapi.yaml")
+
+var (
+	openAPIOnce sync.Once
+	openAPIDoc  *openapi3.T
+	openAPIErr  error
+)
+
+// loadOpenAPI parses and validates api/openapi.yaml once per test binary;
+// every test that needs the contract shares the result.
+func loadOpenAPI(t testing.TB) *openapi3.T {
+	t.Helper()
+	openAPIOnce.Do(func() {
+		loader := openapi3.NewLoader()
+		doc, err := loader.LoadFromFile(openAPIPath)
+		if err != nil {
+			openAPIErr = err
+			return
+		}
+		// Examples are checked against their schemas too: a wrong example
+		// misleads an integrator as much as a wrong schema.
+		openAPIErr = doc.Validate(context.Background(), openapi3.EnableExamplesValidation())
+		openAPIDoc = doc
+	})
+	if openAPIErr != nil {
+		t.Fatalf("api/openapi.yaml: %v", openAPIErr)
+	}
+	return openAPIDoc
+}
+
+// TestOpenAPIValid loads api/openapi.yaml with kin-openapi and validates it
+// as an OpenAPI 3.1 document (structure, references, schemas, examples).
+func TestOpenAPIValid(t *testing.T) {
+	t.Parallel()
+	doc := loadOpenAPI(t)
+	if !doc.IsOpenAPI31OrLater() {
+		t.Errorf("openapi: %s, want 3.1", doc.OpenAPI)
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.OperationID == "" {
+				t.Errorf("%s %s has no operationId", method, path)
+			}
+			if op.Responses == nil || op.Responses.Len() == 0 {
+				t.Errorf("%s %s documents no responses", method, path)
+			}
+		}
+	}
+}
 
 // TestOpenAPIMatchesRoutes checks that api/openapi.yaml documents every route
 // Handler mounts (method and path, gin's :id being OpenAPI's {id}) and
@@ -34,7 +86,12 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		t.Fatal("Handler() mounted no routes")
 	}
 
-	documented := openAPIOperations(t, filepath.Join("..", "..", "api", "openapi.yaml"))
+	documented := map[string]bool{}
+	for path, item := range loadOpenAPI(t).Paths.Map() {
+		for method := range item.Operations() {
+			documented[strings.ToUpper(method)+" "+path] = true
+		}
+	}
 	if len(documented) == 0 {
 		t.Fatal("api/openapi.yaml documents no operations")
 	}
@@ -58,79 +115,4 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 	for _, op := range extra {
 		t.Errorf("api/openapi.yaml documents %s, which Handler does not mount", op)
 	}
-}
-
-// openAPIOperations reads "METHOD /path" pairs from the paths: section of an
-// OpenAPI YAML file without a YAML library: a path key is the first key
-// nested under paths: that starts with "/", an operation a key nested
-// directly under a path whose name is an HTTP method.
-func openAPIOperations(t *testing.T, name string) map[string]bool {
-	t.Helper()
-	f, err := os.Open(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-
-	methods := map[string]bool{"get": true, "put": true, "post": true, "delete": true,
-		"options": true, "head": true, "patch": true, "trace": true}
-	ops := map[string]bool{}
-	inPaths := false
-	pathIndent, methodIndent := -1, -1
-	path := ""
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		text := strings.TrimRight(sc.Text(), " \t\r")
-		trimmed := strings.TrimLeft(text, " ")
-		if trimmed == "" || strings.HasPrefix(trimmed, "#") {
-			continue
-		}
-		if strings.HasPrefix(trimmed, "\t") {
-			t.Fatalf("%s:%d: tab indentation", name, line)
-		}
-		indent := len(text) - len(trimmed)
-		if indent == 0 {
-			inPaths = text == "paths:"
-			path = ""
-			continue
-		}
-		if !inPaths {
-			continue
-		}
-		key, _, isKey := strings.Cut(trimmed, ":")
-		if !isKey || strings.HasPrefix(trimmed, "- ") {
-			continue
-		}
-		key = strings.Trim(key, `"'`)
-		if pathIndent < 0 {
-			pathIndent = indent
-		}
-		switch {
-		case indent == pathIndent:
-			if !strings.HasPrefix(key, "/") {
-				t.Fatalf("%s:%d: key %q under paths: does not start with /", name, line, key)
-			}
-			if _, rest, _ := strings.Cut(trimmed, ":"); strings.TrimSpace(rest) != "" {
-				t.Fatalf("%s:%d: path %s must be followed by a nested block", name, line, key)
-			}
-			path, methodIndent = key, -1
-		case indent > pathIndent && path != "":
-			if methodIndent < 0 {
-				methodIndent = indent
-			}
-			if indent == methodIndent && methods[key] {
-				op := strings.ToUpper(key) + " " + path
-				if ops[op] {
-					t.Fatalf("%s:%d: %s documented twice", name, line, op)
-				}
-				ops[op] = true
-			}
-		case indent < pathIndent:
-			t.Fatalf("%s:%d: unexpected indentation under paths:", name, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ops
 }
