@@ -148,7 +148,9 @@ func (s *Server) createSubmission(c *gin.Context) {
 	if !created {
 		c.Header("Idempotent-Replayed", "true")
 	}
-	c.JSON(http.StatusAccepted, toJSON(sub))
+	// A replay carries the stored, possibly graded submission: it gets the
+	// same redaction as GET, or hidden questions' details would leak.
+	c.JSON(http.StatusAccepted, s.redact(u, sub))
 }
 
 // visible returns the submission if u may read it. Another learner's
@@ -212,7 +214,7 @@ func (s *Server) listSubmissions(c *gin.Context) {
 	}
 	out := make([]SubmissionJSON, len(subs))
 	for i, sub := range subs {
-		out[i] = toJSON(sub)
+		out[i] = s.redact(u, sub)
 	}
 	c.JSON(http.StatusOK, out)
 }

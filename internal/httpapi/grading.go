@@ -88,7 +88,7 @@ func (s *Server) scoreHistory(c *gin.Context) {
 		s.problem(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"submission_id": sub.ID, "current": toJSON(sub), "history": h})
+	c.JSON(http.StatusOK, gin.H{"submission_id": sub.ID, "current": s.redact(currentUser(c), sub), "history": h})
 }
 
 // CountedScoreJSON is the caller's score that counts for an exercise.
@@ -123,25 +123,26 @@ func (s *Server) countedScore(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// redact hides the details of questions whose feedback the learner may
-// not see (visibility hidden, or after_due_date before the deadline).
-// Instructors see everything. Verdicts and points stay visible.
+// redact is the one way a submission leaves the server: every response
+// that carries one (create, idempotent replay, get, list, history, the
+// pages) goes through it. It hides the details of questions whose
+// feedback the learner may not see (visibility hidden, or after_due_date
+// before the deadline). Instructors see everything. Verdicts and points
+// stay visible. An exercise no longer in the catalog hides every detail:
+// its rules are unknown, so nothing is assumed visible.
 func (s *Server) redact(u grading.User, sub grading.Submission) SubmissionJSON {
 	out := toJSON(sub)
 	if u.Role.CanSeeAll() {
 		return out
 	}
-	ex, err := s.Catalog.Get(sub.ExerciseID)
-	if err != nil {
-		return out
-	}
+	ex, exErr := s.Catalog.Get(sub.ExerciseID)
 	now := s.DB.Now()
 	cells := make([]grading.CellResult, len(out.Cells))
 	for i, cr := range out.Cells {
-		if !ex.DetailsVisible(cr.CellID, now) {
+		if exErr != nil || !ex.DetailsVisible(cr.CellID, now) {
 			cr.Observed, cr.Expected, cr.Diff = "", "", ""
 			cr.Message = "details of this question are hidden"
-			if ex.Deadline != nil && !now.After(*ex.Deadline) {
+			if exErr == nil && ex.Deadline != nil && !now.After(*ex.Deadline) {
 				for _, g := range ex.Graded {
 					if g.ID == cr.CellID && g.Visibility == "after_due_date" {
 						cr.Message = "details of this question are shown after the due date (" + ex.Deadline.UTC().Format("2006-01-02 15:04 UTC") + ")"

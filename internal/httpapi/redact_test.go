@@ -1,0 +1,173 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+// policyEnv is a server over the "pol" exercise (policyAnswer: one
+// visible, one hidden and one after_due_date question) on a fresh
+// database of one dialect.
+type policyEnv struct {
+	db               *store.DB
+	ts               *httptest.Server
+	learner, teacher string
+}
+
+func newPolicyEnv(t *testing.T, dialect, exerciseJSON string) *policyEnv {
+	t.Helper()
+	ctx := context.Background()
+	root := t.TempDir()
+	exDir, ansDir := filepath.Join(root, "ex", "pol"), filepath.Join(root, "ans", "pol")
+	for _, d := range []string{exDir, ansDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(exDir, "exercise.json"), []byte(exerciseJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ansDir, "a.ipynb"), []byte(policyAnswer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := storetest.Open(t, dialect)
+	q := queue.New(db, nil)
+	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
+	e := &policyEnv{db: db, ts: httptest.NewServer(srv.Handler())}
+	t.Cleanup(e.ts.Close)
+	if _, e.learner, err = db.CreateUser(ctx, "lena", grading.RoleLearner); err != nil {
+		t.Fatal(err)
+	}
+	if _, e.teacher, err = db.CreateUser(ctx, "tom", grading.RoleInstructor); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// submit posts policyAnswer with an Idempotency-Key and returns status and body.
+func (e *policyEnv) submit(t *testing.T, token, key string) (int, string) {
+	t.Helper()
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("exercise", "pol")
+	fw, _ := mw.CreateFormFile("notebook", "a.ipynb")
+	_, _ = fw.Write([]byte(policyAnswer))
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, e.ts.URL+"/api/v1/submissions", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Authorization", "Bearer "+token)
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	return e.do(t, req)
+}
+
+func (e *policyEnv) get(t *testing.T, token, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.ts.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return e.do(t, req)
+}
+
+func (e *policyEnv) do(t *testing.T, req *http.Request) (int, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// TestRedactionEveryResponseShape: every response that carries a graded
+// submission — the idempotent replay of POST /submissions, GET one, the
+// list, the history — shows a learner the same redacted cells as GET:
+// no observed output, expected output or diff of hidden and
+// after_due_date questions. Instructors see them.
+func TestRedactionEveryResponseShape(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb", "deadline": "2999-01-01T00:00:00Z"}`)
+			st, body := e.submit(t, e.learner, "same-file")
+			if st != http.StatusAccepted {
+				t.Fatalf("submit: %d %s", st, body)
+			}
+			id := between(body, `"id":"`, `"`)
+			cells := []grading.CellResult{
+				{CellID: "open", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "OPEN-OBS", Expected: "OPEN-EXP"},
+				{CellID: "closed", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "HIDDEN-OBS", Expected: "HIDDEN-EXP", Diff: "HIDDEN-DIFF"},
+				{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "LATER-OBS", Expected: "LATER-EXP", Diff: "LATER-DIFF"},
+			}
+			if err := e.db.SaveGrade(e.db.Gorm, store.Grade{SubmissionID: id, MaxScore: 3, Profile: "cpu", Cells: cells}); err != nil {
+				t.Fatal(err)
+			}
+			secrets := []string{"HIDDEN-OBS", "HIDDEN-EXP", "HIDDEN-DIFF", "LATER-OBS", "LATER-EXP", "LATER-DIFF"}
+			shapes := []struct {
+				name  string
+				token string
+				call  func() (int, string)
+				leaks bool // instructors see every detail
+				cells bool // the list carries no cells
+			}{
+				{"replayed POST", e.learner, func() (int, string) { return e.submit(t, e.learner, "same-file") }, false, true},
+				{"GET one", e.learner, func() (int, string) { return e.get(t, e.learner, "/api/v1/submissions/"+id) }, false, true},
+				{"GET list", e.learner, func() (int, string) { return e.get(t, e.learner, "/api/v1/submissions") }, false, false},
+				{"GET list of exercise", e.learner, func() (int, string) { return e.get(t, e.learner, "/api/v1/submissions?exercise=pol") }, false, false},
+				{"instructor GET one", e.teacher, func() (int, string) { return e.get(t, e.teacher, "/api/v1/submissions/"+id) }, true, true},
+				{"instructor history", e.teacher, func() (int, string) { return e.get(t, e.teacher, "/api/v1/submissions/"+id+"/history") }, true, true},
+			}
+			for _, sh := range shapes {
+				st, body := sh.call()
+				if st >= 300 {
+					t.Errorf("%s: status %d: %s", sh.name, st, body)
+					continue
+				}
+				if !strings.Contains(body, id) || strings.Contains(body, "OPEN-OBS") != sh.cells {
+					t.Errorf("%s: the visible question's output is missing: %s", sh.name, body)
+				}
+				for _, sec := range secrets {
+					if strings.Contains(body, sec) != (sh.leaks && sh.cells) {
+						t.Errorf("%s: contains %s = %v, want %v: %s", sh.name, sec, !sh.leaks, sh.leaks, body)
+					}
+				}
+			}
+			if st, _ := e.get(t, e.learner, "/api/v1/submissions/"+id+"/history"); st != http.StatusForbidden {
+				t.Errorf("learner history: status %d, want 403", st)
+			}
+		})
+	}
+}
+
+func between(s, start, end string) string {
+	_, after, ok := strings.Cut(s, start)
+	if !ok {
+		return ""
+	}
+	v, _, _ := strings.Cut(after, end)
+	return v
+}
