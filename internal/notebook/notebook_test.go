@@ -11,7 +11,7 @@ import (
 
 const answer = `{
  "nbformat": 4, "nbformat_minor": 5,
- "metadata": {"kernelspec": {"name": "python3"}, "grader": {"compare": "tokens"}},
+ "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3"}, "grader": {"compare": "tokens"}},
  "cells": [
   {"id": "intro", "cell_type": "markdown", "metadata": {}, "source": ["# 练习\n"]},
   {"id": "impl", "cell_type": "code", "metadata": {"grader": {"id": "q1-impl", "solution": true}}, "outputs": [], "execution_count": null,
@@ -45,7 +45,7 @@ func TestParseReportsEveryProblem(t *testing.T) {
 			{"cell_type": "weird", "id": "a", "metadata": {}, "source": ""},
 			{"cell_type": "code", "metadata": {}, "source": "", "outputs": []},
 			{"cell_type": "code", "id": "a", "metadata": {"grader": {"id": "bad id!"}}, "source": "", "outputs": [{"output_type": "nope"}]}]}`,
-			[]string{"unknown cell_type", "has no id", "same id", "unknown output_type", "grader.id"}},
+			[]string{"unknown cell_type", "same id", "unknown output_type", "grader.id"}},
 		{"deep", strings.Repeat("[", 100) + strings.Repeat("]", 100), []string{"nested deeper"}},
 		{"invalid utf8", "{\"a\": \"\xff\"}", []string{"UTF-8"}},
 	} {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/hashicorp/go-multierror"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Limits bound what Parse accepts, so that no upload can make the server
@@ -79,10 +80,33 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	if err := checkDepth(data, lim.MaxDepth); err != nil {
 		return nil, err
 	}
+	// The generic form is what the official schema is checked against.
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("notebook is not valid JSON: %w", err)
+	}
 	var nb Notebook
 	if err := json.Unmarshal(data, &nb); err != nil {
+		// A field of the wrong type: the schema names every such problem.
+		if probs := docSchemaProblems(doc); len(probs) > 0 {
+			var all *multierror.Error
+			for _, p := range probs {
+				all = multierror.Append(all, errors.New(p))
+			}
+			return nil, all
+		}
 		return nil, fmt.Errorf("notebook is not valid nbformat JSON: %w", err)
 	}
+	// nbformat fills in missing cell ids when it reads a 4.5 notebook;
+	// so do we, and the generic form gets the same ids.
+	schemaMinor := nb.NBFormatMinor
+	if nb.NBFormat == 4 && nb.hasIDs() {
+		schemaMinor = 5
+		for i, id := range nb.AssignIDs() {
+			setDocID(doc, i, id)
+		}
+	}
+	fillDocDefaults(doc, schemaMinor)
 	var errs *multierror.Error
 	if nb.NBFormat != 4 {
 		errs = multierror.Append(errs, fmt.Errorf("nbformat %d is not supported (only 4.%d–4.%d)", nb.NBFormat, lim.MinMinor, lim.MaxMinor))
@@ -96,7 +120,15 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 		errs = multierror.Append(errs, fmt.Errorf("notebook has %d cells, the limit is %d", len(nb.Cells), lim.MaxCells))
 	}
 	seen := map[string]int{}
+	// Cells with a problem of our own are not checked against the schema
+	// too, so each problem is named once, in our words.
+	badCells := map[int]bool{}
+	prev, prevLen := -1, 0
 	for i, c := range nb.Cells {
+		if prev >= 0 && problemCount(errs) > prevLen {
+			badCells[prev] = true
+		}
+		prev, prevLen = i, problemCount(errs)
 		if c == nil {
 			errs = multierror.Append(errs, fmt.Errorf("cell %d is null", i+1))
 			continue
@@ -113,7 +145,7 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 				errs = multierror.Append(errs, fmt.Errorf("cells %d and %d have the same id %q", j+1, i+1, c.ID))
 			}
 			seen[c.ID] = i
-		} else if lim.RequireIDs || nb.NBFormatMinor >= 5 {
+		} else if lim.RequireIDs {
 			errs = multierror.Append(errs, fmt.Errorf("cell %d has no id (required from nbformat 4.5)", i+1))
 		}
 		if len(c.Outputs) > lim.MaxOutputs {
@@ -141,10 +173,26 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 			errs = multierror.Append(errs, fmt.Errorf("cell %d: %w", i+1, err))
 		}
 	}
+	if prev >= 0 && problemCount(errs) > prevLen {
+		badCells[prev] = true
+	}
+	if nb.NBFormat == 4 && len(nb.Cells) <= lim.MaxCells {
+		for _, p := range schemaProblems(doc, schemaMinor, badCells) {
+			errs = multierror.Append(errs, errors.New(p))
+		}
+	}
 	if err := errs.ErrorOrNil(); err != nil {
 		return nil, err
 	}
 	return &nb, nil
+}
+
+// problemCount is errs.Len() for a possibly nil *multierror.Error.
+func problemCount(errs *multierror.Error) int {
+	if errs == nil {
+		return 0
+	}
+	return len(errs.Errors)
 }
 
 // outputProblems checks one output against the nbformat 4 schema: the
@@ -153,8 +201,9 @@ func outputProblems(o *Output) []string {
 	var p []string
 	switch o.OutputType {
 	case OutputStream:
-		if o.Name != "stdout" && o.Name != "stderr" {
-			p = append(p, fmt.Sprintf("is a stream named %q (want stdout or stderr)", o.Name))
+		// JupyterLab records input() prompts as a stdin stream.
+		if o.Name != "stdout" && o.Name != "stderr" && o.Name != "stdin" {
+			p = append(p, fmt.Sprintf("is a stream named %q (want stdout, stderr or stdin)", o.Name))
 		}
 	case OutputExecuteResult, OutputDisplayData:
 		if o.Data == nil {
@@ -256,8 +305,12 @@ func checkDepth(data []byte, max int) error {
 	}
 }
 
-// Encode writes the notebook as Jupyter does (indented JSON, trailing newline).
+// Encode writes the notebook as Jupyter does (indented JSON, trailing
+// newline). A notebook whose cells carry ids is declared nbformat 4.5 (and
+// every cell gets one), so a starter or a rebuilt notebook made from a
+// 4.0–4.4 answer is valid nbformat.
 func Encode(nb *Notebook) ([]byte, error) {
+	nb.declareMinor()
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

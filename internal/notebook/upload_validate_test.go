@@ -24,8 +24,8 @@ func TestParseSchemaProblems(t *testing.T) {
 		{"attachment on a code cell", `{"nbformat":4,"nbformat_minor":4,"cells":[{"cell_type":"code","source":"x","metadata":{},"outputs":[],"attachments":{"a.txt":{"text/plain":"hi"}}}]}`,
 			[]string{"is code but has attachments"}},
 		{"several output problems", `{"nbformat":4,"nbformat_minor":4,"cells":[{"cell_type":"code","source":"x","metadata":{},"outputs":[
-			{"output_type":"stream","name":"stdin","text":"x"},{"output_type":"display_data"},{"output_type":"error"},{"output_type":"bogus"}]}]}`,
-			[]string{`stream named "stdin"`, `(display_data) has no "data"`, `(error) has no "ename"`, `unknown output_type "bogus"`}},
+			{"output_type":"stream","name":"stdwhat","text":"x"},{"output_type":"display_data"},{"output_type":"error"},{"output_type":"bogus"}]}]}`,
+			[]string{`stream named "stdwhat"`, `(display_data) has no "data"`, `(error) has no "ename"`, `unknown output_type "bogus"`}},
 		{"wrong nbformat and a bad cell", `{"nbformat":3,"nbformat_minor":0,"cells":[{"cell_type":"heading","source":"x","metadata":{}}]}`,
 			[]string{"nbformat 3 is not supported", `unknown cell_type "heading"`}},
 	}

@@ -1,0 +1,192 @@
+package notebook
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// The official nbformat 4.0–4.5 JSON schemas (jupyter/nbformat 5.11.1,
+// nbformat/v4/nbformat.v4.N.schema.json, BSD-3-Clause: schema/LICENSE).
+//
+//go:embed schema/nbformat.v4.*.schema.json
+var schemaFS embed.FS
+
+// maxSchemaProblems bounds what one notebook's schema check reports, so a
+// hostile upload with a million bad cells costs a bounded message.
+const maxSchemaProblems = 20
+
+type nbSchemas struct {
+	root  *jsonschema.Schema
+	cells map[string]*jsonschema.Schema // by cell_type
+	outs  map[string]*jsonschema.Schema // by output_type
+}
+
+var (
+	schemaPrinter = message.NewPrinter(language.English)
+	compiled      = map[int]func() (*nbSchemas, error){}
+)
+
+func init() {
+	for minor := 0; minor <= 5; minor++ {
+		compiled[minor] = sync.OnceValues(func() (*nbSchemas, error) { return compileSchemas(minor) })
+	}
+}
+
+func compileSchemas(minor int) (*nbSchemas, error) {
+	name := fmt.Sprintf("nbformat.v4.%d.schema.json", minor)
+	raw, err := schemaFS.ReadFile("schema/" + name)
+	if err != nil {
+		return nil, fmt.Errorf("embedded schema %s: %w", name, err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("embedded schema %s: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	url := "https://jupyter.org/schema/" + name
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("embedded schema %s: %w", name, err)
+	}
+	s := &nbSchemas{cells: map[string]*jsonschema.Schema{}, outs: map[string]*jsonschema.Schema{}}
+	if s.root, err = c.Compile(url); err != nil {
+		return nil, fmt.Errorf("compile %s: %w", name, err)
+	}
+	for _, t := range []string{"code", "markdown", "raw"} {
+		if s.cells[t], err = c.Compile(url + "#/definitions/" + t + "_cell"); err != nil {
+			return nil, fmt.Errorf("compile %s %s_cell: %w", name, t, err)
+		}
+	}
+	for _, t := range []string{OutputStream, OutputExecuteResult, OutputDisplayData, OutputError} {
+		if s.outs[t], err = c.Compile(url + "#/definitions/" + t); err != nil {
+			return nil, fmt.Errorf("compile %s %s: %w", name, t, err)
+		}
+	}
+	return s, nil
+}
+
+// schemaProblems validates a decoded notebook (jsonschema.UnmarshalJSON
+// form) against the official schema of minor. The notebook, each cell and
+// each output are validated against their own definitions, so that a
+// problem is named where it is ("cell 3 output 1: at /name: ...") instead
+// of as nbformat's oneOf over every cell type. Cells and outputs of a type
+// the schema does not know are left to Parse's own messages, as are cells
+// listed in skip (they already have a clearer problem). At most
+// maxSchemaProblems are returned, the last saying how many were left out.
+func schemaProblems(doc any, minor int, skip map[int]bool) []string {
+	get, ok := compiled[minor]
+	if !ok {
+		return nil // Parse reports the unsupported version itself
+	}
+	s, err := get()
+	if err != nil {
+		return []string{err.Error()} // an embedded schema is broken: never on a release
+	}
+	top, ok := doc.(map[string]any)
+	if !ok {
+		return []string{"notebook is not a JSON object"}
+	}
+	var probs []string
+	add := func(where string, err error) {
+		for _, p := range leafProblems(err) {
+			probs = append(probs, strings.TrimSpace(where+" "+p))
+		}
+	}
+	cells, _ := top["cells"].([]any)
+	shell := shallow(top)
+	shell["cells"] = []any{}
+	add("notebook", s.root.Validate(shell))
+	for i, raw := range cells {
+		if len(probs) > maxSchemaProblems || skip[i] {
+			continue
+		}
+		cell, ok := raw.(map[string]any)
+		if !ok {
+			continue
+		}
+		t, _ := cell["cell_type"].(string)
+		sch := s.cells[t]
+		if sch == nil {
+			continue
+		}
+		outs, _ := cell["outputs"].([]any)
+		if t == "code" && outs != nil {
+			cell = shallow(cell)
+			cell["outputs"] = []any{}
+		}
+		add(fmt.Sprintf("cell %d", i+1), sch.Validate(cell))
+		for k, o := range outs {
+			om, _ := o.(map[string]any)
+			ot, _ := om["output_type"].(string)
+			if osch := s.outs[ot]; osch != nil {
+				add(fmt.Sprintf("cell %d output %d", i+1, k+1), osch.Validate(om))
+			}
+		}
+	}
+	if len(probs) > maxSchemaProblems {
+		n := len(probs) - maxSchemaProblems
+		probs = append(probs[:maxSchemaProblems], fmt.Sprintf("… and %d more problems against the nbformat 4.%d schema", n, minor))
+	}
+	return probs
+}
+
+// leafProblems flattens a validation error to its innermost causes, each
+// as "at /json/pointer: message".
+func leafProblems(err error) []string {
+	if err == nil {
+		return nil
+	}
+	ve, ok := err.(*jsonschema.ValidationError)
+	if !ok {
+		return []string{err.Error()}
+	}
+	var out []string
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := "/" + strings.Join(e.InstanceLocation, "/")
+			out = append(out, fmt.Sprintf("at %s: %s (nbformat schema)", loc, e.ErrorKind.LocalizedString(schemaPrinter)))
+			return
+		}
+		for _, c := range e.Causes {
+			if len(out) > maxSchemaProblems {
+				return
+			}
+			walk(c)
+		}
+	}
+	walk(ve)
+	return out
+}
+
+func shallow(m map[string]any) map[string]any {
+	c := make(map[string]any, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+// docSchemaProblems checks a notebook that could not be decoded at all
+// against the schema of the minor version it declares.
+func docSchemaProblems(doc any) []string {
+	top, _ := doc.(map[string]any)
+	if top == nil {
+		return nil
+	}
+	minor := 5
+	if n, ok := top["nbformat_minor"].(json.Number); ok {
+		if v, err := n.Int64(); err == nil && v >= 0 && v < 5 {
+			minor = int(v)
+		}
+	}
+	fillDocDefaults(doc, minor)
+	return schemaProblems(doc, minor, nil)
+}
