@@ -38,6 +38,11 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "npugrade check:", err)
 		return exitError
 	}
+	// A broken exercise is reported and fails the run; the others are checked.
+	broken := cat.Err()
+	if broken != nil {
+		fmt.Fprintln(stderr, "npugrade check:", broken)
+	}
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: *profile, Match: execution.CPUMatcher}
 	if *profile != "cpu" {
 		ex.Match = execution.ProfileMatcher(*profile)
@@ -82,5 +87,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprintln(stderr, "npugrade check:", err)
 		}
 	}
-	return rep.ExitCode()
+	if code := rep.ExitCode(); code != exitOK || broken == nil {
+		return code
+	}
+	return exitMismatch
 }

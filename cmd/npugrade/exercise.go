@@ -14,7 +14,7 @@ import (
 
 // cmdExercise regenerates (or, with --check, verifies) the committed
 // starter notebooks from the answers.
-func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	if len(args) > 0 && args[0] == "import" {
 		return cmdExerciseImport(args[1:], stdout, stderr)
 	}
@@ -34,6 +34,10 @@ func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade exercise:", err)
 		return exitError
+	}
+	if err := cat.Err(); err != nil {
+		fmt.Fprintln(stderr, "npugrade exercise:", err)
+		defer func() { code = exitError }()
 	}
 	drift := 0
 	for _, ex := range cat.List() {

@@ -191,14 +191,34 @@ func (r *Reference) ProbeOutputs(seed int64, id string) ([]*notebook.Output, boo
 	return outs, ok
 }
 
-// Catalog holds every exercise, by id.
+// Catalog holds every exercise, by id, and the exercises that could not be
+// loaded, each with its problems.
 type Catalog struct {
-	list []*Exercise
-	byID map[string]*Exercise
+	list   []*Exercise
+	byID   map[string]*Exercise
+	broken []Broken
+}
+
+// Broken is an exercise directory that did not load.
+type Broken struct {
+	ID  string // the directory name
+	Err error  // every problem found in it
 }
 
 // List returns the exercises sorted by id.
 func (c *Catalog) List() []*Exercise { return c.list }
+
+// Broken returns the exercises that did not load, sorted by id.
+func (c *Catalog) Broken() []Broken { return c.broken }
+
+// Err lists every broken exercise with its problems; nil when all loaded.
+func (c *Catalog) Err() error {
+	var errs *multierror.Error
+	for _, b := range c.broken {
+		errs = multierror.Append(errs, fmt.Errorf("exercise %s: %w", b.ID, b.Err))
+	}
+	return errs.ErrorOrNil()
+}
 
 // Get returns one exercise or ENOTFOUND.
 func (c *Catalog) Get(id string) (*Exercise, error) {
@@ -208,15 +228,16 @@ func (c *Catalog) Get(id string) (*Exercise, error) {
 	return nil, grading.Errorf(grading.ENOTFOUND, "unknown exercise %q", id)
 }
 
-// Load reads every exercises/<id>/exercise.json with its answer. Every
-// problem in every exercise is reported at once.
+// Load reads every exercises/<id>/exercise.json with its answer. An
+// exercise that does not load does not stop the others: it is listed in
+// Broken (Err) with every problem found in it, and the error returned is
+// only for a directory that cannot be read at all.
 func Load(exercisesDir, answersDir string) (*Catalog, error) {
 	entries, err := os.ReadDir(exercisesDir)
 	if err != nil {
 		return nil, fmt.Errorf("read exercises directory: %w", err)
 	}
 	cat := &Catalog{byID: map[string]*Exercise{}}
-	var errs *multierror.Error
 	for _, e := range entries {
 		if !e.IsDir() {
 			continue
@@ -226,14 +247,11 @@ func Load(exercisesDir, answersDir string) (*Catalog, error) {
 		}
 		ex, err := LoadOne(filepath.Join(exercisesDir, e.Name()), filepath.Join(answersDir, e.Name()))
 		if err != nil {
-			errs = multierror.Append(errs, fmt.Errorf("exercise %s: %w", e.Name(), err))
+			cat.broken = append(cat.broken, Broken{ID: e.Name(), Err: err})
 			continue
 		}
 		cat.list = append(cat.list, ex)
 		cat.byID[ex.ID] = ex
-	}
-	if err := errs.ErrorOrNil(); err != nil {
-		return nil, err
 	}
 	sort.Slice(cat.list, func(i, j int) bool { return cat.list[i].ID < cat.list[j].ID })
 	return cat, nil
