@@ -122,7 +122,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	stopping := make(chan struct{})
 	srv.Stopping = stopping
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer(httpapi.DefaultTimeouts())
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {

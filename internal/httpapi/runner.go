@@ -89,6 +89,11 @@ func (rs *runnerState) get(id string) (envprobe.Report, bool) {
 func matcher(rep envprobe.Report) queue.Matcher { return rep.Satisfies }
 
 func (s *Server) claimJob(c *gin.Context) {
+	release, ok := s.boundPoll(c)
+	if !ok {
+		return
+	}
+	defer release()
 	var req runnerproto.ClaimRequest
 	if err := c.ShouldBindJSON(&req); err != nil {
 		s.problem(c, grading.Errorf(grading.EINVALID, "invalid claim: %v", err))

@@ -41,6 +41,7 @@ type Server struct {
 
 	runnersOnce sync.Once
 	runners     *runnerState
+	polls       pollLimiter
 }
 
 // Handler builds the router.
