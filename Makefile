@@ -6,13 +6,16 @@ BIN := bin/npugrade
 PG_DIR ?= /tmp/npugrade-test-pg-$(shell id -u)
 ADDR ?= 127.0.0.1:8080
 DB ?= sqlite://data/npugrade.db
+# `npugrade --version`: the git description when there is one.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X github.com/npugrade/npugrade/internal/buildinfo.version=$(VERSION)
 
 .PHONY: all build deps run test test-go test-check test-fuzz bench cross lint clean
 
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/npugrade
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/npugrade
 
 # deps installs the notebook toolchain from Debian packages (nbconvert,
 # ipykernel, CPU PyTorch, bubblewrap) when it is missing.
@@ -40,8 +43,8 @@ bench: deps build
 	@bash scripts/bench.sh
 
 cross:
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o bin/npugrade-linux-arm64 ./cmd/npugrade
-	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build -o bin/npugrade-linux-amd64 ./cmd/npugrade
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/npugrade-linux-arm64 ./cmd/npugrade
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/npugrade-linux-amd64 ./cmd/npugrade
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || (gofmt -l $$(git ls-files '*.go'); exit 1)

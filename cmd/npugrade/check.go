@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,23 +14,23 @@ import (
 )
 
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("check", "", "Execute the answers, starters and fixtures of every exercise and compare them with the\nreference outputs (no server). Exit 0 when all pass, 1 on a mismatch.",
+		envSandbox, envGitHub, envGitHubSummary)
 	profile := fs.String("profile", "cpu", "runner profile whose reference outputs are compared (cpu here; npu-a2, npu-a3, npu-950 on NPU hosts)")
 	exDir := fs.String("exercises", "exercises", "exercises directory")
 	ansDir := fs.String("answers", "answers", "answers directory")
 	junit := fs.String("junit", "", "write JUnit XML to this file")
-	rerun := fs.Int("rerun", 0, "execute each answer N times and list cells whose outputs change")
+	rerun := fs.IntMin("rerun", 0, 0, "execute each answer N times and list cells whose outputs change")
 	update := fs.Bool("update-reference", false, "record the answers' outputs as this profile's reference (review the diff before committing)")
 	only := fs.String("only", "", "comma-separated exercise ids (default: all)")
-	jobs := fs.Int("jobs", 1, "notebooks executed at once")
-	cellTimeout := fs.Duration("cell-timeout", 0, "per-cell timeout (default: each exercise's)")
-	jobTimeout := fs.Duration("job-timeout", 5*time.Minute, "limit for one notebook")
+	jobs := fs.IntMin("jobs", 1, 1, "notebooks executed at once")
+	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "per-cell timeout (default: each exercise's)")
+	jobTimeout := fs.DurationMin("job-timeout", 5*time.Minute, time.Second, "limit for one notebook")
 	jupyter := fs.String("jupyter", "", "jupyter command")
 	setupExecutor := executorFlags(fs)
-	warmPool := warmFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return exitError
+	warmPool := warmFlags(fs.FlagSet)
+	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
+		return code
 	}
 	cat, err := exercise.Load(*exDir, *ansDir)
 	if err != nil {
@@ -42,6 +41,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	broken := cat.Err()
 	if broken != nil {
 		fmt.Fprintln(stderr, "npugrade check:", broken)
+	}
+	onlyIDs, unknown := onlyExercises(*only, cat)
+	if len(unknown) > 0 {
+		return fs.usageError(stderr, unknown...)
 	}
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: *profile, Match: execution.CPUMatcher}
 	if *profile != "cpu" {
@@ -54,12 +57,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	exec, stopWarm := warmPool(ex, *jobs, nil)
 	defer stopWarm()
 	opt := check.Options{Profile: *profile, Executor: exec, Match: ex.Match, CellTimeout: *cellTimeout, JobTimeout: *jobTimeout,
-		UpdateReference: *update, Rerun: *rerun, Jobs: *jobs, Progress: stdout, Only: map[string]bool{}}
-	for _, id := range strings.Split(*only, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			opt.Only[id] = true
-		}
-	}
+		UpdateReference: *update, Rerun: *rerun, Jobs: *jobs, Progress: stdout, Only: onlyIDs}
 	rep, err := check.Run(ctx, cat, opt)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade check:", err)
@@ -91,4 +89,25 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	return exitMismatch
+}
+
+// onlyExercises turns --only into a set of exercise ids and lists the ids
+// the catalog does not have: a typo must not check nothing and pass.
+func onlyExercises(only string, cat *exercise.Catalog) (ids map[string]bool, unknown []string) {
+	ids = map[string]bool{}
+	for _, id := range strings.Split(only, ",") {
+		if id = strings.TrimSpace(id); id == "" {
+			continue
+		}
+		if _, err := cat.Get(id); err != nil {
+			known := []string{}
+			for _, ex := range cat.List() {
+				known = append(known, ex.ID)
+			}
+			unknown = append(unknown, fmt.Sprintf("--only: unknown exercise %q (known: %s)", id, strings.Join(known, ", ")))
+			continue
+		}
+		ids[id] = true
+	}
+	return ids, unknown
 }

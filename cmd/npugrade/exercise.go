@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,20 +14,32 @@ import (
 // cmdExercise regenerates (or, with --check, verifies) the committed
 // starter notebooks from the answers.
 func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
-	if len(args) > 0 && args[0] == "import" {
-		return cmdExerciseImport(args[1:], stdout, stderr)
-	}
-	if len(args) == 0 || args[0] != "starter" {
-		fmt.Fprintln(stderr, "usage: npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]\n       npugrade exercise import [-o OUT] NOTEBOOK")
+	const groupUsage = `usage: npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]
+       npugrade exercise import [-o OUT] NOTEBOOK
+
+Run 'npugrade exercise <subcommand> --help' for its flags.
+`
+	if len(args) == 0 {
+		fmt.Fprint(stderr, "npugrade exercise: missing subcommand (starter or import)\n\n"+groupUsage)
 		return exitError
 	}
-	fs := flag.NewFlagSet("exercise starter", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	switch args[0] {
+	case "import":
+		return cmdExerciseImport(args[1:], stdout, stderr)
+	case "starter":
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, groupUsage)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "npugrade exercise: unknown subcommand %q\n\n%s", args[0], groupUsage)
+		return exitError
+	}
+	fs := newCommand("exercise starter", "", "Regenerate the committed starter notebooks from the answers (--check: only report drift, exit 1 if any).")
 	exDir := fs.String("exercises", "exercises", "exercises directory")
 	ansDir := fs.String("answers", "answers", "answers directory")
 	check := fs.Bool("check", false, "only report starters that differ from their answer; exit 1 if any")
-	if err := fs.Parse(args[1:]); err != nil {
-		return exitError
+	if _, code, ok := fs.parse(args[1:], 0, 0, stdout, stderr); !ok {
+		return code
 	}
 	cat, err := exercise.Load(*exDir, *ansDir)
 	if err != nil {
@@ -67,21 +78,21 @@ func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) (
 // quiz-style notebook into one with metadata.grader, and says what each
 // cell became (on stderr).
 func cmdExerciseImport(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("exercise import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("exercise import", "NOTEBOOK", "Convert an nbgrader, nbval, nbclient, papermill or quiz-style notebook into one with\nmetadata.grader; what each cell became is printed on stderr.")
 	out := fs.String("o", "", "write the converted notebook here (default: stdout)")
-	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: npugrade exercise import [-o OUT] NOTEBOOK")
-		return exitError
+	pos, code, ok := fs.parse(args, 1, 1, stdout, stderr)
+	if !ok {
+		return code
 	}
-	raw, err := os.ReadFile(fs.Arg(0))
+	src := pos[0]
+	raw, err := os.ReadFile(src)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade exercise import:", err)
 		return exitError
 	}
 	converted, rep, err := importer.ImportBytes(raw)
 	if err != nil {
-		fmt.Fprintf(stderr, "npugrade exercise import: %s: %v\n", fs.Arg(0), err)
+		fmt.Fprintf(stderr, "npugrade exercise import: %s: %v\n", src, err)
 		return exitError
 	}
 	fmt.Fprintf(stderr, "formats: %v\n", rep.Formats)

@@ -6,17 +6,22 @@
 //	npugrade submit    upload a notebook and wait for its score
 //	npugrade user      manage users and tokens
 //	npugrade migrate   apply database migrations
-//	npugrade exercise  exercise tooling (generate starters)
+//	npugrade exercise  exercise tooling (generate starters, import notebooks)
+//
+// Every command refuses unknown flags, stray words and invalid values
+// (exit 2 with its usage) and prints its flags and environment variables
+// with --help (exit 0).
 package main
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/npugrade/npugrade/internal/buildinfo"
 )
 
 // Exit codes.
@@ -35,6 +40,8 @@ func main() {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
+		fmt.Fprintln(stderr, "npugrade: missing command")
+		fmt.Fprintln(stderr)
 		usage(stderr)
 		return exitError
 	}
@@ -49,11 +56,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	f, ok := cmds[args[0]]
 	if !ok {
-		if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		switch args[0] {
+		case "-h", "-help", "--help", "help":
 			usage(stdout)
 			return exitOK
+		case "-version", "--version", "version":
+			fmt.Fprintln(stdout, "npugrade", buildinfo.Version())
+			return exitOK
 		}
-		fmt.Fprintf(stderr, "npugrade: unknown command %q\n", args[0])
+		fmt.Fprintf(stderr, "npugrade: unknown command %q\n\n", args[0])
 		usage(stderr)
 		return exitError
 	}
@@ -62,24 +73,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: npugrade <command> [flags]
+       npugrade --version
 
 commands:
   serve     run the server (HTTP API, pages, in-process runner slots)
   runner    run a remote runner against a server; --probe prints the environment report
   check     execute answers, starters and fixtures and compare with the reference outputs
   submit    upload a notebook and print its per-cell verdicts
-  user      add users and print their API token (user add NAME --role ROLE)
+  user      add, list, re-token and revoke users (user add NAME --role ROLE)
   migrate   apply database migrations
-  exercise  exercise tooling: 'exercise starter' regenerates starter notebooks
+  exercise  exercise tooling: starters from answers, import of other notebook formats
 
-Run 'npugrade <command> -h' for the flags of a command.
+Run 'npugrade <command> --help' for the flags and environment variables of a command.
+Exit status: 0 success, 1 a mismatch or failed grade, 2 a usage or runtime error.
 `)
-}
-
-func newLogger(w io.Writer, level string) *slog.Logger {
-	var l slog.Level
-	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
 
 // envOr returns the environment variable or def.

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,26 +19,33 @@ import (
 )
 
 func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("runner", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("runner", "", "Run a remote runner: pull jobs from a server over HTTP with a runner token and execute them.\nWith --probe, print this host's environment report and exit (1 when unsupported).",
+		envServer, envRunnerToken, envSandbox)
 	server := fs.String("server", envOr("NPUGRADE_SERVER", ""), "server URL")
 	token := fs.String("token", os.Getenv("NPUGRADE_RUNNER_TOKEN"), "runner token (npugrade user add NAME --role runner)")
-	slots := fs.Int("slots", 0, "jobs at once (default: the NPU count, or 1 on CPU)")
+	slots := fs.IntMin("slots", 0, 0, "jobs at once (default: the NPU count, or 1 on CPU)")
 	profile := fs.String("profile", "", "runner profile (default: from the environment probe)")
 	labels := fs.String("labels", "", "k=v,... labels shown to instructors")
 	name := fs.String("name", "", "runner name (default: host name)")
 	probe := fs.Bool("probe", false, "print the JSON environment report and exit")
 	python := fs.String("python", "", "Python interpreter the notebooks run under (default /usr/bin/python3)")
 	jupyter := fs.String("jupyter", "", "jupyter command")
-	logLevel := fs.String("log-level", "info", "log level")
-	cellTimeout := fs.Duration("cell-timeout", 0, "cap on any cell's timeout, whatever the server asks (0: the server's)")
-	jobTimeout := fs.Duration("job-timeout", 0, "cap on a whole notebook run, whatever the server asks (0: the server's)")
-	drain := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM, how long jobs in flight may finish before they are handed back")
+	logLevel := fs.LogLevel()
+	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "cap on any cell's timeout, whatever the server asks (0: the server's)")
+	jobTimeout := fs.DurationMin("job-timeout", 0, 0, "cap on a whole notebook run, whatever the server asks (0: the server's)")
+	drain := fs.DurationMin("drain-timeout", 30*time.Second, 0, "on SIGTERM, how long jobs in flight may finish before they are handed back")
 	devices := fs.String("devices", "", "NPU device ids to use, e.g. 0,1 (default: every /dev/davinciN); slot i runs on the i-th")
 	setupExecutor := executorFlags(fs)
-	warmPool := warmFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return exitError
+	warmPool := warmFlags(fs.FlagSet)
+	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
+		return code
+	}
+	lb, err := parseLabels(*labels)
+	if err != nil {
+		return fs.usageError(stderr, err.Error())
+	}
+	if !*probe && (*server == "" || *token == "") {
+		return fs.usageError(stderr, "--server (or NPUGRADE_SERVER) and --token (or NPUGRADE_RUNNER_TOKEN) are required unless --probe")
 	}
 	rep, err := envprobe.Collect(ctx, envprobe.Options{Python: *python})
 	if err != nil {
@@ -58,10 +64,6 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return exitOK
 	}
-	if *server == "" || *token == "" {
-		fmt.Fprintln(stderr, "usage: npugrade runner --server URL --token TOKEN [--slots N] [--profile P] [--labels k=v,...]\n       npugrade runner --probe")
-		return exitError
-	}
 	log := newLogger(stderr, *logLevel)
 	var npus []npuDevice
 	if rep.HasNPU() {
@@ -76,12 +78,6 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	if *name == "" {
 		*name, _ = os.Hostname()
-	}
-	lb := map[string]string{}
-	for _, kv := range strings.Split(*labels, ",") {
-		if k, v, ok := strings.Cut(strings.TrimSpace(kv), "="); ok {
-			lb[k] = v
-		}
 	}
 	client := &runnerclient.Client{Server: *server, Token: *token}
 	reg, err := client.Register(ctx, *name, *slots, lb, rep)
@@ -118,6 +114,23 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	_ = r.Run(ctx)
 	log.Info("runner stopped")
 	return exitOK
+}
+
+// parseLabels reads --labels k=v,k2=v2; an entry without "=" or with an
+// empty key is a mistake, not something to drop silently.
+func parseLabels(s string) (map[string]string, error) {
+	lb := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("--labels: %q is not key=value", kv)
+		}
+		lb[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	}
+	return lb, nil
 }
 
 // The Ascend control nodes every NPU job needs besides its own

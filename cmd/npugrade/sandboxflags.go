@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -12,16 +11,20 @@ import (
 
 // sandboxFlags registers the isolation and limit flags shared by serve,
 // runner and check, and returns a function that builds the config.
-func sandboxFlags(fs *flag.FlagSet) func(stderr io.Writer) (*sandbox.Config, error) {
+func sandboxFlags(fs *command) func(stderr io.Writer) (*sandbox.Config, error) {
 	def := sandbox.DefaultConfig()
-	mode := fs.String("sandbox", envOr("NPUGRADE_SANDBOX", sandbox.ModeBwrap), "kernel isolation: bwrap, or none (development only: learner code runs with the runner's rights)")
+	mode := fs.Choice("sandbox", envOr("NPUGRADE_SANDBOX", sandbox.ModeBwrap), []string{sandbox.ModeBwrap, sandbox.ModeNone}, "kernel isolation: bwrap, or none (development only: learner code runs with the runner's rights)")
 	mem := fs.String("memory-limit", sandbox.FormatSize(def.MemoryLimit), "memory limit per job, e.g. 512MiB or 2GiB")
-	pids := fs.Int("pids-limit", def.PidsLimit, "process limit per job")
+	pids := fs.IntMin("pids-limit", def.PidsLimit, 1, "process limit per job")
 	fsize := fs.String("file-size-limit", sandbox.FormatSize(def.FileSizeLimit), "largest file a job may write")
 	disk := fs.String("disk-limit", sandbox.FormatSize(def.DiskLimit), "writable space per job")
 	return func(stderr io.Writer) (*sandbox.Config, error) {
 		cfg := def
 		cfg.Mode = *mode
+		if cfg.Mode != sandbox.ModeBwrap && cfg.Mode != sandbox.ModeNone {
+			// Only a value from NPUGRADE_SANDBOX can get here: --sandbox checks its own.
+			return nil, fmt.Errorf("NPUGRADE_SANDBOX=%q: want %s or %s", cfg.Mode, sandbox.ModeBwrap, sandbox.ModeNone)
+		}
 		var err error
 		if cfg.MemoryLimit, err = sandbox.ParseSize(*mem); err != nil {
 			return nil, fmt.Errorf("--memory-limit: %w", err)
@@ -53,7 +56,7 @@ func sandboxFlags(fs *flag.FlagSet) func(stderr io.Writer) (*sandbox.Config, err
 
 // outputLimitFlags registers the output limits shared by serve, runner and
 // check, and returns a function that applies them to an executor.
-func outputLimitFlags(fs *flag.FlagSet) func(ex *execution.Executor) error {
+func outputLimitFlags(fs *command) func(ex *execution.Executor) error {
 	cell := fs.String("cell-output-limit", sandbox.FormatSize(execution.DefaultMaxCellOutput), "outputs kept per cell, e.g. 2MiB; beyond it they are truncated with a marker and the cell is graded incomplete-output")
 	nb := fs.String("notebook-output-limit", sandbox.FormatSize(execution.DefaultMaxNotebookOutput), "outputs kept per notebook, e.g. 16MiB")
 	grace := fs.Duration("interrupt-grace", execution.DefaultInterruptGrace, "how long a cell may run on after its timeout interrupt before the kernel is killed")
@@ -81,7 +84,7 @@ func outputLimitFlags(fs *flag.FlagSet) func(ex *execution.Executor) error {
 // executorFlags registers the isolation and output-limit flags that serve,
 // runner and check share, and returns the function that applies them to an
 // executor and checks that the executor can run notebooks here.
-func executorFlags(fs *flag.FlagSet) func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error {
+func executorFlags(fs *command) func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error {
 	sandboxConfig := sandboxFlags(fs)
 	applyOutputLimits := outputLimitFlags(fs)
 	return func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -28,24 +27,24 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
+		envAddr, envDB, envSandbox)
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
-	local := fs.Int("local-runner", 1, "in-process runner slots (0 = none)")
-	leaseTTL := fs.Duration("lease-ttl", time.Minute, "job lease length; heartbeats extend it")
+	local := fs.IntMin("local-runner", 1, 0, "in-process runner slots (0 = none)")
+	leaseTTL := fs.DurationMin("lease-ttl", time.Minute, time.Second, "job lease length; heartbeats extend it")
 	exDir := fs.String("exercises", "exercises", "exercise configs and starters")
 	ansDir := fs.String("answers", "answers", "reference answers and outputs")
-	cellTimeout := fs.Duration("cell-timeout", 0, "per-cell timeout (default: each exercise's)")
-	jobTimeout := fs.Duration("job-timeout", 5*time.Minute, "limit for a whole notebook run")
-	maxUpload := fs.Int64("max-upload", 8<<20, "largest accepted notebook in bytes")
+	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "per-cell timeout (default: each exercise's)")
+	jobTimeout := fs.DurationMin("job-timeout", 5*time.Minute, time.Second, "limit for a whole notebook run")
+	maxUpload := fs.Int64Min("max-upload", 8<<20, 1024, "largest accepted notebook in bytes")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	logLevel := fs.LogLevel()
 	jupyter := fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
 	setupExecutor := executorFlags(fs)
-	warmPool := warmFlags(fs)
-	if err := fs.Parse(args); err != nil {
-		return exitError
+	warmPool := warmFlags(fs.FlagSet)
+	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
+		return code
 	}
 	log := newLogger(stderr, *logLevel)
 

@@ -3,8 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -36,27 +37,27 @@ type problemView struct {
 }
 
 func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("submit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("submit", "FILE.ipynb", "Upload a notebook for an exercise, wait for its grade and print the per-cell verdicts.\nExit 0 on full marks, 1 otherwise. Sending the same file for the same exercise again\nreturns the first submission instead of a duplicate (see --idempotency-key).",
+		envServer, envToken)
 	server := fs.String("server", envOr("NPUGRADE_SERVER", "http://127.0.0.1:8080"), "server URL")
-	token := fs.String("token", os.Getenv("NPUGRADE_TOKEN"), "API token (or NPUGRADE_TOKEN)")
-	exerciseID := fs.String("exercise", "", "exercise id, e.g. ch1")
-	wait := fs.Duration("wait", 10*time.Minute, "how long to wait for the grade")
-	key := fs.String("idempotency-key", "", "resend-safe key (default: derived from the file's content)")
-	// Let the notebook path come before or after the flags.
-	var file string
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		file, args = args[0], args[1:]
+	token := fs.String("token", os.Getenv("NPUGRADE_TOKEN"), "API token")
+	exerciseID := fs.String("exercise", "", "exercise id, e.g. ch1 (required)")
+	wait := fs.DurationMin("wait", 10*time.Minute, time.Second, "how long to wait for the grade")
+	key := fs.String("idempotency-key", "", "resend-safe key (default: derived from the exercise and the file's content; pass a new one to submit the same file again)")
+	pos, code, ok := fs.parse(args, 1, 1, stdout, stderr)
+	if !ok {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		return exitError
+	file := pos[0]
+	var missing []string
+	if *exerciseID == "" {
+		missing = append(missing, "--exercise is required")
 	}
-	if file == "" && fs.NArg() > 0 {
-		file = fs.Arg(0)
+	if *token == "" {
+		missing = append(missing, "--token (or NPUGRADE_TOKEN) is required")
 	}
-	if file == "" || *exerciseID == "" || *token == "" {
-		fmt.Fprintln(stderr, "usage: npugrade submit --server URL --token TOKEN --exercise ID FILE.ipynb")
-		return exitError
+	if len(missing) > 0 {
+		return fs.usageError(stderr, missing...)
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -72,14 +73,20 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*server, "/")+"/api/v1/submissions", &body)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+*token)
-	if *key != "" {
-		req.Header.Set("Idempotency-Key", *key)
+	if *key == "" {
+		*key = submitKey(*exerciseID, data)
 	}
+	req.Header.Set("Idempotency-Key", *key)
 	var sub submissionView
-	if code := doJSON(req, http.StatusAccepted, &sub, stderr); code != exitOK {
+	resp, code := doJSON(req, http.StatusAccepted, &sub, stderr)
+	if code != exitOK {
 		return code
 	}
-	fmt.Fprintf(stdout, "submitted %s as %s\n", file, sub.ID)
+	if resp.Header.Get("Idempotent-Replayed") == "true" {
+		fmt.Fprintf(stdout, "%s was already submitted for %s as %s (same content); showing that submission\n", file, *exerciseID, sub.ID)
+	} else {
+		fmt.Fprintf(stdout, "submitted %s as %s\n", file, sub.ID)
+	}
 
 	deadline := time.Now().Add(*wait)
 	last := ""
@@ -99,7 +106,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*server, "/")+"/api/v1/submissions/"+sub.ID, nil)
 		req.Header.Set("Authorization", "Bearer "+*token)
-		if code := doJSON(req, http.StatusOK, &sub, stderr); code != exitOK {
+		if _, code := doJSON(req, http.StatusOK, &sub, stderr); code != exitOK {
 			return code
 		}
 	}
@@ -121,11 +128,21 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitMismatch
 }
 
-func doJSON(req *http.Request, want int, out any, stderr io.Writer) int {
+// submitKey is the default Idempotency-Key: the same exercise and notebook
+// bytes give the same key, so a resend after a lost reply is not a second attempt.
+func submitKey(exerciseID string, notebook []byte) string {
+	h := sha256.New()
+	h.Write([]byte(exerciseID))
+	h.Write([]byte{0})
+	h.Write(notebook)
+	return "npugrade-submit-" + hex.EncodeToString(h.Sum(nil))[:40]
+}
+
+func doJSON(req *http.Request, want int, out any, stderr io.Writer) (*http.Response, int) {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade submit:", err)
-		return exitError
+		return nil, exitError
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
@@ -139,13 +156,13 @@ func doJSON(req *http.Request, want int, out any, stderr io.Writer) int {
 		} else {
 			fmt.Fprintf(stderr, "npugrade submit: HTTP %d: %s\n", resp.StatusCode, strings.TrimSpace(string(b)))
 		}
-		return exitError
+		return resp, exitError
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		fmt.Fprintln(stderr, "npugrade submit: bad response:", err)
-		return exitError
+		return resp, exitError
 	}
-	return exitOK
+	return resp, exitOK
 }
 
 func oneLine(s string) string {

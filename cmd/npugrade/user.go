@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 
@@ -10,81 +9,132 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
+const userUsage = `usage: npugrade user add NAME --role learner|instructor|admin|runner [--db URL]
+       npugrade user list [--db URL]
+       npugrade user token NAME [--db URL]
+       npugrade user revoke NAME [--db URL]
+
+Manage users and their API tokens in the server's database. Without --db the
+commands use NPUGRADE_DB; with neither they fail instead of guessing a file.
+Only 'add' may set up a new database; the others need one that exists.
+
+Run 'npugrade user <subcommand> --help' for its flags.
+
+environment:
+  NPUGRADE_DB            database URL, the default of --db
+`
+
 func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "add" && args[0] != "list" && args[0] != "token" && args[0] != "revoke") {
-		fmt.Fprintln(stderr, "usage: npugrade user add NAME --role learner|instructor|admin|runner [--db URL]\n       npugrade user list | token NAME | revoke NAME [--db URL]")
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "npugrade user: missing subcommand (add, list, token or revoke)")
+		fmt.Fprint(stderr, "\n"+userUsage)
 		return exitError
 	}
 	sub := args[0]
-	fs := flag.NewFlagSet("user "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dbURL := fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL (sqlite:///path.db, sqlite://relative.db or postgres://…)")
-	role := fs.String("role", "learner", "learner, instructor, admin or runner")
-	// Accept flags before or after the name.
-	rest := args[1:]
-	var name string
-	if len(rest) > 0 && len(rest[0]) > 0 && rest[0][0] != '-' {
-		name, rest = rest[0], rest[1:]
+	about := map[string]string{
+		"add":    "Add a user and print its first API token (shown only once).",
+		"list":   "List users: id, name, role.",
+		"token":  "Print a new API token for a user (earlier tokens stay valid).",
+		"revoke": "Revoke every API token of a user.",
 	}
-	if err := fs.Parse(rest); err != nil {
+	switch {
+	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
+		fmt.Fprint(stdout, userUsage)
+		return exitOK
+	case about[sub] == "":
+		fmt.Fprintf(stderr, "npugrade user: unknown subcommand %q\n\n%s", sub, userUsage)
 		return exitError
 	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
+	nameArg, nArgs := "NAME", 1
+	if sub == "list" {
+		nameArg, nArgs = "", 0
 	}
-	db, err := store.Open(ctx, *dbURL, nil)
+	fs := newCommand("user "+sub, nameArg, about[sub], envDB)
+	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
+	var role *string
+	if sub == "add" {
+		role = fs.Choice("role", string(grading.RoleLearner), []string{string(grading.RoleLearner), string(grading.RoleInstructor),
+			string(grading.RoleAdmin), string(grading.RoleRunner)}, "learner, instructor, admin or runner")
+	}
+	pos, code, ok := fs.parse(args[1:], nArgs, nArgs, stdout, stderr)
+	if !ok {
+		return code
+	}
+	if *dbURL == "" {
+		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
+	}
+	// Only add may create the database; reading commands need the server's.
+	open := store.OpenExisting
+	if sub == "add" {
+		open = func(ctx context.Context, url string) (*store.DB, error) { return store.Open(ctx, url, nil) }
+	}
+	db, err := open(ctx, *dbURL)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade user:", err)
+		fmt.Fprintf(stderr, "npugrade user %s: %v\n", sub, err)
 		return exitError
 	}
 	defer db.Close()
 	switch sub {
 	case "add":
-		u, token, err := db.CreateUser(ctx, name, grading.Role(*role))
-		if err != nil {
-			fmt.Fprintln(stderr, "npugrade user add:", err)
-			return exitError
-		}
-		fmt.Fprintf(stdout, "created %s user %q (id %d); its API token, shown only now:\n%s\n", u.Role, u.Name, u.ID, token)
+		return userAdd(ctx, db, pos[0], grading.Role(*role), stdout, stderr)
 	case "list":
-		users, err := db.ListUsers(ctx)
-		if err != nil {
-			fmt.Fprintln(stderr, "npugrade user list:", err)
-			return exitError
-		}
-		for _, u := range users {
-			fmt.Fprintf(stdout, "%d\t%s\t%s\n", u.ID, u.Name, u.Role)
-		}
-	case "token", "revoke":
-		u, err := db.UserByName(ctx, name)
-		if err != nil {
-			fmt.Fprintln(stderr, "npugrade user:", err)
-			return exitError
-		}
-		if sub == "revoke" {
-			if err := db.RevokeTokens(ctx, u.ID); err != nil {
-				fmt.Fprintln(stderr, "npugrade user revoke:", err)
-				return exitError
-			}
-			fmt.Fprintf(stdout, "revoked every token of %q\n", u.Name)
-			return exitOK
-		}
-		token, err := db.CreateToken(ctx, u.ID)
-		if err != nil {
-			fmt.Fprintln(stderr, "npugrade user token:", err)
-			return exitError
-		}
-		fmt.Fprintf(stdout, "new API token for %q:\n%s\n", u.Name, token)
+		return userList(ctx, db, stdout, stderr)
+	default:
+		return userToken(ctx, db, sub, pos[0], stdout, stderr)
+	}
+}
+
+func userAdd(ctx context.Context, db *store.DB, name string, role grading.Role, stdout, stderr io.Writer) int {
+	u, token, err := db.CreateUser(ctx, name, role)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade user add:", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "created %s user %q (id %d); its API token, shown only now:\n%s\n", u.Role, u.Name, u.ID, token)
+	return exitOK
+}
+
+func userList(ctx context.Context, db *store.DB, stdout, stderr io.Writer) int {
+	users, err := db.ListUsers(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade user list:", err)
+		return exitError
+	}
+	for _, u := range users {
+		fmt.Fprintf(stdout, "%d\t%s\t%s\n", u.ID, u.Name, u.Role)
 	}
 	return exitOK
 }
 
-func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	dbURL := fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL")
-	if err := fs.Parse(args); err != nil {
+// userToken runs `user token` (a new token) and `user revoke` (none left).
+func userToken(ctx context.Context, db *store.DB, sub, name string, stdout, stderr io.Writer) int {
+	u, err := db.UserByName(ctx, name)
+	if err != nil {
+		fmt.Fprintf(stderr, "npugrade user %s: %v\n", sub, err)
 		return exitError
+	}
+	if sub == "revoke" {
+		if err := db.RevokeTokens(ctx, u.ID); err != nil {
+			fmt.Fprintln(stderr, "npugrade user revoke:", err)
+			return exitError
+		}
+		fmt.Fprintf(stdout, "revoked every token of %q\n", u.Name)
+		return exitOK
+	}
+	token, err := db.CreateToken(ctx, u.ID)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade user token:", err)
+		return exitError
+	}
+	fmt.Fprintf(stdout, "new API token for %q:\n%s\n", u.Name, token)
+	return exitOK
+}
+
+func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := newCommand("migrate", "", "Apply pending database migrations (serve also applies them at start).", envDB)
+	dbURL := fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL")
+	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
+		return code
 	}
 	db, err := store.Connect(ctx, *dbURL)
 	if err != nil {

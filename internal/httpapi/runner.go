@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/auth"
+	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -60,10 +61,11 @@ func (s *Server) registerRunner(c *gin.Context) {
 		return
 	}
 	s.runnerReports().set(id, req.Report)
-	s.Log.Info("runner registered", "runner", id, "profile", req.Report.Profile, "verdict", req.Report.Verdict, "slots", req.Slots)
+	s.Log.Info("runner registered", "runner", id, "profile", req.Report.Profile, "verdict", req.Report.Verdict, "slots", req.Slots,
+		"runner_version", req.Version)
 	c.JSON(http.StatusOK, runnerproto.RegisterResponse{
 		RunnerID: id, Protocol: runnerproto.Version, LeaseTTLSeconds: s.Dispatch.LeaseTTL.Seconds(),
-		PollSeconds: runnerproto.MaxPoll.Seconds(),
+		PollSeconds: runnerproto.MaxPoll.Seconds(), ServerVersion: buildinfo.Version(),
 	})
 }
 

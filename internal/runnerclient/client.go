@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/runner"
@@ -36,7 +37,7 @@ var (
 // Register announces the runner and remembers its id.
 func (c *Client) Register(ctx context.Context, name string, slots int, labels map[string]string, rep envprobe.Report) (runnerproto.RegisterResponse, error) {
 	var resp runnerproto.RegisterResponse
-	err := c.call(ctx, "/register", runnerproto.RegisterRequest{Name: name, Slots: slots, Labels: labels, Report: rep}, &resp)
+	err := c.call(ctx, "/register", runnerproto.RegisterRequest{Name: name, Slots: slots, Labels: labels, Version: buildinfo.Version(), Report: rep}, &resp)
 	if err != nil {
 		return resp, fmt.Errorf("register runner: %w", err)
 	}

@@ -25,7 +25,10 @@ type RegisterRequest struct {
 	Name   string            `json:"name"`
 	Slots  int               `json:"slots"`
 	Labels map[string]string `json:"labels,omitempty"`
-	Report envprobe.Report   `json:"report"`
+	// Version is the runner's build (buildinfo.Version), for operators
+	// matching runners to releases.
+	Version string          `json:"version,omitempty"`
+	Report  envprobe.Report `json:"report"`
 }
 
 // RegisterResponse gives the runner its id and the server's lease settings.
@@ -34,6 +37,7 @@ type RegisterResponse struct {
 	Protocol        int     `json:"protocol"`
 	LeaseTTLSeconds float64 `json:"lease_ttl_s"`
 	PollSeconds     float64 `json:"poll_s"`
+	ServerVersion   string  `json:"server_version,omitempty"`
 }
 
 // ClaimRequest is a long poll for one job.

@@ -73,6 +73,36 @@ func Open(ctx context.Context, url string, log *slog.Logger) (*DB, error) {
 	return db, nil
 }
 
+// OpenExisting opens a database npugrade has already set up (its schema
+// migrated at least once) and applies pending migrations. It never creates
+// a SQLite file or a schema: commands that read users must not leave a
+// stray empty database behind when given the wrong URL.
+func OpenExisting(ctx context.Context, url string) (*DB, error) {
+	dialect, dsn, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	if dialect == "sqlite" && dsn != ":memory:" {
+		if _, err := os.Stat(dsn); err != nil {
+			return nil, fmt.Errorf("no database at %s: %w", dsn, err)
+		}
+	}
+	db, err := Connect(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	var n int64
+	if err := db.Gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM schema_migrations").Scan(&n).Error; err != nil || n == 0 {
+		db.Close()
+		return nil, fmt.Errorf("the %s database has no npugrade schema (run npugrade migrate or serve on it first)", dialect)
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
 // Connect connects to url without migrating.
 func Connect(ctx context.Context, url string) (*DB, error) {
 	dialect, dsn, err := ParseURL(url)

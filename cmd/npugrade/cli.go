@@ -1,0 +1,306 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// envVar documents one environment variable a command reads; every command
+// lists its own in --help, and README lists them all.
+type envVar struct{ name, help string }
+
+var (
+	envDB            = envVar{"NPUGRADE_DB", "database URL, the default of --db"}
+	envAddr          = envVar{"NPUGRADE_ADDR", "listen address, the default of --addr"}
+	envSandbox       = envVar{"NPUGRADE_SANDBOX", "kernel isolation, the default of --sandbox (bwrap or none)"}
+	envServer        = envVar{"NPUGRADE_SERVER", "server URL, the default of --server"}
+	envToken         = envVar{"NPUGRADE_TOKEN", "API token, the default of --token"}
+	envRunnerToken   = envVar{"NPUGRADE_RUNNER_TOKEN", "runner token, the default of --token"}
+	envGitHub        = envVar{"GITHUB_ACTIONS", "when \"true\", also print GitHub Actions annotations"}
+	envGitHubSummary = envVar{"GITHUB_STEP_SUMMARY", "when set, append a Markdown summary to this file"}
+)
+
+// command is one command's strict command line: flags and positional
+// arguments in any order, every unknown flag, stray word or invalid value
+// an error with the usage (exit 2), --help the usage on stdout (exit 0).
+// It keeps the standard library's FlagSet, so flags are declared as usual.
+type command struct {
+	*flag.FlagSet
+	name  string // "serve", "user add"
+	args  string // positional synopsis, e.g. "NAME" or "FILE.ipynb"
+	about string
+	env   []envVar
+}
+
+func newCommand(name, args, about string, env ...envVar) *command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// parse prints errors and usage itself, to the right stream.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &command{FlagSet: fs, name: name, args: args, about: about, env: env}
+}
+
+// printUsage writes the synopsis, flags and environment variables.
+func (c *command) printUsage(w io.Writer) {
+	synopsis := "npugrade " + c.name + " [flags]"
+	if c.args != "" {
+		synopsis += " " + c.args
+	}
+	fmt.Fprintf(w, "usage: %s\n\n%s\n", synopsis, c.about)
+	first := true
+	c.VisitAll(func(f *flag.Flag) {
+		if first {
+			fmt.Fprintln(w, "\nflags:")
+			first = false
+		}
+		fmt.Fprintf(w, "  --%s%s\n    \t%s", f.Name, flagType(f), f.Usage)
+		if def := shownDefault(f); def != "" {
+			fmt.Fprintf(w, " (default %s)", def)
+		}
+		fmt.Fprintln(w)
+	})
+	if len(c.env) > 0 {
+		fmt.Fprintln(w, "\nenvironment:")
+		for _, e := range c.env {
+			fmt.Fprintf(w, "  %-22s %s\n", e.name, e.help)
+		}
+	}
+}
+
+// flagType names a flag's value in the usage (" int", " a|b|c"); boolean
+// flags have none.
+func flagType(f *flag.Flag) string {
+	switch v := f.Value.(type) {
+	case choice:
+		return " " + strings.Join(v.choices, "|")
+	case intMin, int64Min:
+		return " int"
+	case durationMin:
+		return " duration"
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return ""
+	}
+	name, _ := flag.UnquoteUsage(f)
+	if name == "" {
+		return ""
+	}
+	return " " + name
+}
+
+// shownDefault is the default --help shows: none for zero values, and
+// never a secret that came from the environment (a token, a database
+// password).
+func shownDefault(f *flag.Flag) string {
+	switch def := f.DefValue; {
+	case def == "" || def == "false" || def == "0" || def == "0s":
+		return ""
+	case f.Name == "token":
+		return "hidden, from the environment"
+	default:
+		if u, err := url.Parse(def); err == nil && u.User != nil {
+			if _, has := u.User.Password(); has {
+				u.User = url.UserPassword(u.User.Username(), "xxxxx")
+				return u.String()
+			}
+		}
+		return def
+	}
+}
+
+// usageError prints every problem and the usage to stderr and returns the
+// exit status for a mistaken command line.
+func (c *command) usageError(stderr io.Writer, problems ...string) int {
+	for _, p := range problems {
+		fmt.Fprintf(stderr, "npugrade %s: %s\n", c.name, p)
+	}
+	fmt.Fprintln(stderr)
+	c.printUsage(stderr)
+	return exitError
+}
+
+// parse parses args, allowing flags after positional arguments ("--" ends
+// the flags), and checks that there are between minArgs and maxArgs
+// positional arguments. When ok is false the command must return code:
+// 0 after --help, 2 after a mistake.
+func (c *command) parse(args []string, minArgs, maxArgs int, stdout, stderr io.Writer) (pos []string, code int, ok bool) {
+	for {
+		err := c.Parse(args)
+		if errors.Is(err, flag.ErrHelp) {
+			c.printUsage(stdout)
+			return nil, exitOK, false
+		}
+		if err != nil {
+			return nil, c.usageError(stderr, err.Error()), false
+		}
+		rest := c.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// Parse stops at the first non-flag; "--" before it means the rest
+		// are all positional.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			pos = append(pos, rest...)
+			break
+		}
+		pos, args = append(pos, rest[0]), rest[1:]
+	}
+	switch {
+	case len(pos) > maxArgs && maxArgs == 0:
+		return nil, c.usageError(stderr, fmt.Sprintf("unexpected argument %q: this command takes only flags", pos[0])), false
+	case len(pos) > maxArgs:
+		return nil, c.usageError(stderr, fmt.Sprintf("unexpected argument %q: at most %d expected (%s)", pos[maxArgs], maxArgs, c.args)), false
+	case len(pos) < minArgs:
+		return nil, c.usageError(stderr, "missing argument "+c.args), false
+	}
+	return pos, exitOK, true
+}
+
+// intMin is an int flag that refuses values below min.
+type intMin struct {
+	p   *int
+	min int
+}
+
+func (v intMin) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v intMin) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	if n < v.min {
+		return fmt.Errorf("must be at least %d", v.min)
+	}
+	*v.p = n
+	return nil
+}
+
+// IntMin defines an int flag whose values below min are refused.
+func (c *command) IntMin(name string, def, min int, usage string) *int {
+	p := new(int)
+	*p = def
+	c.Var(intMin{p, min}, name, usage)
+	return p
+}
+
+// int64Min is an int64 flag that refuses values below min.
+type int64Min struct {
+	p   *int64
+	min int64
+}
+
+func (v int64Min) String() string {
+	if v.p == nil {
+		return "0"
+	}
+	return strconv.FormatInt(*v.p, 10)
+}
+
+func (v int64Min) Set(s string) error {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return errors.New("not an integer")
+	}
+	if n < v.min {
+		return fmt.Errorf("must be at least %d", v.min)
+	}
+	*v.p = n
+	return nil
+}
+
+// Int64Min defines an int64 flag whose values below min are refused.
+func (c *command) Int64Min(name string, def, min int64, usage string) *int64 {
+	p := new(int64)
+	*p = def
+	c.Var(int64Min{p, min}, name, usage)
+	return p
+}
+
+// durationMin is a duration flag that refuses values below min.
+type durationMin struct {
+	p   *time.Duration
+	min time.Duration
+}
+
+func (v durationMin) String() string {
+	if v.p == nil {
+		return "0s"
+	}
+	return v.p.String()
+}
+
+func (v durationMin) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("not a duration such as 90s or 5m")
+	}
+	if d < v.min {
+		return fmt.Errorf("must be at least %s", v.min)
+	}
+	*v.p = d
+	return nil
+}
+
+// DurationMin defines a duration flag whose values below min are refused.
+func (c *command) DurationMin(name string, def, min time.Duration, usage string) *time.Duration {
+	p := new(time.Duration)
+	*p = def
+	c.Var(durationMin{p, min}, name, usage)
+	return p
+}
+
+// choice is a string flag restricted to a few values.
+type choice struct {
+	p       *string
+	choices []string
+}
+
+func (v choice) String() string {
+	if v.p == nil {
+		return ""
+	}
+	return *v.p
+}
+
+func (v choice) Set(s string) error {
+	if !slices.Contains(v.choices, s) {
+		return fmt.Errorf("want one of %s", strings.Join(v.choices, ", "))
+	}
+	*v.p = s
+	return nil
+}
+
+// Choice defines a string flag that accepts only the given values.
+func (c *command) Choice(name, def string, choices []string, usage string) *string {
+	p := new(string)
+	*p = def
+	c.Var(choice{p, choices}, name, usage)
+	return p
+}
+
+// LogLevel defines --log-level (debug, info, warn or error).
+func (c *command) LogLevel() *string {
+	return c.Choice("log-level", "info", []string{"debug", "info", "warn", "error"}, "log level: debug, info, warn or error")
+}
+
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo // LogLevel already refused anything else
+	}
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
