@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/check"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
 )
@@ -46,9 +47,9 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if len(unknown) > 0 {
 		return fs.usageError(stderr, unknown...)
 	}
-	ex := &execution.Executor{Jupyter: *jupyter, Profile: *profile, Match: execution.CPUMatcher}
+	ex := &execution.Executor{Jupyter: *jupyter, Profile: *profile, Match: domain.CPUMatcher}
 	if *profile != "cpu" {
-		ex.Match = execution.ProfileMatcher(*profile)
+		ex.Match = domain.ProfileMatcher(*profile)
 	}
 	if err := setupExecutor(ctx, ex, stderr); err != nil {
 		fmt.Fprintln(stderr, "npugrade check:", err)

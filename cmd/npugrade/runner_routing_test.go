@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -31,9 +31,9 @@ func registerFake(t *testing.T, s *server, token, name string, rep envprobe.Repo
 }
 
 // claim long-polls for up to wait; nil when the server answered 204.
-func (f *fakeRunner) claim(wait time.Duration) *grading.Lease {
+func (f *fakeRunner) claim(wait time.Duration) *domain.Lease {
 	f.t.Helper()
-	var l grading.Lease
+	var l domain.Lease
 	code := postJSON(f.t, f.url+"/api/runner/v1/jobs/claim", f.token, runnerproto.ClaimRequest{RunnerID: f.id, WaitSeconds: wait.Seconds()}, &l)
 	switch code {
 	case 200:
@@ -118,13 +118,13 @@ func TestRoutingNPUJobWaitsForNPURunner(t *testing.T) {
 			if l := cpu.claim(3 * time.Second); l != nil {
 				t.Fatalf("the CPU runner was leased NPU job %d after a lease expired", l.JobID)
 			}
-			var second *grading.Lease
+			var second *domain.Lease
 			waitFor(t, 20*time.Second, "the job to be leased again", func() bool { second = npu.claim(2 * time.Second); return second != nil })
 			if second.JobID != first.JobID || second.Attempt != 2 || second.Token == first.Token {
 				t.Fatalf("second lease %+v after %+v", second, first)
 			}
 			if code := postJSON(t, fmt.Sprintf("%s/api/runner/v1/jobs/%d/complete", s.url, first.JobID), tokNPU,
-				runnerproto.CompleteRequest{LeaseToken: first.Token, RunnerID: npu.id, Result: grading.ExecutionResult{Profile: "npu-a2"}}, nil); code != 409 {
+				runnerproto.CompleteRequest{LeaseToken: first.Token, RunnerID: npu.id, Result: domain.ExecutionResult{Profile: "npu-a2"}}, nil); code != 409 {
 				t.Fatalf("complete under the expired first lease: %d, want 409", code)
 			}
 			// The second runner dies too: max_attempts is 2, so the job fails with a reason.

@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/dispatch"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -97,7 +97,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	runnerDone := make(chan struct{})
 	if *local > 0 {
-		ex := &execution.Executor{Jupyter: *jupyter, Profile: "cpu", Match: execution.CPUMatcher, Log: log}
+		ex := &execution.Executor{Jupyter: *jupyter, Profile: "cpu", Match: domain.CPUMatcher, Log: log}
 		if err := setupExecutor(ctx, ex, stderr); err != nil {
 			fmt.Fprintln(stderr, "npugrade serve: the local runner cannot execute notebooks:", err)
 			return exitError
@@ -107,7 +107,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		registerLocalRunner(ctx, db, localID, host, *local, log)
 		slotsEx, stopWarm := warmPool(ex, *local, log.With("component", "runner"))
 		r := &runner.Runner{
-			Source:         &dispatch.Local{D: disp, RunnerID: localID, Match: queue.Matcher(execution.CPUMatcher)},
+			Source:         &dispatch.Local{D: disp, RunnerID: localID, Match: domain.Matcher(domain.CPUMatcher)},
 			Executor:       slotsEx,
 			Slots:          *local,
 			HeartbeatEvery: *leaseTTL / 3,
@@ -147,8 +147,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // adminToken makes sure an admin exists and returns a fresh token for it.
 func adminToken(ctx context.Context, db *store.DB) (string, error) {
 	u, err := db.UserByName(ctx, "admin")
-	if grading.ErrorCode(err) == grading.ENOTFOUND {
-		_, token, err := db.CreateUser(ctx, "admin", grading.RoleAdmin)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		_, token, err := db.CreateUser(ctx, "admin", domain.RoleAdmin)
 		return token, err
 	}
 	if err != nil {

@@ -16,17 +16,17 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 type submissionView struct {
-	ID       string               `json:"id"`
-	Exercise string               `json:"exercise"`
-	Status   string               `json:"status"`
-	Score    float64              `json:"score"`
-	MaxScore float64              `json:"max_score"`
-	Message  string               `json:"message"`
-	Cells    []grading.CellResult `json:"cells"`
+	ID       string              `json:"id"`
+	Exercise string              `json:"exercise"`
+	Status   string              `json:"status"`
+	Score    float64             `json:"score"`
+	MaxScore float64             `json:"max_score"`
+	Message  string              `json:"message"`
+	Cells    []domain.CellResult `json:"cells"`
 }
 
 type problemView struct {
@@ -90,7 +90,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 	deadline := time.Now().Add(*wait)
 	last := ""
-	for sub.Status == grading.StatusQueued || sub.Status == grading.StatusRunning {
+	for sub.Status == domain.StatusQueued || sub.Status == domain.StatusRunning {
 		if sub.Status != last {
 			fmt.Fprintf(stdout, "%s  %s\n", time.Now().Format("15:04:05"), sub.Status)
 			last = sub.Status
@@ -122,7 +122,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	tw.Flush()
 	fmt.Fprintf(stdout, "\nscore: %g / %g  (%s)\n", sub.Score, sub.MaxScore, sub.Message)
-	if sub.Status == grading.StatusGraded && sub.Score == sub.MaxScore && sub.MaxScore > 0 {
+	if sub.Status == domain.StatusGraded && sub.Score == sub.MaxScore && sub.MaxScore > 0 {
 		return exitOK
 	}
 	return exitMismatch

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -53,8 +53,8 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
 	var role *string
 	if sub == "add" {
-		role = fs.Choice("role", string(grading.RoleLearner), []string{string(grading.RoleLearner), string(grading.RoleInstructor),
-			string(grading.RoleAdmin), string(grading.RoleRunner)}, "learner, instructor, admin or runner")
+		role = fs.Choice("role", string(domain.RoleLearner), []string{string(domain.RoleLearner), string(domain.RoleInstructor),
+			string(domain.RoleAdmin), string(domain.RoleRunner)}, "learner, instructor, admin or runner")
 	}
 	pos, code, ok := fs.parse(args[1:], nArgs, nArgs, stdout, stderr)
 	if !ok {
@@ -76,7 +76,7 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer db.Close()
 	switch sub {
 	case "add":
-		return userAdd(ctx, db, pos[0], grading.Role(*role), stdout, stderr)
+		return userAdd(ctx, db, pos[0], domain.Role(*role), stdout, stderr)
 	case "list":
 		return userList(ctx, db, stdout, stderr)
 	default:
@@ -84,7 +84,7 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func userAdd(ctx context.Context, db *store.DB, name string, role grading.Role, stdout, stderr io.Writer) int {
+func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, stdout, stderr io.Writer) int {
 	u, token, err := db.CreateUser(ctx, name, role)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade user add:", err)

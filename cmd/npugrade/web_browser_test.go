@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"gorm.io/gorm"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -455,8 +455,8 @@ func seedHostileSubmission(t *testing.T, dbURL, learner string) string {
 	}
 	err = db.Gorm.Transaction(func(tx *gorm.DB) error {
 		return db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: 0, MaxScore: 1, Profile: "cpu", RunnerID: "test",
-			Executed: []byte(executed), Cells: []grading.CellResult{{
-				CellID: "q1", Verdict: grading.VerdictMismatch, Points: 0, MaxPoints: 1, Counted: true,
+			Executed: []byte(executed), Cells: []domain.CellResult{{
+				CellID: "q1", Verdict: domain.VerdictMismatch, Points: 0, MaxPoints: 1, Counted: true,
 				Message:  `<img src=x onerror=window.pwned=5>`,
 				Observed: `<script>window.pwned=6</script>`,
 				Diff:     "- <b onmouseover=\"window.pwned=7\">expected</b>\n+ <script>window.pwned=6</script>",

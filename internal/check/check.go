@@ -22,9 +22,9 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/compare"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/scoring"
@@ -34,7 +34,7 @@ import (
 type Options struct {
 	Profile         string
 	Executor        runner.Executor
-	Match           execution.Matcher
+	Match           domain.Matcher
 	CellTimeout     time.Duration
 	JobTimeout      time.Duration
 	UpdateReference bool
@@ -48,7 +48,7 @@ type Options struct {
 type Case struct {
 	CellID   string
 	Want     string // a verdict, or "!pass" for starters
-	Got      grading.CellResult
+	Got      domain.CellResult
 	Counted  bool
 	Failure  string // empty when as expected
 	Duration time.Duration
@@ -123,7 +123,7 @@ func Run(ctx context.Context, cat *exercise.Catalog, opt Options) (*Report, erro
 		opt.Profile = "cpu"
 	}
 	if opt.Match == nil {
-		opt.Match = execution.CPUMatcher
+		opt.Match = domain.CPUMatcher
 	}
 	if opt.Jobs <= 0 {
 		opt.Jobs = 1
@@ -223,14 +223,14 @@ func fixtures(ex *exercise.Exercise) ([]task, error) {
 
 // execute rebuilds upload against the answer and runs it, as the server would.
 // seed is the probe seed of the run.
-func execute(ctx context.Context, ex *exercise.Exercise, upload *notebook.Notebook, seed int64, opt Options) (*notebook.Notebook, notebook.Integrity, grading.ExecutionResult, error) {
+func execute(ctx context.Context, ex *exercise.Exercise, upload *notebook.Notebook, seed int64, opt Options) (*notebook.Notebook, notebook.Integrity, domain.ExecutionResult, error) {
 	rebuilt, integ, err := notebook.RebuildSeeded(ex.Answer, upload, seed)
 	if err != nil {
-		return nil, integ, grading.ExecutionResult{}, err
+		return nil, integ, domain.ExecutionResult{}, err
 	}
 	payload, err := notebook.Encode(rebuilt)
 	if err != nil {
-		return nil, integ, grading.ExecutionResult{}, err
+		return nil, integ, domain.ExecutionResult{}, err
 	}
 	cell := opt.CellTimeout
 	if cell <= 0 {
@@ -269,16 +269,16 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 		c := Case{CellID: cr.CellID, Got: cr, Counted: cr.Counted}
 		switch t.kind {
 		case "answer":
-			c.Want = grading.VerdictPass
+			c.Want = domain.VerdictPass
 			if !cr.Counted {
-				c.Want = grading.VerdictNotRun
+				c.Want = domain.VerdictNotRun
 			}
 			if cr.Verdict != c.Want {
 				c.Failure = fmt.Sprintf("the answer got %s, want %s: %s", cr.Verdict, c.Want, cr.Message)
 			}
 		case "starter":
 			c.Want = "!pass"
-			if cr.Verdict == grading.VerdictPass {
+			if cr.Verdict == domain.VerdictPass {
 				c.Failure = "the untouched starter passes this cell; the question gives its points away"
 			}
 		case "fixture":

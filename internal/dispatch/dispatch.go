@@ -15,8 +15,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/scoring"
@@ -35,7 +35,7 @@ type Dispatcher struct {
 	CellTimeout time.Duration
 	Log         *slog.Logger
 	// OnGraded is called after a submission is graded (metrics).
-	OnGraded func(sub grading.Submission, latency time.Duration)
+	OnGraded func(sub domain.Submission, latency time.Duration)
 }
 
 func (d *Dispatcher) ttl() time.Duration {
@@ -46,7 +46,7 @@ func (d *Dispatcher) ttl() time.Duration {
 }
 
 // Claim waits up to wait for a job this runner can run and leases it.
-func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match queue.Matcher, wait time.Duration) (*grading.Lease, error) {
+func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match domain.Matcher, wait time.Duration) (*domain.Lease, error) {
 	c, err := d.Queue.ClaimWait(ctx, runnerID, match, d.ttl(), wait)
 	if err != nil || c == nil {
 		return nil, err
@@ -57,7 +57,7 @@ func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match queue.Mat
 		_ = d.Queue.Fail(ctx, c.Job.ID, c.Job.LeaseToken, "exercise "+c.Job.ExerciseID+" no longer exists")
 		return nil, fmt.Errorf("claim job %d: %w", c.Job.ID, err)
 	}
-	var req grading.Requirement
+	var req domain.Requirement
 	_ = json.Unmarshal([]byte(c.Job.Requires), &req)
 	cell := time.Duration(ex.CellTimeout * float64(time.Second))
 	if d.CellTimeout > 0 {
@@ -70,7 +70,7 @@ func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match queue.Mat
 	if job <= 0 {
 		job = 10 * time.Minute
 	}
-	l := &grading.Lease{
+	l := &domain.Lease{
 		JobID: c.Job.ID, Token: c.Job.LeaseToken, Attempt: c.Job.Attempt, Kind: c.Job.Kind,
 		ExerciseID: c.Job.ExerciseID, Notebook: c.Payload, CellTimeout: cell.Seconds(),
 		JobTimeout: job.Seconds(), Requires: req, ExerciseDigest: ex.Version,
@@ -101,24 +101,24 @@ func (d *Dispatcher) Fail(ctx context.Context, jobID int64, token, reason string
 }
 
 // Complete scores a runner's result and stores it, fenced by the lease.
-func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID string, res grading.ExecutionResult) error {
+func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID string, res domain.ExecutionResult) error {
 	job, err := d.Queue.Job(ctx, jobID)
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return fmt.Errorf("complete job %d: no such job: %w", jobID, queue.ErrLeaseLost)
+		return fmt.Errorf("complete job %d: no such job: %w", jobID, domain.ErrLeaseLost)
 	}
 	if err != nil {
 		return err
 	}
-	if job.LeaseToken != token || job.State != grading.JobLeased {
-		return fmt.Errorf("complete job %d: %w", jobID, queue.ErrLeaseLost)
+	if job.LeaseToken != token || job.State != domain.JobLeased {
+		return fmt.Errorf("complete job %d: %w", jobID, domain.ErrLeaseLost)
 	}
 	if res.InfraError != "" {
 		return d.Fail(ctx, jobID, token, res.InfraError)
 	}
-	if job.Kind == grading.JobReference {
+	if job.Kind == domain.JobReference {
 		return d.completeReference(ctx, job, token, runnerID, res)
 	}
-	if job.Kind == grading.JobRegrade {
+	if job.Kind == domain.JobRegrade {
 		return d.completeRegrade(ctx, job, token, runnerID, res)
 	}
 	if job.SubmissionID == nil {
@@ -148,7 +148,7 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 	return nil
 }
 
-func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res grading.ExecutionResult) (store.Grade, error) {
+func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res domain.ExecutionResult) (store.Grade, error) {
 	sub, err := d.DB.Submission(ctx, *job.SubmissionID)
 	if err != nil {
 		return store.Grade{}, err

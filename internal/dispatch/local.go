@@ -2,11 +2,9 @@ package dispatch
 
 import (
 	"context"
-	"errors"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/runner"
 )
 
@@ -14,7 +12,7 @@ import (
 type Local struct {
 	D        *Dispatcher
 	RunnerID string
-	Match    queue.Matcher
+	Match    domain.Matcher
 	Wait     time.Duration
 }
 
@@ -28,35 +26,28 @@ func (s *Local) wait() time.Duration {
 }
 
 // Claim implements runner.Source.
-func (s *Local) Claim(ctx context.Context) (*grading.Lease, error) {
+func (s *Local) Claim(ctx context.Context) (*domain.Lease, error) {
 	_, _ = s.D.DB.TouchRunner(ctx, s.RunnerID) // last seen, for the fleet page
 	return s.D.Claim(ctx, s.RunnerID, s.Match, s.wait())
 }
 
 // Heartbeat implements runner.Source.
-func (s *Local) Heartbeat(ctx context.Context, l *grading.Lease) (bool, error) {
+func (s *Local) Heartbeat(ctx context.Context, l *domain.Lease) (bool, error) {
 	c, err := s.D.Heartbeat(ctx, l.JobID, l.Token)
-	return c, mapLost(err)
+	return c, err
 }
 
 // Complete implements runner.Source.
-func (s *Local) Complete(ctx context.Context, l *grading.Lease, res grading.ExecutionResult) error {
-	return mapLost(s.D.Complete(ctx, l.JobID, l.Token, s.RunnerID, res))
+func (s *Local) Complete(ctx context.Context, l *domain.Lease, res domain.ExecutionResult) error {
+	return s.D.Complete(ctx, l.JobID, l.Token, s.RunnerID, res)
 }
 
 // Fail implements runner.Source.
-func (s *Local) Fail(ctx context.Context, l *grading.Lease, reason string) error {
-	return mapLost(s.D.Fail(ctx, l.JobID, l.Token, reason))
+func (s *Local) Fail(ctx context.Context, l *domain.Lease, reason string) error {
+	return s.D.Fail(ctx, l.JobID, l.Token, reason)
 }
 
 // Release implements runner.Source.
-func (s *Local) Release(ctx context.Context, l *grading.Lease) error {
-	return mapLost(s.D.Release(ctx, l.JobID, l.Token))
-}
-
-func mapLost(err error) error {
-	if errors.Is(err, queue.ErrLeaseLost) {
-		return runner.LeaseLost(err)
-	}
-	return err
+func (s *Local) Release(ctx context.Context, l *domain.Lease) error {
+	return s.D.Release(ctx, l.JobID, l.Token)
 }

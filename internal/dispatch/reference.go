@@ -10,9 +10,9 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npugrade/npugrade/internal/compare"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -20,23 +20,23 @@ import (
 // ProfileRequirement is what a runner must satisfy to record references
 // for profile: exactly that profile, so that the outputs are the ones a
 // learner's notebook will be compared with on it.
-func ProfileRequirement(profile string) (grading.Requirement, error) {
+func ProfileRequirement(profile string) (domain.Requirement, error) {
 	switch profile {
 	case "cpu":
-		return grading.Requirement{Accelerator: "cpu"}, nil
+		return domain.Requirement{Accelerator: "cpu"}, nil
 	case "npu-a2":
-		return grading.Requirement{Accelerator: "npu", Product: "A2"}, nil
+		return domain.Requirement{Accelerator: "npu", Product: "A2"}, nil
 	case "npu-a3":
-		return grading.Requirement{Accelerator: "npu", Product: "A3"}, nil
+		return domain.Requirement{Accelerator: "npu", Product: "A3"}, nil
 	case "npu-950":
-		return grading.Requirement{Accelerator: "npu", Product: "950"}, nil
+		return domain.Requirement{Accelerator: "npu", Product: "950"}, nil
 	}
-	return grading.Requirement{}, grading.Errorf(grading.EINVALID, "unknown profile %q (want cpu, npu-a2, npu-a3 or npu-950)", profile)
+	return domain.Requirement{}, domain.Errorf(domain.EINVALID, "unknown profile %q (want cpu, npu-a2, npu-a3 or npu-950)", profile)
 }
 
 // referenceRequirement merges the exercise's own requirement (a TorchAir
 // release, a feature) with the profile's.
-func referenceRequirement(ex *exercise.Exercise, profile string) (grading.Requirement, error) {
+func referenceRequirement(ex *exercise.Exercise, profile string) (domain.Requirement, error) {
 	req, err := ProfileRequirement(profile)
 	if err != nil {
 		return req, err
@@ -44,15 +44,15 @@ func referenceRequirement(ex *exercise.Exercise, profile string) (grading.Requir
 	own := ex.Requires
 	if req.Accelerator == "cpu" {
 		if own.NeedsNPU() {
-			return req, grading.Errorf(grading.EINVALID, "exercise %s needs an NPU runner; it has no cpu reference", ex.ID)
+			return req, domain.Errorf(domain.EINVALID, "exercise %s needs an NPU runner; it has no cpu reference", ex.ID)
 		}
 		return req, nil
 	}
 	if own.Accelerator == "cpu" {
-		return req, grading.Errorf(grading.EINVALID, "exercise %s runs on cpu runners only", ex.ID)
+		return req, domain.Errorf(domain.EINVALID, "exercise %s runs on cpu runners only", ex.ID)
 	}
 	if own.Product != "" && own.Product != req.Product {
-		return req, grading.Errorf(grading.EINVALID, "exercise %s needs Atlas %s; profile %s is another product", ex.ID, own.Product, profile)
+		return req, domain.Errorf(domain.EINVALID, "exercise %s needs Atlas %s; profile %s is another product", ex.ID, own.Product, profile)
 	}
 	req.TorchAir, req.Feature = own.TorchAir, own.Feature
 	return req, nil
@@ -74,10 +74,10 @@ func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile s
 		// Probe references are per seed of the pool; a server-side run
 		// records only the visible cells, which would leave probed
 		// questions ungradable. Say so instead of storing half a reference.
-		return 0, grading.Errorf(grading.EINVALID, "exercise %s has hidden probes; record its %s references with `npugrade check --profile %s --update-reference` on a host of that profile and commit them", ex.ID, profile, profile)
+		return 0, domain.Errorf(domain.EINVALID, "exercise %s has hidden probes; record its %s references with `npugrade check --profile %s --update-reference` on a host of that profile and commit them", ex.ID, profile, profile)
 	}
 	reqJSON, _ := json.Marshal(req)
-	job := &store.JobRow{Kind: grading.JobReference, ExerciseID: ex.ID, Requires: string(reqJSON),
+	job := &store.JobRow{Kind: domain.JobReference, ExerciseID: ex.ID, Requires: string(reqJSON),
 		MaxAttempts: ex.MaxAttempts, Profile: profile}
 	err = d.DB.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		sha, err := d.DB.PutBlob(tx, ex.AnswerBytes)
@@ -97,7 +97,7 @@ func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile s
 
 // completeReference turns a reference job's executed answer into the
 // profile's stored reference, in the transaction that completes the job.
-func (d *Dispatcher) completeReference(ctx context.Context, job store.JobRow, token, runnerID string, res grading.ExecutionResult) error {
+func (d *Dispatcher) completeReference(ctx context.Context, job store.JobRow, token, runnerID string, res domain.ExecutionResult) error {
 	ref, err := d.referenceFrom(job, res)
 	if err != nil {
 		d.Log.Warn("reference run unusable", "job", job.ID, "exercise", job.ExerciseID, "profile", job.Profile, "err", err)
@@ -118,7 +118,7 @@ func (d *Dispatcher) completeReference(ctx context.Context, job store.JobRow, to
 	return nil
 }
 
-func (d *Dispatcher) referenceFrom(job store.JobRow, res grading.ExecutionResult) (*exercise.Reference, error) {
+func (d *Dispatcher) referenceFrom(job store.JobRow, res domain.ExecutionResult) (*exercise.Reference, error) {
 	ex, err := d.Catalog.Get(job.ExerciseID)
 	if err != nil {
 		return nil, err

@@ -6,14 +6,14 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
 // completeRegrade scores a regrade job's run of a submission against the
 // exercise's current version and records it in the staged regrade, not in
 // the submission: the instructor applies or discards it (package regrade).
-func (d *Dispatcher) completeRegrade(ctx context.Context, job store.JobRow, token, runnerID string, res grading.ExecutionResult) error {
+func (d *Dispatcher) completeRegrade(ctx context.Context, job store.JobRow, token, runnerID string, res domain.ExecutionResult) error {
 	subID, err := d.DB.RegradeJobSubmission(ctx, job.ID)
 	if err != nil {
 		return d.Fail(ctx, job.ID, token, err.Error())

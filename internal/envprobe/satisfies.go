@@ -5,13 +5,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Requirement is grading.Requirement: the `requires` object of an
+// Requirement is domain.Requirement: the `requires` object of an
 // exercise or a grader cell (docs/grader-metadata.md). It is an alias so
 // that jobs, cells and runner reports share one type with no conversions.
-type Requirement = grading.Requirement
+type Requirement = domain.Requirement
 
 // describe renders the requirement for reasons: "an NPU runner (Atlas A2)".
 func describe(q Requirement, t *VersionTable) string {

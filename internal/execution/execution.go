@@ -32,28 +32,13 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
 //go:embed driver.py
 var driverPy []byte
-
-// Matcher says whether this runner satisfies a requirement, and if not, why.
-type Matcher func(grading.Requirement) (bool, string)
-
-// CPUMatcher is the capability of a runner with no accelerator.
-func CPUMatcher(req grading.Requirement) (bool, string) {
-	if req.Accelerator == "" || req.Accelerator == "cpu" {
-		return true, ""
-	}
-	what := "an NPU runner"
-	if req.Product != "" {
-		what = "an NPU runner (Atlas " + req.Product + ")"
-	}
-	return false, "needs " + what + "; this runner has the cpu profile"
-}
 
 // Default output limits: generous for the tutorial's notebooks (text and a
 // few plots), small enough that a flood cannot fill the runner's memory,
@@ -102,7 +87,7 @@ type Executor struct {
 	// Profile is the runner profile the kernel sees as NPUGRADE_PROFILE.
 	Profile string
 	// Match decides which requirement-bearing cells run here.
-	Match Matcher
+	Match domain.Matcher
 	// WorkRoot holds per-job directories (default: os.TempDir()).
 	WorkRoot string
 	// ExtraEnv is added to the kernel's allow-listed environment
@@ -185,7 +170,7 @@ func writeCellMeta(c *notebook.Cell, m CellMeta) {
 func (e *Executor) Prepare(nb *notebook.Notebook) {
 	match := e.Match
 	if match == nil {
-		match = CPUMatcher
+		match = domain.CPUMatcher
 	}
 	for _, c := range nb.Cells {
 		if c.CellType != "code" {
@@ -301,9 +286,9 @@ func traitletsConfig(args []string) (map[string]map[string]string, error) {
 // the result, not errors; err is only for infrastructure failures worth a
 // retry. This is the cold path: a new driver process and kernel per job
 // (see Pool and Prestart for the warm one).
-func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (grading.ExecutionResult, error) {
+func (e *Executor) Execute(ctx context.Context, nbBytes []byte, opt Options) (domain.ExecutionResult, error) {
 	start := time.Now()
-	res := grading.ExecutionResult{Profile: e.Profile}
+	res := domain.ExecutionResult{Profile: e.Profile}
 	opt = opt.withDefaults()
 	in, err := e.prepareNotebook(nbBytes)
 	if err != nil {
@@ -506,8 +491,8 @@ func (p *driverProc) closePipes() {
 
 // finish waits for the driver (at most opt.JobTimeout), stops everything
 // the job left running and turns what the driver wrote into the result.
-func (e *Executor) finish(ctx context.Context, j *job, p *driverProc, opt Options, start time.Time) (grading.ExecutionResult, error) {
-	res := grading.ExecutionResult{Profile: e.Profile}
+func (e *Executor) finish(ctx context.Context, j *job, p *driverProc, opt Options, start time.Time) (domain.ExecutionResult, error) {
+	res := domain.ExecutionResult{Profile: e.Profile}
 	defer p.closePipes()
 	runCtx, cancel := context.WithTimeout(ctx, opt.JobTimeout)
 	defer cancel()
@@ -830,21 +815,4 @@ func (t *tailBuffer) String() string {
 		b = b[len(b)-t.max:]
 	}
 	return string(b)
-}
-
-// ProfileMatcher is the capability of a runner known only by its profile
-// name (npu-a2, npu-a3, npu-950); a runner with an environment report
-// uses the report's own matcher instead, which also knows its TorchAir
-// release and features.
-func ProfileMatcher(profile string) Matcher {
-	product := strings.ToUpper(strings.TrimPrefix(profile, "npu-"))
-	return func(req grading.Requirement) (bool, string) {
-		if !strings.HasPrefix(profile, "npu") {
-			return CPUMatcher(req)
-		}
-		if req.Product != "" && req.Product != product {
-			return false, "needs Atlas " + req.Product + "; this runner has the " + profile + " profile"
-		}
-		return true, ""
-	}
 }

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/sandbox"
 	"github.com/npugrade/npugrade/internal/scoring"
@@ -51,33 +51,33 @@ type hostileCase struct {
 	// output sets tighter output limits.
 	output execution.OutputLimits
 	// check runs extra assertions on the executed notebook.
-	check func(t *testing.T, res grading.ExecutionResult, q2 *notebook.Cell)
+	check func(t *testing.T, res domain.ExecutionResult, q2 *notebook.Cell)
 }
 
 func hostileCorpus() []hostileCase {
 	bigPNG := base64.StdEncoding.EncodeToString(make([]byte, 3<<20))
 	return []hostileCase{
 		{name: "busy-loop", q2: "while True:\n    pass",
-			q2Verdict: grading.VerdictTimeout, q3Verdict: grading.VerdictPass, msg: "did not finish within its 2s time limit and was interrupted"},
+			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictPass, msg: "did not finish within its 2s time limit and was interrupted"},
 		{name: "ignores-sigint", q2: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
-			q2Verdict: grading.VerdictTimeout, q3Verdict: grading.VerdictNotRun, msg: "did not stop when interrupted, so the kernel was stopped"},
+			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictNotRun, msg: "did not stop when interrupted, so the kernel was stopped"},
 		{name: "swallows-keyboardinterrupt", q2: "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass",
-			q2Verdict: grading.VerdictTimeout, q3Verdict: grading.VerdictNotRun, msg: "did not stop when interrupted"},
+			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictNotRun, msg: "did not stop when interrupted"},
 		{name: "sleep-past-cell-timeout", q2: "import time\ntime.sleep(3600)",
-			q2Verdict: grading.VerdictTimeout, q3Verdict: grading.VerdictPass, msg: "2s time limit"},
+			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictPass, msg: "2s time limit"},
 		{name: "sleep-past-job-deadline", q2: "import signal, time\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(3600)",
 			opts:      execution.Options{CellTimeout: time.Minute, JobTimeout: 6 * time.Second},
-			q2Verdict: grading.VerdictTimeout, q3Verdict: grading.VerdictNotRun, msg: "was still running when the whole notebook hit its 6s limit"},
+			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictNotRun, msg: "was still running when the whole notebook hit its 6s limit"},
 		{name: "memory-bomb", q2: "x = b'x' * (1 << 30)\nprint('ok')",
-			q2Verdict: grading.VerdictMemoryLimit, q3Verdict: grading.VerdictNotRun, msg: "cell 3 exceeded the 256 MiB memory limit"},
+			q2Verdict: domain.VerdictMemoryLimit, q3Verdict: domain.VerdictNotRun, msg: "cell 3 exceeded the 256 MiB memory limit"},
 		{name: "process-bomb", q2: "import os, time\nfor i in range(100000):\n    if os.fork() == 0:\n        time.sleep(60)\n        os._exit(0)",
-			q2Verdict: grading.VerdictError, q3Verdict: grading.VerdictPass, msg: "limit of 64 processes/threads"},
+			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictPass, msg: "limit of 64 processes/threads"},
 		{name: "output-flood", q2: "for i in range(300000):\n    print('flood', i)",
-			q2Verdict: grading.VerdictIncompleteOutput, q3Verdict: grading.VerdictPass, msg: "per-cell output limit",
+			q2Verdict: domain.VerdictIncompleteOutput, q3Verdict: domain.VerdictPass, msg: "per-cell output limit",
 			// Not a timeout case: give the flood time to finish on a loaded CI machine.
 			opts:   execution.Options{CellTimeout: 45 * time.Second, JobTimeout: 2 * time.Minute},
 			output: execution.OutputLimits{PerCell: 256 << 10, PerNotebook: 1 << 20},
-			check: func(t *testing.T, res grading.ExecutionResult, q2 *notebook.Cell) {
+			check: func(t *testing.T, res domain.ExecutionResult, q2 *notebook.Cell) {
 				if len(res.Notebook) > 2<<20 {
 					t.Errorf("executed notebook is %d bytes despite the 1 MiB output limit", len(res.Notebook))
 				}
@@ -86,10 +86,10 @@ func hostileCorpus() []hostileCase {
 				}
 			}},
 		{name: "huge-image", q2: "from IPython.display import display\ndisplay({'image/png': '" + bigPNG + "'}, raw=True)\nprint('ok')",
-			q2Verdict: grading.VerdictIncompleteOutput, q3Verdict: grading.VerdictPass, msg: "per-cell output limit",
+			q2Verdict: domain.VerdictIncompleteOutput, q3Verdict: domain.VerdictPass, msg: "per-cell output limit",
 			opts:   execution.Options{CellTimeout: 45 * time.Second, JobTimeout: 2 * time.Minute},
 			output: execution.OutputLimits{PerCell: 1 << 20},
-			check: func(t *testing.T, res grading.ExecutionResult, q2 *notebook.Cell) {
+			check: func(t *testing.T, res domain.ExecutionResult, q2 *notebook.Cell) {
 				for _, o := range q2.Outputs {
 					if _, ok := o.Data["image/png"]; ok {
 						t.Error("the oversized image was kept")
@@ -104,14 +104,14 @@ func hostileCorpus() []hostileCase {
 			// next: never a hang, and the cell that printed them cannot pass.
 			// Whether a line lands in q3 depends on timing; either way the
 			// run ends and q3 keeps its own output.
-			q2Verdict: grading.VerdictMismatch, q3Verdict: grading.VerdictPass + "|" + grading.VerdictMismatch},
+			q2Verdict: domain.VerdictMismatch, q3Verdict: domain.VerdictPass + "|" + domain.VerdictMismatch},
 		{name: "network-loopback", q2: "import socket\ns = socket.create_connection(('127.0.0.1', %[1]s), timeout=3)\ns.sendall(b'LEAK')\nprint('ok')",
-			q2Verdict: grading.VerdictError, q3Verdict: grading.VerdictPass, msg: "the cell raised"},
+			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictPass, msg: "the cell raised"},
 		{name: "read-secrets", q2: "import os, glob\nfound = [k for k, v in os.environ.items() if 'SECRET' in v or 'TOKEN' in k]\n" +
 			"for p in glob.glob('%[3]s/**', recursive=True) + glob.glob('/tmp/**', recursive=True) + ['/proc/1/environ', '%[4]s']:\n" +
 			"    try:\n        found.append(open(p).read(200))\n    except Exception:\n        pass\nprint('found', found)",
-			q2Verdict: grading.VerdictMismatch, q3Verdict: grading.VerdictPass,
-			check: func(t *testing.T, res grading.ExecutionResult, q2 *notebook.Cell) {
+			q2Verdict: domain.VerdictMismatch, q3Verdict: domain.VerdictPass,
+			check: func(t *testing.T, res domain.ExecutionResult, q2 *notebook.Cell) {
 				text := outputsText(q2)
 				if !strings.Contains(text, "found") {
 					t.Fatalf("the probe did not run: %q", text)
@@ -123,15 +123,15 @@ func hostileCorpus() []hostileCase {
 				}
 			}},
 		{name: "write-outside-workdir", q2: "import os\nopen('%[2]s/pwned', 'w').write('x')",
-			q2Verdict: grading.VerdictError, q3Verdict: grading.VerdictPass, msg: "the cell raised"},
+			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictPass, msg: "the cell raised"},
 		{name: "kill-parent-and-group", q2: "import os, signal\nfor f in (lambda: os.kill(os.getppid(), signal.SIGKILL), lambda: os.kill(-1, signal.SIGKILL), lambda: os.killpg(0, signal.SIGKILL)):\n    try:\n        f()\n    except Exception as e:\n        print(type(e).__name__, flush=True)",
-			q2Verdict: grading.VerdictError, q3Verdict: grading.VerdictNotRun, msg: "the kernel died while cell 3 ran"},
+			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictNotRun, msg: "the kernel died while cell 3 ran"},
 		{name: "os-exit", q2: "import os\nos._exit(3)",
-			q2Verdict: grading.VerdictError, q3Verdict: grading.VerdictNotRun, msg: "the kernel died while cell 3 ran"},
+			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictNotRun, msg: "the kernel died while cell 3 ran"},
 		{name: "sys-exit", q2: "import sys\nsys.exit()",
-			q2Verdict: grading.VerdictError, q3Verdict: grading.VerdictPass, msg: "SystemExit"},
+			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictPass, msg: "SystemExit"},
 		{name: "input", q2: "name = input('name? ')",
-			q2Verdict: grading.VerdictError, q3Verdict: grading.VerdictPass, msg: "StdinNotImplementedError"},
+			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictPass, msg: "StdinNotImplementedError"},
 	}
 }
 
@@ -228,18 +228,18 @@ func TestHostileCorpus(t *testing.T) {
 				src = fmt.Sprintf(src, port, forbidden, workRoot, ans)
 			}
 			out, res := gradeHostile(t, ex, src, workRoot, tc.opts, tc.output, tc.warm)
-			byID := map[string]grading.CellResult{}
+			byID := map[string]domain.CellResult{}
 			for _, c := range out.Cells {
 				byID[c.CellID] = c
 			}
-			if v := byID["q1"].Verdict; v != grading.VerdictPass {
+			if v := byID["q1"].Verdict; v != domain.VerdictPass {
 				t.Errorf("q1 (before the hostile cell): %s %q, want pass", v, byID["q1"].Message)
 			}
 			q2 := byID["q2"]
 			if tc.q2Verdict != "" && q2.Verdict != tc.q2Verdict {
 				t.Errorf("q2: verdict %s (%q), want %s", q2.Verdict, q2.Message, tc.q2Verdict)
 			}
-			if q2.Verdict == grading.VerdictPass && tc.q2Verdict != grading.VerdictPass {
+			if q2.Verdict == domain.VerdictPass && tc.q2Verdict != domain.VerdictPass {
 				t.Errorf("q2 passed: %q", q2.Message)
 			}
 			if tc.msg != "" && !strings.Contains(q2.Message, tc.msg) {
@@ -248,7 +248,7 @@ func TestHostileCorpus(t *testing.T) {
 			if v := byID["q3"].Verdict; !slices.Contains(strings.Split(tc.q3Verdict, "|"), v) {
 				t.Errorf("q3 (after): %s %q, want %s", v, byID["q3"].Message, tc.q3Verdict)
 			}
-			if tc.q3Verdict == grading.VerdictNotRun && !strings.Contains(byID["q3"].Message, "not run") {
+			if tc.q3Verdict == domain.VerdictNotRun && !strings.Contains(byID["q3"].Message, "not run") {
 				t.Errorf("q3 message %q does not say it was not run", byID["q3"].Message)
 			}
 			if _, err := os.Stat(filepath.Join(forbidden, "pwned")); err == nil {
@@ -276,7 +276,7 @@ func TestHostileCorpus(t *testing.T) {
 
 // gradeHostile puts q2 into the starter, rebuilds, executes in the sandbox
 // and scores, as the server does.
-func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot string, opt execution.Options, lim execution.OutputLimits, warm bool) (scoring.Output, grading.ExecutionResult) {
+func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot string, opt execution.Options, lim execution.OutputLimits, warm bool) (scoring.Output, domain.ExecutionResult) {
 	t.Helper()
 	up := ex.StarterNB.Clone()
 	for _, c := range up.Cells {
@@ -309,7 +309,7 @@ func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot string, opt 
 	if opt.JobTimeout == 0 {
 		opt.JobTimeout = time.Minute
 	}
-	var res grading.ExecutionResult
+	var res domain.ExecutionResult
 	if warm {
 		// No preload: torch alone would not fit in the corpus's 256 MiB.
 		w, perr := e.Prestart(context.Background(), nil)

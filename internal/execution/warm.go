@@ -15,7 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // The warm path. Most of a short grading run is start-up: Python,
@@ -127,8 +127,8 @@ func (w *Warm) Close() {
 // Executor.Execute does, then destroys the environment. It returns an
 // error wrapping ErrStale, without running anything, when the environment
 // cannot take the job; the caller may retry with another environment.
-func (w *Warm) Execute(ctx context.Context, nbBytes []byte, opt Options) (grading.ExecutionResult, error) {
-	res := grading.ExecutionResult{Profile: w.e.Profile}
+func (w *Warm) Execute(ctx context.Context, nbBytes []byte, opt Options) (domain.ExecutionResult, error) {
+	res := domain.ExecutionResult{Profile: w.e.Profile}
 	if w.used.Swap(true) {
 		return res, fmt.Errorf("%w: it already ran a job", ErrStale)
 	}
@@ -333,7 +333,7 @@ func (p *Pool) fill(ctx context.Context) {
 }
 
 // Execute runs the job in a pre-started environment (see Pool).
-func (p *Pool) Execute(ctx context.Context, nb []byte, opt Options) (grading.ExecutionResult, error) {
+func (p *Pool) Execute(ctx context.Context, nb []byte, opt Options) (domain.ExecutionResult, error) {
 	p.mu.Lock()
 	started := p.started
 	p.mu.Unlock()
@@ -345,7 +345,7 @@ func (p *Pool) Execute(ctx context.Context, nb []byte, opt Options) (grading.Exe
 		select {
 		case o = <-p.offers:
 		case <-ctx.Done():
-			return grading.ExecutionResult{Profile: p.Exec.Profile}, fmt.Errorf("execution canceled: %w", ctx.Err())
+			return domain.ExecutionResult{Profile: p.Exec.Profile}, fmt.Errorf("execution canceled: %w", ctx.Err())
 		case <-p.ctx.Done():
 			return p.Exec.Execute(ctx, nb, opt)
 		}

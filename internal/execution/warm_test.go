@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/compare"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
@@ -332,7 +332,7 @@ func BenchmarkExecute(b *testing.B) {
 						time.Sleep(200 * time.Millisecond)
 						b.StartTimer()
 					}
-					var res grading.ExecutionResult
+					var res domain.ExecutionResult
 					if w != nil {
 						res, err = w.Execute(context.Background(), payload, opt)
 					} else {

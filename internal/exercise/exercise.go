@@ -20,22 +20,22 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/importer"
 	"github.com/npugrade/npugrade/internal/notebook"
 )
 
 // Config is exercises/<id>/exercise.json.
 type Config struct {
-	ID          string              `json:"id"`
-	Title       string              `json:"title"`
-	TitleEN     string              `json:"title_en"`
-	Starter     string              `json:"starter"`
-	Answer      string              `json:"answer"`
-	CellTimeout float64             `json:"cell_timeout"`
-	JobTimeout  float64             `json:"job_timeout,omitempty"`
-	Requires    grading.Requirement `json:"requires,omitempty"`
-	MaxAttempts int                 `json:"max_attempts,omitempty"`
+	ID          string             `json:"id"`
+	Title       string             `json:"title"`
+	TitleEN     string             `json:"title_en"`
+	Starter     string             `json:"starter"`
+	Answer      string             `json:"answer"`
+	CellTimeout float64            `json:"cell_timeout"`
+	JobTimeout  float64            `json:"job_timeout,omitempty"`
+	Requires    domain.Requirement `json:"requires,omitempty"`
+	MaxAttempts int                `json:"max_attempts,omitempty"`
 
 	// ProbeSeeds is the pool the per-job probe seed is drawn from; the
 	// reference outputs hold the probes' outputs for every seed of it.
@@ -160,7 +160,7 @@ type Exercise struct {
 type GradedCell struct {
 	ID       string
 	Points   float64
-	Requires grading.Requirement
+	Requires domain.Requirement
 	Solution bool
 	// Probe cells run hidden tests of the question For.
 	Probe bool
@@ -225,7 +225,7 @@ func (c *Catalog) Get(id string) (*Exercise, error) {
 	if ex, ok := c.byID[id]; ok {
 		return ex, nil
 	}
-	return nil, grading.Errorf(grading.ENOTFOUND, "unknown exercise %q", id)
+	return nil, domain.Errorf(domain.ENOTFOUND, "unknown exercise %q", id)
 }
 
 // Load reads every exercises/<id>/exercise.json with its answer. An
@@ -380,7 +380,7 @@ func (ex *Exercise) Reference(profile string) (*Reference, error) {
 
 // MaxPoints is the most a submission can score on a runner profile whose
 // capabilities are given by satisfies.
-func (ex *Exercise) MaxPoints(satisfies func(grading.Requirement) bool) float64 {
+func (ex *Exercise) MaxPoints(satisfies func(domain.Requirement) bool) float64 {
 	var sum float64
 	for _, g := range ex.Graded {
 		if satisfies == nil || satisfies(g.Requires) {

@@ -11,8 +11,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/execution"
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
@@ -41,7 +40,7 @@ func (s *Server) listExercises(c *gin.Context) {
 	for _, ex := range s.Catalog.List() {
 		out = append(out, ExerciseJSON{
 			ID: ex.ID, Title: ex.Title, TitleEN: ex.TitleEN, MaxPoints: ex.MaxPoints(nil),
-			MaxPointsCPU: ex.MaxPoints(func(r grading.Requirement) bool { ok, _ := execution.CPUMatcher(r); return ok }),
+			MaxPointsCPU: ex.MaxPoints(func(r domain.Requirement) bool { ok, _ := domain.CPUMatcher(r); return ok }),
 			Questions:    len(ex.Graded), Version: ex.Version, Notebook: ex.Config.Starter,
 		})
 	}
@@ -60,27 +59,27 @@ func (s *Server) starterNotebook(c *gin.Context) {
 
 // SubmissionJSON is the API form of a submission.
 type SubmissionJSON struct {
-	ID              string               `json:"id"`
-	Exercise        string               `json:"exercise"`
-	User            string               `json:"user,omitempty"`
-	Status          string               `json:"status"`
-	Score           float64              `json:"score"`
-	MaxScore        float64              `json:"max_score"`
-	Message         string               `json:"message,omitempty"`
-	Profile         string               `json:"profile,omitempty"`
-	ExerciseVersion string               `json:"exercise_version"`
-	GraderVersion   string               `json:"grader_version,omitempty"`
-	EnvFingerprint  string               `json:"env_fingerprint,omitempty"`
-	CreatedAt       time.Time            `json:"created_at"`
-	StartedAt       *time.Time           `json:"started_at,omitempty"`
-	GradedAt        *time.Time           `json:"graded_at,omitempty"`
-	Cells           []grading.CellResult `json:"cells"`
+	ID              string              `json:"id"`
+	Exercise        string              `json:"exercise"`
+	User            string              `json:"user,omitempty"`
+	Status          string              `json:"status"`
+	Score           float64             `json:"score"`
+	MaxScore        float64             `json:"max_score"`
+	Message         string              `json:"message,omitempty"`
+	Profile         string              `json:"profile,omitempty"`
+	ExerciseVersion string              `json:"exercise_version"`
+	GraderVersion   string              `json:"grader_version,omitempty"`
+	EnvFingerprint  string              `json:"env_fingerprint,omitempty"`
+	CreatedAt       time.Time           `json:"created_at"`
+	StartedAt       *time.Time          `json:"started_at,omitempty"`
+	GradedAt        *time.Time          `json:"graded_at,omitempty"`
+	Cells           []domain.CellResult `json:"cells"`
 }
 
-func toJSON(s grading.Submission) SubmissionJSON {
+func toJSON(s domain.Submission) SubmissionJSON {
 	cells := s.Cells
 	if cells == nil {
-		cells = []grading.CellResult{}
+		cells = []domain.CellResult{}
 	}
 	return SubmissionJSON{
 		ID: s.ID, Exercise: s.ExerciseID, User: s.UserName, Status: s.Status, Score: s.Score, MaxScore: s.MaxScore,
@@ -100,10 +99,10 @@ func (s *Server) createSubmission(c *gin.Context) {
 	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			s.problem(c, grading.Errorf(grading.ETOOLARGE, "the upload is larger than the %d byte limit", max))
+			s.problem(c, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", max))
 			return
 		}
-		s.problem(c, &grading.Error{Code: grading.EINVALID, Message: "the request must be multipart/form-data with fields \"exercise\" and \"notebook\"", Problems: []string{err.Error()}})
+		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the request must be multipart/form-data with fields \"exercise\" and \"notebook\"", Problems: []string{err.Error()}})
 		return
 	}
 	defer c.Request.MultipartForm.RemoveAll()
@@ -117,17 +116,17 @@ func (s *Server) createSubmission(c *gin.Context) {
 			problems = append(problems, "unknown exercise \""+exerciseID+"\"")
 		}
 		problems = append(problems, "the form file \"notebook\" is required")
-		s.problem(c, &grading.Error{Code: grading.EINVALID, Message: "the submission is not valid", Problems: problems})
+		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the submission is not valid", Problems: problems})
 		return
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, max+1))
 	if err != nil {
-		s.problem(c, grading.Errorf(grading.EINVALID, "could not read the uploaded notebook"))
+		s.problem(c, domain.Errorf(domain.EINVALID, "could not read the uploaded notebook"))
 		return
 	}
 	if int64(len(data)) > max {
-		s.problem(c, grading.Errorf(grading.ETOOLARGE, "the notebook is larger than the %d byte limit", max))
+		s.problem(c, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", max))
 		return
 	}
 	sub, created, err := s.Submissions.Submit(c.Request.Context(), submission.Request{
@@ -155,11 +154,11 @@ func (s *Server) createSubmission(c *gin.Context) {
 
 // visible returns the submission if u may read it. Another learner's
 // submission is reported as not found, so ids cannot be probed.
-func (s *Server) visible(c *gin.Context) (grading.Submission, bool) {
+func (s *Server) visible(c *gin.Context) (domain.Submission, bool) {
 	u := currentUser(c)
 	sub, err := s.DB.Submission(c.Request.Context(), c.Param("id"))
 	if err == nil && sub.UserID != u.ID && !u.Role.CanSeeAll() {
-		err = grading.Errorf(grading.ENOTFOUND, "submission %s not found", c.Param("id"))
+		err = domain.Errorf(domain.ENOTFOUND, "submission %s not found", c.Param("id"))
 	}
 	if err != nil {
 		s.problem(c, err)
@@ -179,7 +178,7 @@ func (s *Server) executedNotebook(c *gin.Context) {
 	if !u.Role.CanSeeAll() {
 		// The executed notebook holds the rebuilt template; learners see
 		// their feedback through the cells instead.
-		s.problem(c, grading.Errorf(grading.EFORBIDDEN, "only instructors can download executed notebooks"))
+		s.problem(c, domain.Errorf(domain.EFORBIDDEN, "only instructors can download executed notebooks"))
 		return
 	}
 	sub, ok := s.visible(c)
@@ -188,7 +187,7 @@ func (s *Server) executedNotebook(c *gin.Context) {
 	}
 	b, err := s.DB.ExecutedNotebook(c.Request.Context(), sub.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		s.problem(c, grading.Errorf(grading.ENOTFOUND, "submission %s has not been executed yet", sub.ID))
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "submission %s has not been executed yet", sub.ID))
 		return
 	}
 	if err != nil {

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/dispatch"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/runnerproto"
@@ -57,7 +57,7 @@ func newLiveEnv(t *testing.T, dialect string, limits httpapi.Timeouts) *liveEnv 
 	return &liveEnv{db: db, srv: srv, url: "http://" + ln.Addr().String(), ctx: context.Background()}
 }
 
-func (e *liveEnv) token(t *testing.T, name string, role grading.Role) string {
+func (e *liveEnv) token(t *testing.T, name string, role domain.Role) string {
 	t.Helper()
 	_, tok, err := e.db.CreateUser(e.ctx, name, role)
 	if err != nil {
@@ -160,7 +160,7 @@ func TestConnectionLimits(t *testing.T) {
 				t.Errorf("32 KiB of headers: %v %v, want 431", resp, err)
 			}
 
-			tok := e.token(t, "r1", grading.RoleRunner)
+			tok := e.token(t, "r1", domain.RoleRunner)
 			id := e.register(t, tok, "r1")
 			start := time.Now()
 			st, body, _ := e.call(t, "POST", runnerproto.BasePath+"/jobs/claim", tok, runnerproto.ClaimRequest{RunnerID: id, WaitSeconds: 2})
@@ -182,7 +182,7 @@ func TestConnectionLimits(t *testing.T) {
 			if st != http.StatusTooManyRequests || hdr.Get("Retry-After") == "" {
 				t.Errorf("poll %d of one token: %d %s, want 429 with Retry-After", httpapi.MaxPollsPerToken+1, st, body)
 			}
-			other := e.token(t, "r2", grading.RoleRunner)
+			other := e.token(t, "r2", domain.RoleRunner)
 			otherID := e.register(t, other, "r2")
 			if st, body, _ := e.call(t, "POST", runnerproto.BasePath+"/jobs/claim", other, runnerproto.ClaimRequest{RunnerID: otherID, WaitSeconds: 0.2}); st != http.StatusNoContent {
 				t.Errorf("another token's poll: %d %s", st, body)

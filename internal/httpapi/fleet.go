@@ -8,14 +8,14 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
-	"github.com/npugrade/npugrade/internal/grading"
 )
 
 // fleetRoutes mounts the instructor view of the runner fleet: registered
 // runners, the jobs waiting for them, and reference runs through the queue.
 func (s *Server) fleetRoutes(api *gin.RouterGroup) {
-	staff := s.requireRole(grading.RoleInstructor, grading.RoleAdmin)
+	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)
 	api.GET("/runners", staff, s.listRunners)
 	api.GET("/queue/jobs", staff, s.pendingJobs)
 	api.GET("/exercises/:id/references", staff, s.listReferences)
@@ -59,19 +59,19 @@ func (s *Server) listRunners(c *gin.Context) {
 
 // PendingJSON is one item of GET /api/v1/queue/jobs.
 type PendingJSON struct {
-	ID             int64               `json:"id"`
-	Kind           string              `json:"kind"`
-	Exercise       string              `json:"exercise"`
-	SubmissionID   string              `json:"submission_id,omitempty"`
-	Profile        string              `json:"profile,omitempty"`
-	State          string              `json:"state"`
-	Requires       grading.Requirement `json:"requires"`
-	Attempt        int                 `json:"attempt"`
-	MaxAttempts    int                 `json:"max_attempts"`
-	RunnerID       string              `json:"runner_id,omitempty"`
-	LeaseExpiresAt *time.Time          `json:"lease_expires_at,omitempty"`
-	LastError      string              `json:"last_error,omitempty"`
-	CreatedAt      time.Time           `json:"created_at"`
+	ID             int64              `json:"id"`
+	Kind           string             `json:"kind"`
+	Exercise       string             `json:"exercise"`
+	SubmissionID   string             `json:"submission_id,omitempty"`
+	Profile        string             `json:"profile,omitempty"`
+	State          string             `json:"state"`
+	Requires       domain.Requirement `json:"requires"`
+	Attempt        int                `json:"attempt"`
+	MaxAttempts    int                `json:"max_attempts"`
+	RunnerID       string             `json:"runner_id,omitempty"`
+	LeaseExpiresAt *time.Time         `json:"lease_expires_at,omitempty"`
+	LastError      string             `json:"last_error,omitempty"`
+	CreatedAt      time.Time          `json:"created_at"`
 	// Eligible counts the live, non-draining runners whose report
 	// satisfies the job; WaitingFor says what it waits for when none does.
 	Eligible   int    `json:"eligible_runners"`
@@ -106,7 +106,7 @@ func (s *Server) pendingJobs(c *gin.Context) {
 				why = reason
 			}
 		}
-		if p.State == grading.JobQueued && p.Eligible == 0 {
+		if p.State == domain.JobQueued && p.Eligible == 0 {
 			p.WaitingFor = "no runner online satisfies the job"
 			if why != "" {
 				p.WaitingFor += " (" + why + ")"
@@ -165,11 +165,11 @@ type ReferenceRequest struct {
 func (s *Server) recordReference(c *gin.Context) {
 	var req ReferenceRequest
 	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, grading.Errorf(grading.EINVALID, "the body must be JSON {\"profile\": \"npu-a2\"}: %v", err))
+		s.problem(c, domain.Errorf(domain.EINVALID, "the body must be JSON {\"profile\": \"npu-a2\"}: %v", err))
 		return
 	}
 	if req.Profile == "" {
-		s.problem(c, grading.Errorf(grading.EINVALID, "\"profile\" is required (cpu, npu-a2, npu-a3 or npu-950)"))
+		s.problem(c, domain.Errorf(domain.EINVALID, "\"profile\" is required (cpu, npu-a2, npu-a3 or npu-950)"))
 		return
 	}
 	id, err := s.Dispatch.EnqueueReference(c.Request.Context(), c.Param("id"), req.Profile)
@@ -177,5 +177,5 @@ func (s *Server) recordReference(c *gin.Context) {
 		s.problem(c, err)
 		return
 	}
-	c.JSON(http.StatusAccepted, gin.H{"job_id": id, "exercise": c.Param("id"), "profile": req.Profile, "status": grading.JobQueued})
+	c.JSON(http.StatusAccepted, gin.H{"job_id": id, "exercise": c.Param("id"), "profile": req.Profile, "status": domain.JobQueued})
 }

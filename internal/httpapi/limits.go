@@ -7,7 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 )
 
@@ -80,7 +80,7 @@ func (s *Server) boundPoll(c *gin.Context) (release func(), ok bool) {
 	release, ok = s.polls.acquire(currentUser(c).ID)
 	if !ok {
 		c.Header("Retry-After", "5")
-		s.problem(c, grading.Errorf(grading.ERATELIMIT, "this runner token already holds %d open claims", MaxPollsPerToken))
+		s.problem(c, domain.Errorf(domain.ERATELIMIT, "this runner token already holds %d open claims", MaxPollsPerToken))
 		return nil, false
 	}
 	extendWrite(c, runnerproto.MaxPoll+15*time.Second)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // Problem is an RFC 9457 problem detail. Problems lists every individual
@@ -20,24 +20,24 @@ type Problem struct {
 }
 
 var codeStatus = map[string]int{
-	grading.EINVALID:      http.StatusUnprocessableEntity,
-	grading.ENOTFOUND:     http.StatusNotFound,
-	grading.EUNAUTHORIZED: http.StatusUnauthorized,
-	grading.EFORBIDDEN:    http.StatusForbidden,
-	grading.ECONFLICT:     http.StatusConflict,
-	grading.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	grading.ERATELIMIT:    http.StatusTooManyRequests,
+	domain.EINVALID:      http.StatusUnprocessableEntity,
+	domain.ENOTFOUND:     http.StatusNotFound,
+	domain.EUNAUTHORIZED: http.StatusUnauthorized,
+	domain.EFORBIDDEN:    http.StatusForbidden,
+	domain.ECONFLICT:     http.StatusConflict,
+	domain.ETOOLARGE:     http.StatusRequestEntityTooLarge,
+	domain.ERATELIMIT:    http.StatusTooManyRequests,
 }
 
 // problem writes err as problem+json; internal errors are logged and not shown.
 func (s *Server) problem(c *gin.Context, err error) {
-	code := grading.ErrorCode(err)
+	code := domain.ErrorCode(err)
 	status, ok := codeStatus[code]
 	if !ok {
 		status = http.StatusInternalServerError
 		s.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
 	}
-	writeProblem(c, status, http.StatusText(status), grading.ErrorMessage(err), grading.ErrorProblems(err))
+	writeProblem(c, status, http.StatusText(status), domain.ErrorMessage(err), domain.ErrorProblems(err))
 }
 
 func writeProblem(c *gin.Context, status int, title, detail string, problems []string) {

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -57,10 +57,10 @@ func newPolicyEnv(t *testing.T, dialect, exerciseJSON string) *policyEnv {
 		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
 	e := &policyEnv{db: db, ts: httptest.NewServer(srv.Handler())}
 	t.Cleanup(e.ts.Close)
-	if _, e.learner, err = db.CreateUser(ctx, "lena", grading.RoleLearner); err != nil {
+	if _, e.learner, err = db.CreateUser(ctx, "lena", domain.RoleLearner); err != nil {
 		t.Fatal(err)
 	}
-	if _, e.teacher, err = db.CreateUser(ctx, "tom", grading.RoleInstructor); err != nil {
+	if _, e.teacher, err = db.CreateUser(ctx, "tom", domain.RoleInstructor); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -118,7 +118,7 @@ func TestRedactionEveryResponseShape(t *testing.T) {
 				t.Fatalf("submit: %d %s", st, body)
 			}
 			id := between(body, `"id":"`, `"`)
-			cells := []grading.CellResult{
+			cells := []domain.CellResult{
 				{CellID: "open", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "OPEN-OBS", Expected: "OPEN-EXP"},
 				{CellID: "closed", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "HIDDEN-OBS", Expected: "HIDDEN-EXP", Diff: "HIDDEN-DIFF"},
 				{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "LATER-OBS", Expected: "LATER-EXP", Diff: "LATER-DIFF"},

@@ -14,9 +14,8 @@ import (
 
 	"github.com/npugrade/npugrade/internal/auth"
 	"github.com/npugrade/npugrade/internal/buildinfo"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
-	"github.com/npugrade/npugrade/internal/grading"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -44,7 +43,7 @@ type runnerState struct {
 func (s *Server) registerRunner(c *gin.Context) {
 	var req runnerproto.RegisterRequest
 	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, grading.Errorf(grading.EINVALID, "invalid registration: %v", err))
+		s.problem(c, domain.Errorf(domain.EINVALID, "invalid registration: %v", err))
 		return
 	}
 	u := currentUser(c)
@@ -88,7 +87,7 @@ func (rs *runnerState) get(id string) (envprobe.Report, bool) {
 }
 
 // matcher routes by the runner's attested environment.
-func matcher(rep envprobe.Report) queue.Matcher { return rep.Satisfies }
+func matcher(rep envprobe.Report) domain.Matcher { return rep.Satisfies }
 
 func (s *Server) claimJob(c *gin.Context) {
 	release, ok := s.boundPoll(c)
@@ -98,7 +97,7 @@ func (s *Server) claimJob(c *gin.Context) {
 	defer release()
 	var req runnerproto.ClaimRequest
 	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, grading.Errorf(grading.EINVALID, "invalid claim: %v", err))
+		s.problem(c, domain.Errorf(domain.EINVALID, "invalid claim: %v", err))
 		return
 	}
 	rep, ok := s.runnerReports().get(req.RunnerID)
@@ -106,11 +105,11 @@ func (s *Server) claimJob(c *gin.Context) {
 		rep, ok = s.DB.RunnerReport(c.Request.Context(), req.RunnerID)
 	}
 	if !ok {
-		s.problem(c, grading.Errorf(grading.ENOTFOUND, "runner %q is not registered; register first", req.RunnerID))
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered; register first", req.RunnerID))
 		return
 	}
 	if rep.Verdict == "unsupported" && rep.Profile != "cpu" {
-		s.problem(c, grading.Errorf(grading.EFORBIDDEN, "runner %q reported an unsupported environment; it gets no jobs", req.RunnerID))
+		s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner %q reported an unsupported environment; it gets no jobs", req.RunnerID))
 		return
 	}
 	wait := time.Duration(req.WaitSeconds * float64(time.Second))
@@ -168,7 +167,7 @@ func (s *Server) claimJob(c *gin.Context) {
 func (s *Server) drainRunner(c *gin.Context) {
 	var req runnerproto.DrainRequest
 	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, grading.Errorf(grading.EINVALID, "invalid drain request: %v", err))
+		s.problem(c, domain.Errorf(domain.EINVALID, "invalid drain request: %v", err))
 		return
 	}
 	ok, err := s.DB.SetRunnerDraining(c.Request.Context(), req.RunnerID)
@@ -177,7 +176,7 @@ func (s *Server) drainRunner(c *gin.Context) {
 		return
 	}
 	if !ok {
-		s.problem(c, grading.Errorf(grading.ENOTFOUND, "runner %q is not registered", req.RunnerID))
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered", req.RunnerID))
 		return
 	}
 	s.Log.Info("runner draining", "runner", req.RunnerID)
@@ -202,21 +201,21 @@ func jobID(c *gin.Context) (int64, bool) {
 func (s *Server) leaseCall(c *gin.Context, body any, token func() string, call func(ctx context.Context, id int64, token string) error) {
 	id, ok := jobID(c)
 	if !ok {
-		s.problem(c, grading.Errorf(grading.EINVALID, "job id must be a number"))
+		s.problem(c, domain.Errorf(domain.EINVALID, "job id must be a number"))
 		return
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, 96<<20)).Decode(body); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			s.problem(c, grading.Errorf(grading.ETOOLARGE, "the request body is larger than %d bytes", mbe.Limit))
+			s.problem(c, domain.Errorf(domain.ETOOLARGE, "the request body is larger than %d bytes", mbe.Limit))
 			return
 		}
-		s.problem(c, grading.Errorf(grading.EINVALID, "invalid body: %v", err))
+		s.problem(c, domain.Errorf(domain.EINVALID, "invalid body: %v", err))
 		return
 	}
 	err := call(c.Request.Context(), id, token())
-	if errors.Is(err, queue.ErrLeaseLost) {
-		s.problem(c, grading.Errorf(grading.ECONFLICT, "the lease on job %d is no longer yours", id))
+	if errors.Is(err, domain.ErrLeaseLost) {
+		s.problem(c, domain.Errorf(domain.ECONFLICT, "the lease on job %d is no longer yours", id))
 		return
 	}
 	if err != nil {

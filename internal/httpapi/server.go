@@ -19,8 +19,8 @@ import (
 
 	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/dispatch"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
@@ -52,7 +52,7 @@ func (s *Server) Handler() http.Handler {
 	r.Use(s.recoverer(), s.logger())
 	r.HandleMethodNotAllowed = true
 	r.NoRoute(func(c *gin.Context) {
-		s.problem(c, grading.Errorf(grading.ENOTFOUND, "no route %s %s", c.Request.Method, c.Request.URL.Path))
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "no route %s %s", c.Request.Method, c.Request.URL.Path))
 	})
 	r.NoMethod(func(c *gin.Context) {
 		writeProblem(c, http.StatusMethodNotAllowed, "Method Not Allowed", "method "+c.Request.Method+" is not allowed here", nil)
@@ -71,8 +71,8 @@ func (s *Server) Handler() http.Handler {
 	api.GET("/submissions", s.listSubmissions)
 	api.GET("/submissions/:id", s.getSubmission)
 	api.GET("/submissions/:id/executed", s.executedNotebook)
-	api.GET("/queue", s.requireRole(grading.RoleInstructor, grading.RoleAdmin), s.queueDepth)
-	s.gradingRoutes(api)
+	api.GET("/queue", s.requireRole(domain.RoleInstructor, domain.RoleAdmin), s.queueDepth)
+	s.regradeRoutes(api)
 
 	s.fleetRoutes(api)
 	s.runnerRoutes(r)
@@ -100,7 +100,7 @@ func (s *Server) authenticate(runnerRoutes bool) gin.HandlerFunc {
 		token, ok := strings.CutPrefix(h, "Bearer ")
 		if !ok || token == "" {
 			c.Header("WWW-Authenticate", `Bearer realm="npugrade"`)
-			s.problem(c, grading.Errorf(grading.EUNAUTHORIZED, "an Authorization: Bearer <token> header is required"))
+			s.problem(c, domain.Errorf(domain.EUNAUTHORIZED, "an Authorization: Bearer <token> header is required"))
 			c.Abort()
 			return
 		}
@@ -111,11 +111,11 @@ func (s *Server) authenticate(runnerRoutes bool) gin.HandlerFunc {
 			c.Abort()
 			return
 		}
-		if runnerRoutes != (u.Role == grading.RoleRunner) {
+		if runnerRoutes != (u.Role == domain.RoleRunner) {
 			if runnerRoutes {
-				s.problem(c, grading.Errorf(grading.EFORBIDDEN, "runner routes need a runner token"))
+				s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner routes need a runner token"))
 			} else {
-				s.problem(c, grading.Errorf(grading.EFORBIDDEN, "runner tokens are accepted only on runner routes"))
+				s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner tokens are accepted only on runner routes"))
 			}
 			c.Abort()
 			return
@@ -125,7 +125,7 @@ func (s *Server) authenticate(runnerRoutes bool) gin.HandlerFunc {
 	}
 }
 
-func (s *Server) requireRole(roles ...grading.Role) gin.HandlerFunc {
+func (s *Server) requireRole(roles ...domain.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		u := currentUser(c)
 		for _, r := range roles {
@@ -134,14 +134,14 @@ func (s *Server) requireRole(roles ...grading.Role) gin.HandlerFunc {
 				return
 			}
 		}
-		s.problem(c, grading.Errorf(grading.EFORBIDDEN, "this needs the %s role", roles[0]))
+		s.problem(c, domain.Errorf(domain.EFORBIDDEN, "this needs the %s role", roles[0]))
 		c.Abort()
 	}
 }
 
-func currentUser(c *gin.Context) grading.User {
+func currentUser(c *gin.Context) domain.User {
 	v, _ := c.Get(userKey)
-	u, _ := v.(grading.User)
+	u, _ := v.(domain.User)
 	return u
 }
 
@@ -202,7 +202,7 @@ func NewMetrics(q *queue.Queue) *Metrics {
 }
 
 // Observe records a graded submission.
-func (m *Metrics) Observe(sub grading.Submission, latency time.Duration) {
+func (m *Metrics) Observe(sub domain.Submission, latency time.Duration) {
 	m.Graded.WithLabelValues(sub.ExerciseID).Inc()
 	m.Latency.Observe(latency.Seconds())
 }
@@ -221,7 +221,7 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	if err != nil {
 		return
 	}
-	for _, st := range []string{grading.JobQueued, grading.JobLeased, grading.JobSucceeded, grading.JobFailed, grading.JobCanceled} {
+	for _, st := range []string{domain.JobQueued, domain.JobLeased, domain.JobSucceeded, domain.JobFailed, domain.JobCanceled} {
 		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, float64(depth[st]), st)
 	}
 }

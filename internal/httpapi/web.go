@@ -3,7 +3,7 @@ package httpapi
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/web"
 )
 
@@ -13,7 +13,7 @@ func (s *Server) webRoutes(r *gin.Engine) {
 		MaxUpload: s.MaxUpload, Problem: s.problem}
 	// Learners see the same feedback on the pages as through the API: the
 	// details of hidden questions are redacted by the API's own rule.
-	deps.Redact = func(u grading.User, sub grading.Submission) grading.Submission {
+	deps.Redact = func(u domain.User, sub domain.Submission) domain.Submission {
 		sub.Cells = s.redact(u, sub).Cells
 		return sub
 	}

@@ -5,20 +5,20 @@ import (
 	"fmt"
 	"regexp"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // GraderMeta is the structural part of a cell's metadata.grader: which
 // cell it is, whether it is graded, whether the learner writes it, and what
 // it needs. The comparison keys are read by package compare.
 type GraderMeta struct {
-	ID       string              `json:"id"`
-	Points   float64             `json:"points"`
-	Solution bool                `json:"solution"`
-	Starter  *string             `json:"starter"`
-	Requires grading.Requirement `json:"requires"`
-	Timeout  float64             `json:"timeout"`
-	Probe    bool                `json:"probe"`
+	ID       string             `json:"id"`
+	Points   float64            `json:"points"`
+	Solution bool               `json:"solution"`
+	Starter  *string            `json:"starter"`
+	Requires domain.Requirement `json:"requires"`
+	Timeout  float64            `json:"timeout"`
+	Probe    bool               `json:"probe"`
 	// For is the question (graded cell id) a probe cell tests.
 	For     string `json:"for"`
 	Compare string `json:"compare"`

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/notebook"
 )
 
@@ -143,7 +143,7 @@ func TestRebuild(t *testing.T) {
 		t.Parallel()
 		up := learner(func(nb *notebook.Notebook) { nb.Cells[2].Source = "print(2)" })
 		got, integ, _ := notebook.Rebuild(ans, up)
-		if integ.Verdicts["q1"] != grading.VerdictTampered {
+		if integ.Verdicts["q1"] != domain.VerdictTampered {
 			t.Errorf("verdicts %v", integ.Verdicts)
 		}
 		if string(got.Cells[2].Source) != "print(f(1))" {
@@ -154,7 +154,7 @@ func TestRebuild(t *testing.T) {
 		t.Parallel()
 		up := learner(func(nb *notebook.Notebook) { nb.Cells = append(nb.Cells[:2], nb.Cells[3:]...) })
 		got, integ, _ := notebook.Rebuild(ans, up)
-		if integ.Verdicts["q1"] != grading.VerdictMissing || len(got.Cells) != len(ans.Cells) {
+		if integ.Verdicts["q1"] != domain.VerdictMissing || len(got.Cells) != len(ans.Cells) {
 			t.Errorf("verdicts %v, %d cells", integ.Verdicts, len(got.Cells))
 		}
 	})

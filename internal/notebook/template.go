@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // Solution region markers, as nbgrader spells them.
@@ -179,7 +179,7 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 				c.Source = MultilineString(StarterSource(c))
 				integ.MissingSolutions = append(integ.MissingSolutions, g.ID)
 				if g.Graded() {
-					integ.Verdicts[g.ID] = grading.VerdictMissing
+					integ.Verdicts[g.ID] = domain.VerdictMissing
 					integ.Messages[g.ID] = "this cell was deleted from the notebook; it was restored from the template and not graded"
 				}
 				continue
@@ -191,12 +191,12 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 			c.Source = learner.Source
 		case g.Graded():
 			if learner == nil {
-				integ.Verdicts[g.ID] = grading.VerdictMissing
+				integ.Verdicts[g.ID] = domain.VerdictMissing
 				integ.Messages[g.ID] = "this graded cell was deleted from the notebook; it was restored from the template and not graded"
 				continue
 			}
 			if normalizeSource(string(learner.Source)) != normalizeSource(string(c.Source)) {
-				integ.Verdicts[g.ID] = grading.VerdictTampered
+				integ.Verdicts[g.ID] = domain.VerdictTampered
 				integ.Messages[g.ID] = "this cell is locked but its code was changed; the original code was run and the cell earns no points"
 			}
 		}

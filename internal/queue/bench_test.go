@@ -11,7 +11,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -48,7 +48,7 @@ func BenchmarkClaimLatency(b *testing.B) {
 			if i%10 == 0 {
 				req = `{"accelerator":"npu"}`
 			}
-			rows[i] = store.JobRow{Kind: grading.JobReference, ExerciseID: "ch1", State: grading.JobQueued, Requires: req,
+			rows[i] = store.JobRow{Kind: domain.JobReference, ExerciseID: "ch1", State: domain.JobQueued, Requires: req,
 				MaxAttempts: 3, PayloadSHA256: sha, NotBefore: now, CreatedAt: now, UpdatedAt: now}
 		}
 		if err := db.Gorm.CreateInBatches(rows, 1000).Error; err != nil {
@@ -56,9 +56,9 @@ func BenchmarkClaimLatency(b *testing.B) {
 		}
 	}
 	var have int64
-	db.Gorm.Model(&store.JobRow{}).Where("state = ? AND requires = ?", grading.JobQueued, "{}").Count(&have)
+	db.Gorm.Model(&store.JobRow{}).Where("state = ? AND requires = ?", domain.JobQueued, "{}").Count(&have)
 	fill(queued - int(have))
-	cpu := func(req grading.Requirement) (bool, string) { return !req.NeedsNPU(), "needs an NPU" }
+	cpu := func(req domain.Requirement) (bool, string) { return !req.NeedsNPU(), "needs an NPU" }
 
 	ctx := context.Background()
 	lat := make([]time.Duration, 0, b.N)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -19,7 +19,7 @@ type Pending struct {
 	SubmissionID   string
 	Profile        string
 	State          string
-	Requires       grading.Requirement
+	Requires       domain.Requirement
 	Attempt        int
 	MaxAttempts    int
 	RunnerID       string
@@ -35,7 +35,7 @@ func (q *Queue) Pending(ctx context.Context, limit int) ([]Pending, error) {
 		limit = 1000
 	}
 	var rows []store.JobRow
-	err := q.db.Gorm.WithContext(ctx).Where("state IN ?", []string{grading.JobQueued, grading.JobLeased}).
+	err := q.db.Gorm.WithContext(ctx).Where("state IN ?", []string{domain.JobQueued, domain.JobLeased}).
 		Order("priority DESC, id").Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list pending jobs: %w", err)

@@ -25,12 +25,9 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/npugrade/npugrade/internal/auth"
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 )
-
-// ErrLeaseLost is returned to a runner whose lease token no longer owns the job.
-var ErrLeaseLost = errors.New("queue: lease lost")
 
 // Queue operates on the jobs table of one database.
 type Queue struct {
@@ -58,7 +55,7 @@ func (q *Queue) DB() *store.DB { return q.db }
 // has committed, so that long-polling claimers see the row when they wake.
 func (q *Queue) Enqueue(tx *gorm.DB, job *store.JobRow) error {
 	if job.State == "" {
-		job.State = grading.JobQueued
+		job.State = domain.JobQueued
 	}
 	if job.MaxAttempts <= 0 {
 		job.MaxAttempts = 3
@@ -100,9 +97,6 @@ type Claimed struct {
 	Payload []byte
 }
 
-// Matcher says whether a runner satisfies a job's requirement, and if not, why.
-type Matcher func(grading.Requirement) (bool, string)
-
 // candidates is how many queued jobs one claim locks at most. Only jobs
 // whose requirement this runner satisfies are selected (see runnable), so
 // a queue head of NPU-only jobs cannot starve a CPU runner however long it
@@ -128,7 +122,7 @@ func (q *Queue) requirements(tx *gorm.DB) ([]string, error) {
 	}
 	q.mu.Unlock()
 	var distinct []string
-	if err := tx.Model(&store.JobRow{}).Where("state = ?", grading.JobQueued).
+	if err := tx.Model(&store.JobRow{}).Where("state = ?", domain.JobQueued).
 		Distinct("requires").Pluck("requires", &distinct).Error; err != nil {
 		return nil, fmt.Errorf("list queued requirements: %w", err)
 	}
@@ -148,7 +142,7 @@ func (q *Queue) addRequirement(r string) {
 
 // runnable returns the requirement strings of queued jobs that match
 // accepts, and whether that is all of them.
-func (q *Queue) runnable(tx *gorm.DB, match Matcher) (all bool, reqs []string, err error) {
+func (q *Queue) runnable(tx *gorm.DB, match domain.Matcher) (all bool, reqs []string, err error) {
 	if match == nil {
 		return true, nil, nil
 	}
@@ -157,7 +151,7 @@ func (q *Queue) runnable(tx *gorm.DB, match Matcher) (all bool, reqs []string, e
 		return false, nil, err
 	}
 	for _, r := range distinct {
-		var req grading.Requirement
+		var req domain.Requirement
 		if err := json.Unmarshal([]byte(r), &req); err != nil {
 			continue // a malformed requirement matches no runner
 		}
@@ -170,7 +164,7 @@ func (q *Queue) runnable(tx *gorm.DB, match Matcher) (all bool, reqs []string, e
 
 // Claim leases the oldest highest-priority queued job that match accepts.
 // It returns (nil, nil) when there is none.
-func (q *Queue) Claim(ctx context.Context, runnerID string, match Matcher, ttl time.Duration) (*Claimed, error) {
+func (q *Queue) Claim(ctx context.Context, runnerID string, match domain.Matcher, ttl time.Duration) (*Claimed, error) {
 	now := q.db.Now()
 	token := auth.RandomID(16)
 	expires := now.Add(ttl)
@@ -184,7 +178,7 @@ func (q *Queue) Claim(ctx context.Context, runnerID string, match Matcher, ttl t
 			return nil
 		}
 		var rows []store.JobRow
-		sel := tx.Where("state = ? AND not_before <= ?", grading.JobQueued, now).
+		sel := tx.Where("state = ? AND not_before <= ?", domain.JobQueued, now).
 			Order("priority DESC, id").Limit(candidates)
 		if !all {
 			sel = sel.Where("requires IN ?", reqs)
@@ -202,8 +196,8 @@ func (q *Queue) Claim(ctx context.Context, runnerID string, match Matcher, ttl t
 			row := &rows[i]
 			// The state check makes this a compare-and-swap on SQLite;
 			// on Postgres the row lock already makes it ours.
-			res := tx.Model(&store.JobRow{}).Where("id = ? AND state = ?", row.ID, grading.JobQueued).Updates(map[string]any{
-				"state": grading.JobLeased, "lease_token": token, "runner_id": runnerID,
+			res := tx.Model(&store.JobRow{}).Where("id = ? AND state = ?", row.ID, domain.JobQueued).Updates(map[string]any{
+				"state": domain.JobLeased, "lease_token": token, "runner_id": runnerID,
 				"lease_expires_at": expires, "attempt": gorm.Expr("attempt + 1"), "updated_at": now,
 			})
 			if res.Error != nil {
@@ -212,7 +206,7 @@ func (q *Queue) Claim(ctx context.Context, runnerID string, match Matcher, ttl t
 			if res.RowsAffected != 1 {
 				continue // another claimer won this row
 			}
-			row.State, row.LeaseToken, row.RunnerID, row.LeaseExpiresAt = grading.JobLeased, token, runnerID, &expires
+			row.State, row.LeaseToken, row.RunnerID, row.LeaseExpiresAt = domain.JobLeased, token, runnerID, &expires
 			row.Attempt++
 			if row.SubmissionID != nil {
 				if err := q.db.MarkRunning(tx, *row.SubmissionID, runnerID); err != nil {
@@ -237,7 +231,7 @@ func (q *Queue) Claim(ctx context.Context, runnerID string, match Matcher, ttl t
 }
 
 // ClaimWait is Claim as a long poll: it waits up to wait for a job.
-func (q *Queue) ClaimWait(ctx context.Context, runnerID string, match Matcher, ttl, wait time.Duration) (*Claimed, error) {
+func (q *Queue) ClaimWait(ctx context.Context, runnerID string, match domain.Matcher, ttl, wait time.Duration) (*Claimed, error) {
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	// Other server processes enqueue without notifying us: re-check
@@ -266,7 +260,7 @@ func (q *Queue) ClaimWait(ctx context.Context, runnerID string, match Matcher, t
 func (q *Queue) Heartbeat(ctx context.Context, jobID int64, token string, ttl time.Duration) (cancel bool, err error) {
 	now := q.db.Now()
 	res := q.db.Gorm.WithContext(ctx).Model(&store.JobRow{}).
-		Where("id = ? AND lease_token = ? AND state = ?", jobID, token, grading.JobLeased).
+		Where("id = ? AND lease_token = ? AND state = ?", jobID, token, domain.JobLeased).
 		Updates(map[string]any{"lease_expires_at": now.Add(ttl), "updated_at": now})
 	if res.Error != nil {
 		return false, fmt.Errorf("heartbeat job %d: %w", jobID, res.Error)
@@ -275,24 +269,24 @@ func (q *Queue) Heartbeat(ctx context.Context, jobID int64, token string, ttl ti
 		return false, nil
 	}
 	var row store.JobRow
-	if err := q.db.Gorm.WithContext(ctx).Where("id = ? AND lease_token = ?", jobID, token).Take(&row).Error; err == nil && row.State == grading.JobCanceled {
+	if err := q.db.Gorm.WithContext(ctx).Where("id = ? AND lease_token = ?", jobID, token).Take(&row).Error; err == nil && row.State == domain.JobCanceled {
 		return true, nil
 	}
-	return false, fmt.Errorf("heartbeat job %d: %w", jobID, ErrLeaseLost)
+	return false, fmt.Errorf("heartbeat job %d: %w", jobID, domain.ErrLeaseLost)
 }
 
 // Complete marks a leased job succeeded and runs write in the same
-// transaction. If the lease is lost nothing is written and ErrLeaseLost returned.
+// transaction. If the lease is lost nothing is written and domain.ErrLeaseLost returned.
 func (q *Queue) Complete(ctx context.Context, jobID int64, token string, write func(tx *gorm.DB) error) error {
 	return q.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Model(&store.JobRow{}).
-			Where("id = ? AND lease_token = ? AND state = ?", jobID, token, grading.JobLeased).
-			Updates(map[string]any{"state": grading.JobSucceeded, "lease_expires_at": nil, "updated_at": q.db.Now()})
+			Where("id = ? AND lease_token = ? AND state = ?", jobID, token, domain.JobLeased).
+			Updates(map[string]any{"state": domain.JobSucceeded, "lease_expires_at": nil, "updated_at": q.db.Now()})
 		if res.Error != nil {
 			return fmt.Errorf("complete job %d: %w", jobID, res.Error)
 		}
 		if res.RowsAffected != 1 {
-			return fmt.Errorf("complete job %d: %w", jobID, ErrLeaseLost)
+			return fmt.Errorf("complete job %d: %w", jobID, domain.ErrLeaseLost)
 		}
 		if write == nil {
 			return nil
@@ -306,9 +300,9 @@ func (q *Queue) Complete(ctx context.Context, jobID int64, token string, write f
 func (q *Queue) Fail(ctx context.Context, jobID int64, token, reason string) error {
 	return q.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var row store.JobRow
-		err := tx.Where("id = ? AND lease_token = ? AND state = ?", jobID, token, grading.JobLeased).Take(&row).Error
+		err := tx.Where("id = ? AND lease_token = ? AND state = ?", jobID, token, domain.JobLeased).Take(&row).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
-			return fmt.Errorf("fail job %d: %w", jobID, ErrLeaseLost)
+			return fmt.Errorf("fail job %d: %w", jobID, domain.ErrLeaseLost)
 		}
 		if err != nil {
 			return fmt.Errorf("fail job %d: %w", jobID, err)
@@ -322,14 +316,14 @@ func (q *Queue) Fail(ctx context.Context, jobID int64, token, reason string) err
 func (q *Queue) Release(ctx context.Context, jobID int64, token string) error {
 	return q.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		res := tx.Model(&store.JobRow{}).
-			Where("id = ? AND lease_token = ? AND state = ?", jobID, token, grading.JobLeased).
-			Updates(map[string]any{"state": grading.JobQueued, "lease_token": "", "runner_id": "",
+			Where("id = ? AND lease_token = ? AND state = ?", jobID, token, domain.JobLeased).
+			Updates(map[string]any{"state": domain.JobQueued, "lease_token": "", "runner_id": "",
 				"lease_expires_at": nil, "attempt": gorm.Expr("attempt - 1"), "updated_at": q.db.Now()})
 		if res.Error != nil {
 			return fmt.Errorf("release job %d: %w", jobID, res.Error)
 		}
 		if res.RowsAffected != 1 {
-			return fmt.Errorf("release job %d: %w", jobID, ErrLeaseLost)
+			return fmt.Errorf("release job %d: %w", jobID, domain.ErrLeaseLost)
 		}
 		var row store.JobRow
 		if err := tx.Where("id = ?", jobID).Take(&row).Error; err != nil {
@@ -350,7 +344,7 @@ func (q *Queue) returnOrFail(tx *gorm.DB, row store.JobRow, reason string, notif
 	if row.Attempt >= row.MaxAttempts {
 		msg := fmt.Sprintf("grading failed after %d attempts: %s", row.Attempt, reason)
 		res := tx.Model(&store.JobRow{}).Where("id = ? AND lease_token = ?", row.ID, row.LeaseToken).
-			Updates(map[string]any{"state": grading.JobFailed, "lease_token": "", "lease_expires_at": nil,
+			Updates(map[string]any{"state": domain.JobFailed, "lease_token": "", "lease_expires_at": nil,
 				"last_error": msg, "updated_at": now})
 		if res.Error != nil || res.RowsAffected != 1 {
 			return fmt.Errorf("fail job %d: %v", row.ID, res.Error)
@@ -365,7 +359,7 @@ func (q *Queue) returnOrFail(tx *gorm.DB, row store.JobRow, reason string, notif
 	// immediately take down the next one too.
 	notBefore := now.Add(time.Duration(row.Attempt) * 2 * time.Second)
 	res := tx.Model(&store.JobRow{}).Where("id = ? AND lease_token = ?", row.ID, row.LeaseToken).
-		Updates(map[string]any{"state": grading.JobQueued, "lease_token": "", "runner_id": "", "lease_expires_at": nil,
+		Updates(map[string]any{"state": domain.JobQueued, "lease_token": "", "runner_id": "", "lease_expires_at": nil,
 			"last_error": reason, "not_before": notBefore, "updated_at": now})
 	if res.Error != nil || res.RowsAffected != 1 {
 		return fmt.Errorf("requeue job %d: %v", row.ID, res.Error)
@@ -387,7 +381,7 @@ func (q *Queue) returnOrFail(tx *gorm.DB, row store.JobRow, reason string, notif
 func (q *Queue) Reap(ctx context.Context) (int, error) {
 	now := q.db.Now()
 	var rows []store.JobRow
-	if err := q.db.Gorm.WithContext(ctx).Where("state = ? AND lease_expires_at < ?", grading.JobLeased, now).
+	if err := q.db.Gorm.WithContext(ctx).Where("state = ? AND lease_expires_at < ?", domain.JobLeased, now).
 		Limit(100).Find(&rows).Error; err != nil {
 		return 0, fmt.Errorf("find expired leases: %w", err)
 	}

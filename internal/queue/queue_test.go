@@ -10,7 +10,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -40,7 +40,7 @@ func (b *testBundle) enqueue(t *testing.T, n int, requires string) {
 			if err != nil {
 				return err
 			}
-			if err := b.q.Enqueue(tx, &store.JobRow{Kind: grading.JobReference, ExerciseID: "ch1", Requires: requires, PayloadSHA256: sha, MaxAttempts: 2}); err != nil {
+			if err := b.q.Enqueue(tx, &store.JobRow{Kind: domain.JobReference, ExerciseID: "ch1", Requires: requires, PayloadSHA256: sha, MaxAttempts: 2}); err != nil {
 				return err
 			}
 		}
@@ -52,7 +52,7 @@ func (b *testBundle) enqueue(t *testing.T, n int, requires string) {
 	b.q.Notify()
 }
 
-func cpuOnly(req grading.Requirement) (bool, string) {
+func cpuOnly(req domain.Requirement) (bool, string) {
 	return req.Accelerator == "" || req.Accelerator == "cpu", "needs an NPU"
 }
 
@@ -109,7 +109,7 @@ func TestQueue(t *testing.T) {
 					t.Fatalf("claimed %d distinct jobs, want %d", len(seen), jobs)
 				}
 				depth, _ := b.q.Depth(context.Background())
-				if depth[grading.JobSucceeded] != jobs {
+				if depth[domain.JobSucceeded] != jobs {
 					t.Fatalf("depth = %v", depth)
 				}
 			})
@@ -133,15 +133,15 @@ func TestQueue(t *testing.T) {
 				if err != nil || c2 == nil || c2.Job.ID != c.Job.ID || c2.Job.Attempt != 2 {
 					t.Fatalf("second claim: %+v %v", c2, err)
 				}
-				if _, err := b.q.Heartbeat(ctx, c.Job.ID, c.Job.LeaseToken, time.Minute); !errors.Is(err, queue.ErrLeaseLost) {
+				if _, err := b.q.Heartbeat(ctx, c.Job.ID, c.Job.LeaseToken, time.Minute); !errors.Is(err, domain.ErrLeaseLost) {
 					t.Fatalf("stale heartbeat: %v", err)
 				}
 				wrote := false
 				err = b.q.Complete(ctx, c.Job.ID, c.Job.LeaseToken, func(*gorm.DB) error { wrote = true; return nil })
-				if !errors.Is(err, queue.ErrLeaseLost) || wrote {
+				if !errors.Is(err, domain.ErrLeaseLost) || wrote {
 					t.Fatalf("stale complete: %v, wrote=%v", err, wrote)
 				}
-				if err := b.q.Fail(ctx, c.Job.ID, c.Job.LeaseToken, "late"); !errors.Is(err, queue.ErrLeaseLost) {
+				if err := b.q.Fail(ctx, c.Job.ID, c.Job.LeaseToken, "late"); !errors.Is(err, domain.ErrLeaseLost) {
 					t.Fatalf("stale fail: %v", err)
 				}
 				if _, err := b.q.Heartbeat(ctx, c2.Job.ID, c2.Job.LeaseToken, time.Minute); err != nil {
@@ -173,7 +173,7 @@ func TestQueue(t *testing.T) {
 					t.Fatalf("a job past max attempts was leased again: %+v", c.Job)
 				}
 				depth, _ := b.q.Depth(ctx)
-				if depth[grading.JobFailed] != 1 {
+				if depth[domain.JobFailed] != 1 {
 					t.Fatalf("depth = %v", depth)
 				}
 			})
@@ -208,10 +208,10 @@ func TestQueue(t *testing.T) {
 					t.Fatalf("cpu runner was leased the NPU job: %+v", c2)
 				}
 				depth, _ := b.q.Depth(ctx)
-				if depth[grading.JobQueued] != 1 {
+				if depth[domain.JobQueued] != 1 {
 					t.Fatalf("the NPU job should wait visibly in the queue: %v", depth)
 				}
-				npu := func(grading.Requirement) (bool, string) { return true, "" }
+				npu := func(domain.Requirement) (bool, string) { return true, "" }
 				c3, err := b.q.Claim(ctx, "npu-runner", npu, time.Minute)
 				if err != nil || c3 == nil {
 					t.Fatalf("npu runner: %v %v", c3, err)

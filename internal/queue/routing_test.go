@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -30,7 +30,7 @@ func TestLongNPUHeadDoesNotStarveCPURunner(t *testing.T) {
 			if c, err := b.q.Claim(context.Background(), "cpu-1", cpuOnly, time.Minute); err != nil || c != nil {
 				t.Fatalf("a CPU runner got an NPU job: %+v %v", c, err)
 			}
-			npu := func(grading.Requirement) (bool, string) { return true, "" }
+			npu := func(domain.Requirement) (bool, string) { return true, "" }
 			if c, err := b.q.Claim(context.Background(), "npu-1", npu, time.Minute); err != nil || c == nil || c.Job.ID != 1 {
 				t.Fatalf("the NPU runner's claim: %+v %v", c, err)
 			}

@@ -18,8 +18,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/scoring"
@@ -47,7 +47,7 @@ type Request struct {
 
 // Stage finds the affected submissions and computes (recompare) or queues
 // (reexecute) their new scores.
-func (s *Service) Stage(ctx context.Context, req Request, by grading.User) (store.Regrade, error) {
+func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store.Regrade, error) {
 	var problems []string
 	ex, err := s.Catalog.Get(req.Exercise)
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *Service) Stage(ctx context.Context, req Request, by grading.User) (stor
 		problems = append(problems, fmt.Sprintf("mode %q: want recompare or reexecute", req.Mode))
 	}
 	if len(problems) > 0 {
-		return store.Regrade{}, &grading.Error{Code: grading.EINVALID, Message: "the regrade request is not valid", Problems: problems}
+		return store.Regrade{}, &domain.Error{Code: domain.EINVALID, Message: "the regrade request is not valid", Problems: problems}
 	}
 	subs, err := s.DB.GradedSubmissions(ctx, ex.ID, 0)
 	if err != nil {
@@ -110,7 +110,7 @@ func (s *Service) Stage(ctx context.Context, req Request, by grading.User) (stor
 var errNoRun = errors.New("the submission has no executed notebook")
 
 // recompare scores a submission's stored run under the current version.
-func (s *Service) recompare(ctx context.Context, ex *exercise.Exercise, sub grading.Submission) (store.Grade, error) {
+func (s *Service) recompare(ctx context.Context, ex *exercise.Exercise, sub domain.Submission) (store.Grade, error) {
 	executedRaw, err := s.DB.ExecutedNotebook(ctx, sub.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Grade{}, errNoRun
@@ -150,7 +150,7 @@ func (s *Service) reference(ctx context.Context, ex *exercise.Exercise, profile 
 	return ex.Reference(profile)
 }
 
-func (s *Service) upload(ctx context.Context, sub grading.Submission) (*notebook.Notebook, error) {
+func (s *Service) upload(ctx context.Context, sub domain.Submission) (*notebook.Notebook, error) {
 	raw, err := s.DB.Blob(ctx, sub.NotebookSHA256)
 	if err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func (s *Service) upload(ctx context.Context, sub grading.Submission) (*notebook
 
 // job builds the re-execution job of a submission: its upload rebuilt from
 // the current answer, with a fresh probe seed from the current pool.
-func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub grading.Submission) (*store.JobRow, []byte, error) {
+func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub domain.Submission) (*store.JobRow, []byte, error) {
 	upload, err := s.upload(ctx, sub)
 	if err != nil {
 		return nil, nil, err
@@ -178,7 +178,7 @@ func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub grading.Su
 		return nil, nil, err
 	}
 	req, _ := json.Marshal(ex.Requires)
-	return &store.JobRow{Kind: grading.JobRegrade, ExerciseID: ex.ID, Requires: string(req), MaxAttempts: ex.MaxAttempts}, payload, nil
+	return &store.JobRow{Kind: domain.JobRegrade, ExerciseID: ex.ID, Requires: string(req), MaxAttempts: ex.MaxAttempts}, payload, nil
 }
 
 // Get returns a regrade with its per-learner score changes.

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/dispatch"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/regrade"
@@ -96,7 +96,7 @@ type env struct {
 
 // graded submits the answer as user and stores a grade computed with cat
 // from a run whose q2 printed q2.
-func (e env) graded(t *testing.T, cat *exercise.Catalog, user grading.User, q2 string) grading.Submission {
+func (e env) graded(t *testing.T, cat *exercise.Catalog, user domain.User, q2 string) domain.Submission {
 	t.Helper()
 	ctx := context.Background()
 	ex, _ := cat.Get("rg")
@@ -111,7 +111,7 @@ func (e env) graded(t *testing.T, cat *exercise.Catalog, user grading.User, q2 s
 	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Executed: nb,
 		Integrity: notebook.Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}})
 	// The job is done; write the grade as dispatch would.
-	if err := e.db.Gorm.Model(&store.JobRow{}).Where("submission_id = ?", sub.ID).Update("state", grading.JobSucceeded).Error; err != nil {
+	if err := e.db.Gorm.Model(&store.JobRow{}).Where("submission_id = ?", sub.ID).Update("state", domain.JobSucceeded).Error; err != nil {
 		t.Fatal(err)
 	}
 	err = e.db.SaveGrade(e.db.Gorm, store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
@@ -136,12 +136,12 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 			q := queue.New(db, nil)
 			e := env{db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
 			v1 := catalog(t, "3\n") // a wrong reference for q2: the answer prints 2
-			alice, _, err := db.CreateUser(ctx, "alice", grading.RoleLearner)
+			alice, _, err := db.CreateUser(ctx, "alice", domain.RoleLearner)
 			if err != nil {
 				t.Fatal(err)
 			}
-			bob, _, _ := db.CreateUser(ctx, "bob", grading.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "teacher", grading.RoleInstructor)
+			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
+			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
 			sa := e.graded(t, v1, alice, "2\n")
 			sb := e.graded(t, v1, bob, "3\n")
 			if sa.Score != 1 || sb.Score != 2 {
@@ -151,7 +151,7 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 			// The instructor fixes the reference: a new exercise version.
 			v2 := catalog(t, "2\n")
 			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
-			if _, err := svc.Stage(ctx, regrade.Request{Exercise: "nope", Mode: "sideways"}, teacher); grading.ErrorCode(err) != grading.EINVALID || len(grading.ErrorProblems(err)) != 2 {
+			if _, err := svc.Stage(ctx, regrade.Request{Exercise: "nope", Mode: "sideways"}, teacher); domain.ErrorCode(err) != domain.EINVALID || len(domain.ErrorProblems(err)) != 2 {
 				t.Errorf("bad request: %v", err)
 			}
 			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare}, teacher)
@@ -195,7 +195,7 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 			if err != nil || len(hist) != 1 || hist[0].Score != 1 || hist[0].ExerciseVersion != sa.ExerciseVersion || len(hist[0].Cells) != 2 {
 				t.Errorf("history %+v, %v", hist, err)
 			}
-			if _, err := svc.Apply(ctx, r.ID); grading.ErrorCode(err) != grading.ECONFLICT {
+			if _, err := svc.Apply(ctx, r.ID); domain.ErrorCode(err) != domain.ECONFLICT {
 				t.Errorf("second apply: %v", err)
 			}
 			// Nothing is affected any more...
@@ -211,7 +211,7 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 			if d, err := svc.Discard(ctx, r3.ID); err != nil || d.State != store.RegradeDiscarded {
 				t.Errorf("discard: %+v %v", d, err)
 			}
-			if _, err := svc.Apply(ctx, r3.ID); grading.ErrorCode(err) != grading.ECONFLICT {
+			if _, err := svc.Apply(ctx, r3.ID); domain.ErrorCode(err) != domain.ECONFLICT {
 				t.Errorf("apply after discard: %v", err)
 			}
 			if h, _ := db.ScoreHistory(ctx, sa.ID); len(h) != 1 {
@@ -233,8 +233,8 @@ func TestRegradeReexecute(t *testing.T) {
 			q := queue.New(db, nil)
 			e := env{db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
 			v1 := catalog(t, "3\n")
-			alice, _, _ := db.CreateUser(ctx, "alice", grading.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "teacher", grading.RoleInstructor)
+			alice, _, _ := db.CreateUser(ctx, "alice", domain.RoleLearner)
+			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
 			sa := e.graded(t, v1, alice, "2\n")
 			v2 := catalog(t, "2\n")
 			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
@@ -245,23 +245,23 @@ func TestRegradeReexecute(t *testing.T) {
 			if r.State != store.RegradeStaged || len(r.Items) != 1 || r.Items[0].JobID == nil {
 				t.Fatalf("staged: %+v", r)
 			}
-			if _, err := svc.Apply(ctx, r.ID); grading.ErrorCode(err) != grading.ECONFLICT {
+			if _, err := svc.Apply(ctx, r.ID); domain.ErrorCode(err) != domain.ECONFLICT {
 				t.Errorf("applying a staged regrade: %v", err)
 			}
 			disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: v2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			lease, err := disp.Claim(ctx, "runner-1", func(grading.Requirement) (bool, string) { return true, "" }, time.Second)
+			lease, err := disp.Claim(ctx, "runner-1", func(domain.Requirement) (bool, string) { return true, "" }, time.Second)
 			if err != nil || lease == nil {
 				t.Fatalf("claim: %v %v", lease, err)
 			}
-			if lease.Kind != grading.JobRegrade || lease.SubmissionID != "" {
+			if lease.Kind != domain.JobRegrade || lease.SubmissionID != "" {
 				t.Errorf("lease kind %s submission %q", lease.Kind, lease.SubmissionID)
 			}
 			// The submission is not put back to running by its regrade.
-			if s, _ := db.Submission(ctx, sa.ID); s.Status != grading.StatusGraded {
+			if s, _ := db.Submission(ctx, sa.ID); s.Status != domain.StatusGraded {
 				t.Errorf("status %s during the regrade", s.Status)
 			}
 			ex2, _ := v2.Get("rg")
-			err = disp.Complete(ctx, lease.JobID, lease.Token, "runner-1", grading.ExecutionResult{Notebook: executedWith(t, ex2, "2\n"), Profile: "cpu", EnvFingerprint: "fp-2"})
+			err = disp.Complete(ctx, lease.JobID, lease.Token, "runner-1", domain.ExecutionResult{Notebook: executedWith(t, ex2, "2\n"), Profile: "cpu", EnvFingerprint: "fp-2"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -276,7 +276,7 @@ func TestRegradeReexecute(t *testing.T) {
 			if s.Score != 2 || s.EnvFingerprint != "fp-2" {
 				t.Errorf("applied: score %g fingerprint %s", s.Score, s.EnvFingerprint)
 			}
-			if _, err := svc.Get(ctx, 999); grading.ErrorCode(err) != grading.ENOTFOUND {
+			if _, err := svc.Get(ctx, 999); domain.ErrorCode(err) != domain.ENOTFOUND {
 				t.Errorf("unknown regrade: %v", err)
 			}
 		})

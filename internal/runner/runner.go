@@ -7,31 +7,30 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
-	"github.com/npugrade/npugrade/internal/grading"
 )
 
 // Source is where jobs come from. Implementations: dispatch (in-process)
 // and runnerclient (HTTP).
 type Source interface {
 	// Claim waits for a job (a long poll); it returns nil, nil when none came.
-	Claim(ctx context.Context) (*grading.Lease, error)
+	Claim(ctx context.Context) (*domain.Lease, error)
 	// Heartbeat extends the lease; cancel asks the runner to stop the job.
-	Heartbeat(ctx context.Context, l *grading.Lease) (cancel bool, err error)
-	Complete(ctx context.Context, l *grading.Lease, res grading.ExecutionResult) error
-	Fail(ctx context.Context, l *grading.Lease, reason string) error
-	Release(ctx context.Context, l *grading.Lease) error
+	Heartbeat(ctx context.Context, l *domain.Lease) (cancel bool, err error)
+	Complete(ctx context.Context, l *domain.Lease, res domain.ExecutionResult) error
+	Fail(ctx context.Context, l *domain.Lease, reason string) error
+	Release(ctx context.Context, l *domain.Lease) error
 }
 
 // Executor runs one notebook.
 type Executor interface {
-	Execute(ctx context.Context, nb []byte, opt execution.Options) (grading.ExecutionResult, error)
+	Execute(ctx context.Context, nb []byte, opt execution.Options) (domain.ExecutionResult, error)
 }
 
 // Drainer is a Source that can tell the server that this runner stopped
@@ -119,7 +118,7 @@ func (r *Runner) slot(ctx context.Context, slot int) {
 
 // run executes one leased job. The job keeps running when ctx is canceled
 // (the runner is draining) until DrainTimeout.
-func (r *Runner) run(ctx context.Context, slot int, l *grading.Lease) {
+func (r *Runner) run(ctx context.Context, slot int, l *domain.Lease) {
 	log := r.Log.With("slot", slot, "job", l.JobID, "submission", l.SubmissionID)
 	jobCtx, cancelJob := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelJob()
@@ -204,10 +203,7 @@ func (r *Runner) run(ctx context.Context, slot int, l *grading.Lease) {
 	log.Info("job done", "duration_ms", res.DurationMS, "killed", res.Killed)
 }
 
-// ErrLeaseLost is what Sources return (wrapped) when the server refuses the lease.
-var ErrLeaseLost = errors.New("lease lost")
-
-func isLeaseLost(err error) bool { return errors.Is(err, ErrLeaseLost) }
+func isLeaseLost(err error) bool { return errors.Is(err, domain.ErrLeaseLost) }
 
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)
@@ -217,9 +213,6 @@ func sleep(ctx context.Context, d time.Duration) {
 	case <-t.C:
 	}
 }
-
-// LeaseLost wraps err so that the runner loop recognises a refused lease.
-func LeaseLost(err error) error { return fmt.Errorf("%w: %v", ErrLeaseLost, err) }
 
 // capDuration returns d, bounded by max when max is set (and d too when d
 // is unset: a lease without a limit gets the runner's).

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/buildinfo"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 )
@@ -49,12 +49,12 @@ func (c *Client) Register(ctx context.Context, name string, slots int, labels ma
 }
 
 // Claim implements runner.Source.
-func (c *Client) Claim(ctx context.Context) (*grading.Lease, error) {
+func (c *Client) Claim(ctx context.Context) (*domain.Lease, error) {
 	wait := c.Wait
 	if wait <= 0 {
 		wait = runnerproto.MaxPoll
 	}
-	var l grading.Lease
+	var l domain.Lease
 	err := c.call(ctx, "/jobs/claim", runnerproto.ClaimRequest{RunnerID: c.RunnerID, WaitSeconds: wait.Seconds()}, &l)
 	if err == errNoContent {
 		return nil, nil
@@ -66,7 +66,7 @@ func (c *Client) Claim(ctx context.Context) (*grading.Lease, error) {
 }
 
 // Heartbeat implements runner.Source.
-func (c *Client) Heartbeat(ctx context.Context, l *grading.Lease) (bool, error) {
+func (c *Client) Heartbeat(ctx context.Context, l *domain.Lease) (bool, error) {
 	var resp runnerproto.HeartbeatResponse
 	err := c.call(ctx, fmt.Sprintf("/jobs/%d/heartbeat", l.JobID), runnerproto.LeaseRequest{LeaseToken: l.Token}, &resp)
 	if err != nil {
@@ -76,7 +76,7 @@ func (c *Client) Heartbeat(ctx context.Context, l *grading.Lease) (bool, error) 
 }
 
 // Complete implements runner.Source.
-func (c *Client) Complete(ctx context.Context, l *grading.Lease, res grading.ExecutionResult) error {
+func (c *Client) Complete(ctx context.Context, l *domain.Lease, res domain.ExecutionResult) error {
 	err := c.call(ctx, fmt.Sprintf("/jobs/%d/complete", l.JobID), runnerproto.CompleteRequest{LeaseToken: l.Token, RunnerID: c.RunnerID, Result: res}, nil)
 	if err != nil && err != errNoContent {
 		return fmt.Errorf("complete job %d: %w", l.JobID, err)
@@ -85,7 +85,7 @@ func (c *Client) Complete(ctx context.Context, l *grading.Lease, res grading.Exe
 }
 
 // Fail implements runner.Source.
-func (c *Client) Fail(ctx context.Context, l *grading.Lease, reason string) error {
+func (c *Client) Fail(ctx context.Context, l *domain.Lease, reason string) error {
 	err := c.call(ctx, fmt.Sprintf("/jobs/%d/fail", l.JobID), runnerproto.FailRequest{LeaseToken: l.Token, Reason: reason}, nil)
 	if err != nil && err != errNoContent {
 		return fmt.Errorf("fail job %d: %w", l.JobID, err)
@@ -94,7 +94,7 @@ func (c *Client) Fail(ctx context.Context, l *grading.Lease, reason string) erro
 }
 
 // Release implements runner.Source.
-func (c *Client) Release(ctx context.Context, l *grading.Lease) error {
+func (c *Client) Release(ctx context.Context, l *domain.Lease) error {
 	err := c.call(ctx, fmt.Sprintf("/jobs/%d/release", l.JobID), runnerproto.LeaseRequest{LeaseToken: l.Token}, nil)
 	if err != nil && err != errNoContent {
 		return fmt.Errorf("release job %d: %w", l.JobID, err)
@@ -138,7 +138,7 @@ func (c *Client) call(ctx context.Context, path string, body, out any) error {
 	case resp.StatusCode == http.StatusNoContent:
 		return errNoContent
 	case resp.StatusCode == http.StatusConflict:
-		return runner.LeaseLost(fmt.Errorf("server: %s", strings.TrimSpace(string(data))))
+		return domain.LeaseLost(fmt.Errorf("server: %s", strings.TrimSpace(string(data))))
 	case resp.StatusCode >= 300:
 		var p struct {
 			Detail string `json:"detail"`

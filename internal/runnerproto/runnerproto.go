@@ -6,8 +6,8 @@ package runnerproto
 import (
 	"time"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
-	"github.com/npugrade/npugrade/internal/grading"
 )
 
 // Version of the runner protocol.
@@ -58,9 +58,9 @@ type HeartbeatResponse struct {
 
 // CompleteRequest sends the executed notebook back.
 type CompleteRequest struct {
-	LeaseToken string                  `json:"lease_token"`
-	RunnerID   string                  `json:"runner_id"`
-	Result     grading.ExecutionResult `json:"result"`
+	LeaseToken string                 `json:"lease_token"`
+	RunnerID   string                 `json:"runner_id"`
+	Result     domain.ExecutionResult `json:"result"`
 }
 
 // FailRequest reports an infrastructure failure (the job is retried).

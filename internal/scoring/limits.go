@@ -3,8 +3,8 @@ package scoring
 import (
 	"fmt"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
@@ -18,23 +18,23 @@ import (
 func limitVerdict(meta execution.CellMeta, ec *notebook.Cell, pos int) (verdict, msg string, ok bool) {
 	switch {
 	case meta.JobTimeout > 0:
-		return grading.VerdictTimeout, fmt.Sprintf("cell %d was still running when the whole notebook hit its %gs limit; it was stopped", pos, meta.JobTimeout), true
+		return domain.VerdictTimeout, fmt.Sprintf("cell %d was still running when the whole notebook hit its %gs limit; it was stopped", pos, meta.JobTimeout), true
 	case meta.InterruptIgnored:
-		return grading.VerdictTimeout, fmt.Sprintf("cell %d did not finish within its %gs time limit and did not stop when interrupted, so the kernel was stopped", pos, meta.Timeout), true
+		return domain.VerdictTimeout, fmt.Sprintf("cell %d did not finish within its %gs time limit and did not stop when interrupted, so the kernel was stopped", pos, meta.Timeout), true
 	case meta.MemoryLimit > 0:
-		return grading.VerdictMemoryLimit, fmt.Sprintf("cell %d exceeded the %s memory limit; the kernel was stopped", pos, sandbox.FormatSize(meta.MemoryLimit)), true
+		return domain.VerdictMemoryLimit, fmt.Sprintf("cell %d exceeded the %s memory limit; the kernel was stopped", pos, sandbox.FormatSize(meta.MemoryLimit)), true
 	case meta.KernelDied:
-		return grading.VerdictError, fmt.Sprintf("the kernel died while cell %d ran (os._exit(), a signal, or a crash); the cells after it were not run", pos), true
+		return domain.VerdictError, fmt.Sprintf("the kernel died while cell %d ran (os._exit(), a signal, or a crash); the cells after it were not run", pos), true
 	case meta.KernelGone:
-		return grading.VerdictNotRun, "the cell was not run: the kernel had already stopped", true
+		return domain.VerdictNotRun, "the cell was not run: the kernel had already stopped", true
 	case meta.TimedOut:
-		return grading.VerdictTimeout, fmt.Sprintf("the cell did not finish within its %gs time limit and was interrupted", meta.Timeout), true
+		return domain.VerdictTimeout, fmt.Sprintf("the cell did not finish within its %gs time limit and was interrupted", meta.Timeout), true
 	case meta.PidsLimit > 0:
-		return grading.VerdictError, fmt.Sprintf("cell %d raised an error after the notebook hit the limit of %d processes/threads", pos, meta.PidsLimit), true
+		return domain.VerdictError, fmt.Sprintf("cell %d raised an error after the notebook hit the limit of %d processes/threads", pos, meta.PidsLimit), true
 	case meta.Truncated == "cell":
-		return grading.VerdictIncompleteOutput, "the cell's output exceeded the per-cell output limit and was truncated", true
+		return domain.VerdictIncompleteOutput, "the cell's output exceeded the per-cell output limit and was truncated", true
 	case meta.Truncated == "notebook":
-		return grading.VerdictIncompleteOutput, "the notebook's output exceeded the limit for the whole notebook; this cell's output was truncated", true
+		return domain.VerdictIncompleteOutput, "the notebook's output exceeded the limit for the whole notebook; this cell's output was truncated", true
 	}
 	return "", "", false
 }

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/compare"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 )
 
@@ -32,14 +32,14 @@ type Input struct {
 	Integrity notebook.Integrity
 	// Executed is the runner's notebook; nil when the run produced none.
 	Executed *notebook.Notebook
-	Result   grading.ExecutionResult
+	Result   domain.ExecutionResult
 	// SubmittedAt decides the late penalty; zero means on time.
 	SubmittedAt time.Time
 }
 
 // Output is the graded result.
 type Output struct {
-	Cells    []grading.CellResult
+	Cells    []domain.CellResult
 	Score    float64
 	MaxScore float64
 	Message  string
@@ -61,7 +61,7 @@ func Score(in Input) Output {
 	}
 	for _, gc := range in.Exercise.Graded {
 		answerCell := in.Exercise.Answer.CellByGraderID(gc.ID)
-		cr := grading.CellResult{CellID: gc.ID, MaxPoints: gc.Points, Counted: true}
+		cr := domain.CellResult{CellID: gc.ID, MaxPoints: gc.Points, Counted: true}
 		rule, ruleErr := compare.ParseRule(defaults, answerCell.MustGrader().Raw)
 		ec := executed[gc.ID]
 		var meta execution.CellMeta
@@ -70,11 +70,11 @@ func Score(in Input) Output {
 		}
 		switch {
 		case meta.Skipped != "":
-			cr.Verdict, cr.Counted = grading.VerdictNotRun, false
+			cr.Verdict, cr.Counted = domain.VerdictNotRun, false
 			cr.Message = "not run on this runner: " + meta.Skipped + "; not counted"
 		case gc.Probe:
 			if ruleErr != nil {
-				cr.Verdict = grading.VerdictError
+				cr.Verdict = domain.VerdictError
 				cr.Message = "the exercise's grading rule for this hidden test is invalid; please tell your instructor"
 				break
 			}
@@ -84,21 +84,21 @@ func Score(in Input) Output {
 			cr.Message = in.Integrity.Messages[gc.ID]
 		case ruleErr != nil:
 			// The exercise itself is broken; say so rather than blame the learner.
-			cr.Verdict = grading.VerdictError
+			cr.Verdict = domain.VerdictError
 			cr.Message = "the exercise's grading rule for this cell is invalid; please tell your instructor"
 		case in.Executed == nil && in.Result.Killed:
-			cr.Verdict = grading.VerdictTimeout
+			cr.Verdict = domain.VerdictTimeout
 			if in.Result.MemoryLimitHit {
-				cr.Verdict = grading.VerdictMemoryLimit
+				cr.Verdict = domain.VerdictMemoryLimit
 			}
 			cr.Message = in.Result.Reason
 		case ec == nil:
-			cr.Verdict = grading.VerdictNotRun
+			cr.Verdict = domain.VerdictNotRun
 			cr.Message = "the cell was not found in the executed notebook"
 		case meta.Stopped != "" || meta.TimedOut || meta.KernelGone || meta.Truncated != "" || meta.PidsLimit > 0:
 			cr.Verdict, cr.Message, _ = limitVerdict(meta, ec, cellPosition(in.Executed, ec))
 		case ec.ExecutionCount == nil && len(ec.Outputs) == 0:
-			cr.Verdict = grading.VerdictNotRun
+			cr.Verdict = domain.VerdictNotRun
 			cr.Message = "the cell was not run"
 			if in.Result.Reason != "" {
 				cr.Message += ": " + in.Result.Reason
@@ -106,7 +106,7 @@ func Score(in Input) Output {
 		default:
 			compareCell(&cr, rule, in.Reference, ec)
 		}
-		if cr.Verdict == grading.VerdictPass {
+		if cr.Verdict == domain.VerdictPass {
 			cr.Points = gc.Points
 		}
 		out.Cells = append(out.Cells, cr)
@@ -131,7 +131,7 @@ func Score(in Input) Output {
 	default:
 		passed := 0
 		for _, c := range out.Cells {
-			if c.Verdict == grading.VerdictPass {
+			if c.Verdict == domain.VerdictPass {
 				passed++
 			}
 		}
@@ -147,58 +147,58 @@ func Score(in Input) Output {
 // probeCell grades a hidden test. Its feedback never carries the observed
 // or expected output, the probe's inputs or the exception's value: the
 // learner's code runs inside the probe and could echo them.
-func probeCell(cr *grading.CellResult, gc exercise.GradedCell, rule compare.Rule, in Input, ec *notebook.Cell) {
+func probeCell(cr *domain.CellResult, gc exercise.GradedCell, rule compare.Rule, in Input, ec *notebook.Cell) {
 	switch {
 	case in.Executed == nil && in.Result.Killed:
-		cr.Verdict = grading.VerdictTimeout
+		cr.Verdict = domain.VerdictTimeout
 		if in.Result.MemoryLimitHit {
-			cr.Verdict = grading.VerdictMemoryLimit
+			cr.Verdict = domain.VerdictMemoryLimit
 		}
 		cr.Message = "a hidden test of " + gc.For + " did not run: " + in.Result.Reason
 		return
 	case ec == nil:
-		cr.Verdict, cr.Message = grading.VerdictNotRun, "a hidden test of "+gc.For+" was not run"
+		cr.Verdict, cr.Message = domain.VerdictNotRun, "a hidden test of "+gc.For+" was not run"
 		return
 	}
 	meta := execution.ReadCellMeta(ec)
 	if meta.TimedOut {
-		cr.Verdict, cr.Message = grading.VerdictTimeout, "a hidden test of "+gc.For+" did not finish in time"
+		cr.Verdict, cr.Message = domain.VerdictTimeout, "a hidden test of "+gc.For+" did not finish in time"
 		return
 	}
 	if ec.ExecutionCount == nil && len(ec.Outputs) == 0 {
-		cr.Verdict, cr.Message = grading.VerdictNotRun, "a hidden test of "+gc.For+" was not run"
+		cr.Verdict, cr.Message = domain.VerdictNotRun, "a hidden test of "+gc.For+" was not run"
 		return
 	}
 	seed, ok := in.Executed.ProbeSeed()
 	expected, found := in.Reference.ProbeOutputs(seed, gc.ID)
 	if !ok || !found {
 		// Not the learner's fault: the exercise lacks reference outputs for this seed.
-		cr.Verdict = grading.VerdictError
+		cr.Verdict = domain.VerdictError
 		cr.Message = "the hidden test of " + gc.For + " has no reference outputs for this run; please tell your instructor"
 		return
 	}
 	if rule.Compare != "error" && rule.Compare != "no-error" && compare.FirstError(ec.Outputs) != nil {
-		cr.Verdict, cr.Message = grading.VerdictError, "a hidden test of "+gc.For+" raised an exception"
+		cr.Verdict, cr.Message = domain.VerdictError, "a hidden test of "+gc.For+" raised an exception"
 		return
 	}
 	if compare.Outputs(rule, expected, ec.Outputs).Pass {
-		cr.Verdict, cr.Message = grading.VerdictPass, "hidden test passes"
+		cr.Verdict, cr.Message = domain.VerdictPass, "hidden test passes"
 		return
 	}
-	cr.Verdict, cr.Message = grading.VerdictMismatch, "a hidden test of "+gc.For+" gave a different result than the reference answer"
+	cr.Verdict, cr.Message = domain.VerdictMismatch, "a hidden test of "+gc.For+" gave a different result than the reference answer"
 }
 
 // applyProbes scales the points of each probed question by the share of its
 // hidden tests that pass: a cell that passes only for the visible inputs
 // (hard-coded or printed) earns nothing.
-func applyProbes(ex *exercise.Exercise, cells []grading.CellResult) {
+func applyProbes(ex *exercise.Exercise, cells []domain.CellResult) {
 	total, passed := map[string]int{}, map[string]int{}
 	for i, gc := range ex.Graded {
 		if !gc.Probe || !cells[i].Counted {
 			continue
 		}
 		total[gc.For]++
-		if cells[i].Verdict == grading.VerdictPass {
+		if cells[i].Verdict == domain.VerdictPass {
 			passed[gc.For]++
 		}
 	}
@@ -217,7 +217,7 @@ func applyProbes(ex *exercise.Exercise, cells []grading.CellResult) {
 
 // applyGroups zeroes every cell of an all-or-nothing group in which a
 // counted cell earned less than its maximum.
-func applyGroups(ex *exercise.Exercise, cells []grading.CellResult) {
+func applyGroups(ex *exercise.Exercise, cells []domain.CellResult) {
 	failed := map[string]bool{}
 	for i, gc := range ex.Graded {
 		if gc.Group != "" && cells[i].Counted && cells[i].Points < cells[i].MaxPoints {
@@ -232,11 +232,11 @@ func applyGroups(ex *exercise.Exercise, cells []grading.CellResult) {
 	}
 }
 
-func compareCell(cr *grading.CellResult, rule compare.Rule, ref *exercise.Reference, ec *notebook.Cell) {
+func compareCell(cr *domain.CellResult, rule compare.Rule, ref *exercise.Reference, ec *notebook.Cell) {
 	actual := ec.Outputs
 	if rule.Compare != "error" && rule.Compare != "no-error" {
 		if e := compare.FirstError(actual); e != nil {
-			cr.Verdict = grading.VerdictError
+			cr.Verdict = domain.VerdictError
 			cr.Message = "the cell raised " + e.Ename
 			if v := firstLine(e.Evalue); v != "" {
 				cr.Message += ": " + v
@@ -250,10 +250,10 @@ func compareCell(cr *grading.CellResult, rule compare.Rule, ref *exercise.Refere
 	}
 	r := compare.Outputs(rule, expected, actual)
 	if r.Pass {
-		cr.Verdict = grading.VerdictPass
+		cr.Verdict = domain.VerdictPass
 		cr.Message = "output matches"
 	} else {
-		cr.Verdict = grading.VerdictMismatch
+		cr.Verdict = domain.VerdictMismatch
 		cr.Message = r.Message
 	}
 	cr.Observed, cr.Expected, cr.Diff = r.Observed, r.Expected, r.Diff

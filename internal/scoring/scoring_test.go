@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/scoring"
 )
@@ -139,7 +139,7 @@ func TestScoreProbesGroupsAndLatePenalty(t *testing.T) {
 			if diff := out.Score - tt.score; diff > 1e-9 || diff < -1e-9 {
 				t.Errorf("score %g, want %g (%s)", out.Score, tt.score, out.Message)
 			}
-			byID := map[string]grading.CellResult{}
+			byID := map[string]domain.CellResult{}
 			for _, c := range out.Cells {
 				byID[c.CellID] = c
 				if strings.Contains(c.CellID, "probe") {

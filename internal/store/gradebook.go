@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // Which graded submission of a learner counts for an exercise.
@@ -67,13 +67,13 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 		return nil
 	}
 	join := "LEFT JOIN submissions s ON s.user_id = u.id AND s.status = ?"
-	args := []any{grading.StatusGraded}
+	args := []any{domain.StatusGraded}
 	if f.ExerciseID != "" {
 		join += " AND s.exercise_id = ?"
 		args = append(args, f.ExerciseID)
 	}
 	where := "u.role = ?"
-	args = append(args, string(grading.RoleLearner))
+	args = append(args, string(domain.RoleLearner))
 	if f.Learner != "" {
 		where += ` AND LOWER(u.name) LIKE ? ESCAPE '\'`
 		args = append(args, "%"+likeEscape(strings.ToLower(f.Learner))+"%")

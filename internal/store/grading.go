@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // SubmissionByKey returns the submission a user made with an idempotency key.
-func (db *DB) SubmissionByKey(ctx context.Context, userID int64, key string) (grading.Submission, error) {
+func (db *DB) SubmissionByKey(ctx context.Context, userID int64, key string) (domain.Submission, error) {
 	return db.submissionByKey(ctx, userID, key)
 }
 
@@ -19,7 +19,7 @@ func (db *DB) SubmissionByKey(ctx context.Context, userID int64, key string) (gr
 func (db *DB) CountSubmissions(ctx context.Context, userID int64, exerciseID string, since time.Time) (int64, error) {
 	var n int64
 	q := db.Gorm.WithContext(ctx).Model(&submissionRow{}).
-		Where("user_id = ? AND exercise_id = ? AND status <> ?", userID, exerciseID, grading.StatusFailed)
+		Where("user_id = ? AND exercise_id = ? AND status <> ?", userID, exerciseID, domain.StatusFailed)
 	if !since.IsZero() {
 		q = q.Where("created_at >= ?", since)
 	}
@@ -44,8 +44,8 @@ func (db *DB) SubmissionTimes(ctx context.Context, userID int64, exerciseID stri
 
 // GradedSubmissions lists the graded submissions of an exercise (optionally
 // of one user), oldest first, without cell results.
-func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]grading.Submission, error) {
-	q := db.Gorm.WithContext(ctx).Where("exercise_id = ? AND status = ?", exerciseID, grading.StatusGraded)
+func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]domain.Submission, error) {
+	q := db.Gorm.WithContext(ctx).Where("exercise_id = ? AND status = ?", exerciseID, domain.StatusGraded)
 	if userID != 0 {
 		q = q.Where("user_id = ?", userID)
 	}
@@ -54,7 +54,7 @@ func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID i
 		return nil, fmt.Errorf("list graded submissions of %s: %w", exerciseID, err)
 	}
 	names := map[int64]string{}
-	out := make([]grading.Submission, len(rows))
+	out := make([]domain.Submission, len(rows))
 	for i, r := range rows {
 		if _, ok := names[r.UserID]; !ok {
 			var u userRow

@@ -9,7 +9,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // Regrade states and modes.
@@ -95,26 +95,26 @@ type Regrade struct {
 
 // RegradeItem is one affected submission: its score now and the new one.
 type RegradeItem struct {
-	SubmissionID   string               `json:"submission_id"`
-	UserID         int64                `json:"-"`
-	Learner        string               `json:"learner"`
-	State          string               `json:"state"`
-	JobID          *int64               `json:"job_id,omitempty"`
-	OldScore       float64              `json:"old_score"`
-	OldMaxScore    float64              `json:"old_max_score"`
-	OldVersion     string               `json:"old_grader_version"`
-	NewScore       float64              `json:"new_score"`
-	NewMaxScore    float64              `json:"new_max_score"`
-	Change         float64              `json:"change"`
-	Message        string               `json:"message,omitempty"`
-	Profile        string               `json:"profile,omitempty"`
-	EnvFingerprint string               `json:"env_fingerprint,omitempty"`
-	Cells          []grading.CellResult `json:"cells,omitempty"`
+	SubmissionID   string              `json:"submission_id"`
+	UserID         int64               `json:"-"`
+	Learner        string              `json:"learner"`
+	State          string              `json:"state"`
+	JobID          *int64              `json:"job_id,omitempty"`
+	OldScore       float64             `json:"old_score"`
+	OldMaxScore    float64             `json:"old_max_score"`
+	OldVersion     string              `json:"old_grader_version"`
+	NewScore       float64             `json:"new_score"`
+	NewMaxScore    float64             `json:"new_max_score"`
+	Change         float64             `json:"change"`
+	Message        string              `json:"message,omitempty"`
+	Profile        string              `json:"profile,omitempty"`
+	EnvFingerprint string              `json:"env_fingerprint,omitempty"`
+	Cells          []domain.CellResult `json:"cells,omitempty"`
 }
 
 // NewRegradeItem is an affected submission as staged.
 type NewRegradeItem struct {
-	Submission grading.Submission
+	Submission domain.Submission
 	// Result is set when the new score is known at once (recompare).
 	Result *Grade
 	// Job is set for a re-execution: the job is enqueued in the same transaction.
@@ -213,7 +213,7 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 	var row regradeRow
 	err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Regrade{}, grading.Errorf(grading.ENOTFOUND, "regrade %d not found", id)
+		return Regrade{}, domain.Errorf(domain.ENOTFOUND, "regrade %d not found", id)
 	}
 	if err != nil {
 		return Regrade{}, fmt.Errorf("read regrade %d: %w", id, err)
@@ -233,7 +233,7 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 		if it.State == ItemPending && ir.JobID != nil {
 			var job JobRow
 			if err := db.Gorm.WithContext(ctx).Where("id = ?", *ir.JobID).Take(&job).Error; err == nil &&
-				(job.State == grading.JobFailed || job.State == grading.JobCanceled) {
+				(job.State == domain.JobFailed || job.State == domain.JobCanceled) {
 				it.State, it.Message = ItemFailed, "re-execution failed: "+job.LastError
 			}
 		}
@@ -263,7 +263,7 @@ func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
 		return r, err
 	}
 	if r.State != RegradeReady {
-		return r, grading.Errorf(grading.ECONFLICT, "regrade %d is %s; only a ready regrade can be applied", id, r.State)
+		return r, domain.Errorf(domain.ECONFLICT, "regrade %d is %s; only a ready regrade can be applied", id, r.State)
 	}
 	now := db.Now()
 	err = db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -274,7 +274,7 @@ func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
 			return fmt.Errorf("mark regrade %d applied: %w", id, res.Error)
 		}
 		if res.RowsAffected != 1 {
-			return grading.Errorf(grading.ECONFLICT, "regrade %d was decided concurrently", id)
+			return domain.Errorf(domain.ECONFLICT, "regrade %d was decided concurrently", id)
 		}
 		for _, it := range r.Items {
 			if it.State != ItemDone {
@@ -301,9 +301,9 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 	if err := tx.Where("submission_id = ?", sub.ID).Order("position").Find(&old).Error; err != nil {
 		return fmt.Errorf("read cells of %s: %w", sub.ID, err)
 	}
-	oldCells := make([]grading.CellResult, len(old))
+	oldCells := make([]domain.CellResult, len(old))
 	for i, c := range old {
-		oldCells[i] = grading.CellResult{CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
+		oldCells[i] = domain.CellResult{CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
 			Counted: c.Counted, Message: c.Message, Observed: c.Observed, Expected: c.Expected, Diff: c.Diff}
 	}
 	oc, _ := json.Marshal(oldCells)
@@ -345,24 +345,24 @@ func (db *DB) DiscardRegrade(ctx context.Context, id int64) (Regrade, error) {
 	}
 	r, err := db.RegradeByID(ctx, id)
 	if err == nil && res.RowsAffected != 1 {
-		return r, grading.Errorf(grading.ECONFLICT, "regrade %d is %s and cannot be discarded", id, r.State)
+		return r, domain.Errorf(domain.ECONFLICT, "regrade %d is %s and cannot be discarded", id, r.State)
 	}
 	return r, err
 }
 
 // ScoreHistoryEntry is an earlier score of a submission.
 type ScoreHistoryEntry struct {
-	RegradeID       *int64               `json:"regrade_id,omitempty"`
-	ExerciseVersion string               `json:"exercise_version"`
-	GraderVersion   string               `json:"grader_version"`
-	Profile         string               `json:"profile"`
-	EnvFingerprint  string               `json:"env_fingerprint"`
-	Score           float64              `json:"score"`
-	MaxScore        float64              `json:"max_score"`
-	Message         string               `json:"message"`
-	Cells           []grading.CellResult `json:"cells"`
-	GradedAt        *time.Time           `json:"graded_at,omitempty"`
-	RecordedAt      time.Time            `json:"recorded_at"`
+	RegradeID       *int64              `json:"regrade_id,omitempty"`
+	ExerciseVersion string              `json:"exercise_version"`
+	GraderVersion   string              `json:"grader_version"`
+	Profile         string              `json:"profile"`
+	EnvFingerprint  string              `json:"env_fingerprint"`
+	Score           float64             `json:"score"`
+	MaxScore        float64             `json:"max_score"`
+	Message         string              `json:"message"`
+	Cells           []domain.CellResult `json:"cells"`
+	GradedAt        *time.Time          `json:"graded_at,omitempty"`
+	RecordedAt      time.Time           `json:"recorded_at"`
 }
 
 // ScoreHistory lists a submission's earlier scores, oldest first.

@@ -9,7 +9,7 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npugrade/npugrade/internal/auth"
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // Browser sessions of the web pages. The cookie carries a random session
@@ -28,7 +28,7 @@ func (webSessionRow) TableName() string { return "web_sessions" }
 
 // WebSession is a signed-in browser.
 type WebSession struct {
-	User      grading.User
+	User      domain.User
 	CSRFToken string
 	ExpiresAt time.Time
 }
@@ -54,7 +54,7 @@ func (db *DB) CreateWebSession(ctx context.Context, userID int64, ttl time.Durat
 // revoking a user's tokens also signs their browsers out.
 func (db *DB) WebSessionByID(ctx context.Context, id string) (WebSession, error) {
 	if id == "" {
-		return WebSession{}, grading.Errorf(grading.EUNAUTHORIZED, "no session")
+		return WebSession{}, domain.Errorf(domain.EUNAUTHORIZED, "no session")
 	}
 	var row struct {
 		CSRFToken     string    `gorm:"column:csrf_token"`
@@ -72,7 +72,7 @@ func (db *DB) WebSessionByID(ctx context.Context, id string) (WebSession, error)
 		Where("EXISTS (SELECT 1 FROM tokens WHERE tokens.user_id = users.id AND tokens.revoked_at IS NULL)").
 		Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return WebSession{}, grading.Errorf(grading.EUNAUTHORIZED, "the session has expired or was signed out")
+		return WebSession{}, domain.Errorf(domain.EUNAUTHORIZED, "the session has expired or was signed out")
 	}
 	if err != nil {
 		return WebSession{}, fmt.Errorf("look up session: %w", err)

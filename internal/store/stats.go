@@ -6,7 +6,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // Queries behind the instructor dashboard. Aggregations that SQLite and
@@ -57,7 +57,7 @@ type Latency struct {
 func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
 	rows, err := db.Gorm.WithContext(ctx).Raw(
 		"SELECT created_at, graded_at FROM submissions WHERE status = ? AND graded_at IS NOT NULL ORDER BY graded_at DESC LIMIT ?",
-		grading.StatusGraded, n).Rows()
+		domain.StatusGraded, n).Rows()
 	if err != nil {
 		return Latency{}, fmt.Errorf("grading latency: %w", err)
 	}
@@ -101,7 +101,7 @@ func (db *DB) QuestionStats(ctx context.Context, exerciseID string) ([]QuestionS
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
 		WHERE s.exercise_id = ? AND s.status = ? AND cr.counted = ?
 		GROUP BY cr.cell_id ORDER BY MIN(cr.position), cr.cell_id`,
-		grading.VerdictPass, exerciseID, grading.StatusGraded, true).Scan(&out).Error
+		domain.VerdictPass, exerciseID, domain.StatusGraded, true).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("question stats of %s: %w", exerciseID, err)
 	}
@@ -123,7 +123,7 @@ func (db *DB) CommonFailures(ctx context.Context, exerciseID string, limit int) 
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
 		WHERE s.exercise_id = ? AND s.status = ? AND cr.counted = ? AND cr.verdict <> ?
 		GROUP BY cr.cell_id, cr.verdict, cr.message ORDER BY COUNT(*) DESC, cr.cell_id, cr.verdict, cr.message LIMIT ?`,
-		exerciseID, grading.StatusGraded, true, grading.VerdictPass, limit).Scan(&out).Error
+		exerciseID, domain.StatusGraded, true, domain.VerdictPass, limit).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("common failures of %s: %w", exerciseID, err)
 	}
@@ -138,7 +138,7 @@ func (db *DB) SetRunnerDrain(ctx context.Context, id string, drain bool) error {
 		return fmt.Errorf("set drain of runner %s: %w", id, res.Error)
 	}
 	if res.RowsAffected == 0 {
-		return grading.Errorf(grading.ENOTFOUND, "runner %s not found", id)
+		return domain.Errorf(domain.ENOTFOUND, "runner %s not found", id)
 	}
 	return nil
 }
@@ -170,7 +170,7 @@ func (db *DB) Tokens(ctx context.Context) ([]TokenInfo, error) {
 func (db *DB) RevokeToken(ctx context.Context, tokenID int64) error {
 	var row tokenRow
 	if err := db.Gorm.WithContext(ctx).Where("id = ?", tokenID).Take(&row).Error; err != nil {
-		return grading.Errorf(grading.ENOTFOUND, "token %d not found", tokenID)
+		return domain.Errorf(domain.ENOTFOUND, "token %d not found", tokenID)
 	}
 	err := db.Gorm.WithContext(ctx).Model(&tokenRow{}).Where("id = ? AND revoked_at IS NULL", tokenID).Update("revoked_at", db.Now()).Error
 	if err != nil {
@@ -181,7 +181,7 @@ func (db *DB) RevokeToken(ctx context.Context, tokenID int64) error {
 
 // LatestSubmissions returns each exercise's most recent submission of a
 // user, by exercise id (for the learner's exercise list).
-func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]grading.Submission, error) {
+func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]domain.Submission, error) {
 	var rows []submissionRow
 	err := db.Gorm.WithContext(ctx).Raw(`SELECT s.* FROM submissions s WHERE s.user_id = ? AND s.id = (
 		SELECT s2.id FROM submissions s2 WHERE s2.user_id = s.user_id AND s2.exercise_id = s.exercise_id
@@ -189,7 +189,7 @@ func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]g
 	if err != nil {
 		return nil, fmt.Errorf("latest submissions of user %d: %w", userID, err)
 	}
-	out := map[string]grading.Submission{}
+	out := map[string]domain.Submission{}
 	for _, r := range rows {
 		out[r.ExerciseID] = toSubmission(r, "")
 	}
@@ -208,7 +208,7 @@ type LearnerScore struct {
 func (db *DB) LearnerScores(ctx context.Context, userID int64) (map[string]LearnerScore, error) {
 	var rows []LearnerScore
 	err := db.Gorm.WithContext(ctx).Raw(`SELECT exercise_id AS exercise_id, MAX(score) AS best, MAX(max_score) AS max_score, COUNT(*) AS graded
-		FROM submissions WHERE user_id = ? AND status = ? GROUP BY exercise_id`, userID, grading.StatusGraded).Scan(&rows).Error
+		FROM submissions WHERE user_id = ? AND status = ? GROUP BY exercise_id`, userID, domain.StatusGraded).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("scores of user %d: %w", userID, err)
 	}
@@ -221,7 +221,7 @@ func (db *DB) LearnerScores(ctx context.Context, userID int64) (map[string]Learn
 
 // RecentSubmissions lists the newest submissions of everyone with the
 // learner's name, without cell results.
-func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]grading.Submission, error) {
+func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]domain.Submission, error) {
 	var rows []submissionRow
 	if err := db.Gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("recent submissions: %w", err)
@@ -244,7 +244,7 @@ func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]grading.Submi
 			names[u.ID] = u.Name
 		}
 	}
-	out := make([]grading.Submission, len(rows))
+	out := make([]domain.Submission, len(rows))
 	for i, r := range rows {
 		out[i] = toSubmission(r, names[r.UserID])
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -74,12 +74,12 @@ func TestUsersAndTokens(t *testing.T) {
 			t.Parallel()
 			db := storetest.Open(t, d)
 			ctx := context.Background()
-			u, token, err := db.CreateUser(ctx, "ada", grading.RoleLearner)
+			u, token, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got, err := db.UserByToken(ctx, token)
-			if err != nil || got.ID != u.ID || got.Role != grading.RoleLearner {
+			if err != nil || got.ID != u.ID || got.Role != domain.RoleLearner {
 				t.Fatalf("UserByToken = %+v, %v", got, err)
 			}
 			var stored int64
@@ -87,19 +87,19 @@ func TestUsersAndTokens(t *testing.T) {
 			if stored != 0 {
 				t.Fatal("the plain token is stored")
 			}
-			if _, _, err := db.CreateUser(ctx, "ada", grading.RoleLearner); grading.ErrorCode(err) != grading.ECONFLICT {
+			if _, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner); domain.ErrorCode(err) != domain.ECONFLICT {
 				t.Fatalf("duplicate user: %v", err)
 			}
-			if _, _, err := db.CreateUser(ctx, "bob", "teacher"); grading.ErrorCode(err) != grading.EINVALID {
+			if _, _, err := db.CreateUser(ctx, "bob", "teacher"); domain.ErrorCode(err) != domain.EINVALID {
 				t.Fatalf("bad role: %v", err)
 			}
 			if err := db.RevokeTokens(ctx, u.ID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.UserByToken(ctx, token); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+			if _, err := db.UserByToken(ctx, token); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 				t.Fatalf("revoked token accepted: %v", err)
 			}
-			if _, err := db.UserByToken(ctx, "npg_nonsense"); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+			if _, err := db.UserByToken(ctx, "npg_nonsense"); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 				t.Fatalf("unknown token: %v", err)
 			}
 		})

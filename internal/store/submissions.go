@@ -10,7 +10,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // PutBlob stores data under its sha256 (content-addressed; storing the
@@ -45,7 +45,7 @@ type NewSubmission struct {
 	Upload          []byte // the learner's notebook as uploaded
 	Rebuilt         []byte // the notebook the runner executes
 	IdempotencyKey  string
-	Requires        grading.Requirement
+	Requires        domain.Requirement
 	MaxAttempts     int
 	// Enqueue writes the job row inside the same transaction (package queue).
 	Enqueue func(tx *gorm.DB, job *JobRow) error
@@ -54,12 +54,12 @@ type NewSubmission struct {
 // CreateSubmission writes the submission, its blobs and its queued job in
 // one transaction. With an idempotency key already used by this user it
 // returns the earlier submission and created=false.
-func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub grading.Submission, created bool, err error) {
+func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domain.Submission, created bool, err error) {
 	if ns.IdempotencyKey != "" {
 		if s, err := db.submissionByKey(ctx, ns.UserID, ns.IdempotencyKey); err == nil {
 			return s, false, nil
 		} else if !errors.Is(err, ErrNotFound) {
-			return grading.Submission{}, false, err
+			return domain.Submission{}, false, err
 		}
 	}
 	now := db.Now()
@@ -68,7 +68,7 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub gradi
 		UserID:          ns.UserID,
 		ExerciseID:      ns.ExerciseID,
 		ExerciseVersion: ns.ExerciseVersion,
-		Status:          grading.StatusQueued,
+		Status:          domain.StatusQueued,
 		CreatedAt:       now,
 	}
 	if ns.IdempotencyKey != "" {
@@ -92,9 +92,9 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub gradi
 		id := row.ID
 		job := &JobRow{
 			SubmissionID:  &id,
-			Kind:          grading.JobGrade,
+			Kind:          domain.JobGrade,
 			ExerciseID:    ns.ExerciseID,
-			State:         grading.JobQueued,
+			State:         domain.JobQueued,
 			Requires:      string(req),
 			MaxAttempts:   ns.MaxAttempts,
 			PayloadSHA256: payload,
@@ -110,19 +110,19 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub gradi
 			s, err2 := db.submissionByKey(ctx, ns.UserID, ns.IdempotencyKey)
 			return s, false, err2
 		}
-		return grading.Submission{}, false, fmt.Errorf("create submission for %s: %w", ns.ExerciseID, err)
+		return domain.Submission{}, false, fmt.Errorf("create submission for %s: %w", ns.ExerciseID, err)
 	}
 	return toSubmission(row, ""), true, nil
 }
 
-func (db *DB) submissionByKey(ctx context.Context, userID int64, key string) (grading.Submission, error) {
+func (db *DB) submissionByKey(ctx context.Context, userID int64, key string) (domain.Submission, error) {
 	var row submissionRow
 	err := db.Gorm.WithContext(ctx).Where("user_id = ? AND idempotency_key = ?", userID, key).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return grading.Submission{}, ErrNotFound
+		return domain.Submission{}, ErrNotFound
 	}
 	if err != nil {
-		return grading.Submission{}, fmt.Errorf("find submission by idempotency key: %w", err)
+		return domain.Submission{}, fmt.Errorf("find submission by idempotency key: %w", err)
 	}
 	return db.withCells(ctx, row)
 }
@@ -134,28 +134,28 @@ func newSubmissionID(now time.Time) string {
 }
 
 // Submission returns one submission with its cell results.
-func (db *DB) Submission(ctx context.Context, id string) (grading.Submission, error) {
+func (db *DB) Submission(ctx context.Context, id string) (domain.Submission, error) {
 	var row submissionRow
 	err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return grading.Submission{}, grading.Errorf(grading.ENOTFOUND, "submission %s not found", id)
+		return domain.Submission{}, domain.Errorf(domain.ENOTFOUND, "submission %s not found", id)
 	}
 	if err != nil {
-		return grading.Submission{}, fmt.Errorf("read submission %s: %w", id, err)
+		return domain.Submission{}, fmt.Errorf("read submission %s: %w", id, err)
 	}
 	return db.withCells(ctx, row)
 }
 
-func (db *DB) withCells(ctx context.Context, row submissionRow) (grading.Submission, error) {
+func (db *DB) withCells(ctx context.Context, row submissionRow) (domain.Submission, error) {
 	var cells []cellResultRow
 	if err := db.Gorm.WithContext(ctx).Where("submission_id = ?", row.ID).Order("position").Find(&cells).Error; err != nil {
-		return grading.Submission{}, fmt.Errorf("read cells of submission %s: %w", row.ID, err)
+		return domain.Submission{}, fmt.Errorf("read cells of submission %s: %w", row.ID, err)
 	}
 	var u userRow
 	_ = db.Gorm.WithContext(ctx).Where("id = ?", row.UserID).Take(&u).Error
 	s := toSubmission(row, u.Name)
 	for _, c := range cells {
-		s.Cells = append(s.Cells, grading.CellResult{
+		s.Cells = append(s.Cells, domain.CellResult{
 			CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
 			Counted: c.Counted, Message: c.Message, Observed: c.Observed, Expected: c.Expected, Diff: c.Diff,
 		})
@@ -171,7 +171,7 @@ type SubmissionFilter struct {
 }
 
 // Submissions lists submissions, newest first, without cell results.
-func (db *DB) Submissions(ctx context.Context, f SubmissionFilter) ([]grading.Submission, error) {
+func (db *DB) Submissions(ctx context.Context, f SubmissionFilter) ([]domain.Submission, error) {
 	q := db.Gorm.WithContext(ctx).Model(&submissionRow{}).Order("created_at DESC, id DESC")
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)
@@ -186,7 +186,7 @@ func (db *DB) Submissions(ctx context.Context, f SubmissionFilter) ([]grading.Su
 	if err := q.Limit(f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list submissions: %w", err)
 	}
-	out := make([]grading.Submission, len(rows))
+	out := make([]domain.Submission, len(rows))
 	for i, r := range rows {
 		out[i] = toSubmission(r, "")
 	}
@@ -208,8 +208,8 @@ func (db *DB) ExecutedNotebook(ctx context.Context, id string) ([]byte, error) {
 // MarkRunning records that a runner started a submission's job.
 func (db *DB) MarkRunning(tx *gorm.DB, submissionID, runnerID string) error {
 	now := db.Now()
-	err := tx.Model(&submissionRow{}).Where("id = ? AND status IN ?", submissionID, []string{grading.StatusQueued, grading.StatusRunning}).
-		Updates(map[string]any{"status": grading.StatusRunning, "started_at": now, "runner_id": runnerID}).Error
+	err := tx.Model(&submissionRow{}).Where("id = ? AND status IN ?", submissionID, []string{domain.StatusQueued, domain.StatusRunning}).
+		Updates(map[string]any{"status": domain.StatusRunning, "started_at": now, "runner_id": runnerID}).Error
 	if err != nil {
 		return fmt.Errorf("mark submission %s running: %w", submissionID, err)
 	}
@@ -218,8 +218,8 @@ func (db *DB) MarkRunning(tx *gorm.DB, submissionID, runnerID string) error {
 
 // MarkQueued puts a submission back to queued (its job was returned to the queue).
 func (db *DB) MarkQueued(tx *gorm.DB, submissionID string) error {
-	err := tx.Model(&submissionRow{}).Where("id = ? AND status = ?", submissionID, grading.StatusRunning).
-		Update("status", grading.StatusQueued).Error
+	err := tx.Model(&submissionRow{}).Where("id = ? AND status = ?", submissionID, domain.StatusRunning).
+		Update("status", domain.StatusQueued).Error
 	if err != nil {
 		return fmt.Errorf("mark submission %s queued: %w", submissionID, err)
 	}
@@ -230,7 +230,7 @@ func (db *DB) MarkQueued(tx *gorm.DB, submissionID string) error {
 func (db *DB) MarkFailed(tx *gorm.DB, submissionID, message string) error {
 	now := db.Now()
 	err := tx.Model(&submissionRow{}).Where("id = ?", submissionID).
-		Updates(map[string]any{"status": grading.StatusFailed, "message": message, "graded_at": now}).Error
+		Updates(map[string]any{"status": domain.StatusFailed, "message": message, "graded_at": now}).Error
 	if err != nil {
 		return fmt.Errorf("mark submission %s failed: %w", submissionID, err)
 	}
@@ -248,7 +248,7 @@ type Grade struct {
 	EnvFingerprint string
 	GraderVersion  string
 	Executed       []byte
-	Cells          []grading.CellResult
+	Cells          []domain.CellResult
 }
 
 // SaveGrade writes a score and its cell results. It runs inside the
@@ -266,7 +266,7 @@ func (db *DB) SaveGrade(tx *gorm.DB, g Grade) error {
 	}
 	now := db.Now()
 	res := tx.Model(&submissionRow{}).Where("id = ?", g.SubmissionID).Updates(map[string]any{
-		"status": grading.StatusGraded, "score": g.Score, "max_score": g.MaxScore, "message": g.Message,
+		"status": domain.StatusGraded, "score": g.Score, "max_score": g.MaxScore, "message": g.Message,
 		"profile": g.Profile, "runner_id": g.RunnerID, "env_fingerprint": g.EnvFingerprint,
 		"grader_version": g.GraderVersion, "executed_sha256": executed, "graded_at": now,
 	})
@@ -294,8 +294,8 @@ func (db *DB) SaveGrade(tx *gorm.DB, g Grade) error {
 	return nil
 }
 
-func toSubmission(r submissionRow, userName string) grading.Submission {
-	return grading.Submission{
+func toSubmission(r submissionRow, userName string) domain.Submission {
+	return domain.Submission{
 		ID: r.ID, UserID: r.UserID, UserName: userName, ExerciseID: r.ExerciseID, ExerciseVersion: r.ExerciseVersion,
 		NotebookSHA256: r.NotebookSHA256, Status: r.Status, Score: r.Score, MaxScore: r.MaxScore,
 		Message: r.Message, Profile: r.Profile, RunnerID: r.RunnerID, EnvFingerprint: r.EnvFingerprint,

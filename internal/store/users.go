@@ -8,24 +8,24 @@ import (
 	"gorm.io/gorm"
 
 	"github.com/npugrade/npugrade/internal/auth"
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // CreateUser adds a user and returns it with a fresh API token (shown once;
 // only its hash is stored).
-func (db *DB) CreateUser(ctx context.Context, name string, role grading.Role) (grading.User, string, error) {
+func (db *DB) CreateUser(ctx context.Context, name string, role domain.Role) (domain.User, string, error) {
 	if name == "" {
-		return grading.User{}, "", grading.Errorf(grading.EINVALID, "user name is required")
+		return domain.User{}, "", domain.Errorf(domain.EINVALID, "user name is required")
 	}
 	if !role.Valid() {
-		return grading.User{}, "", grading.Errorf(grading.EINVALID, "unknown role %q (learner, instructor, admin or runner)", role)
+		return domain.User{}, "", domain.Errorf(domain.EINVALID, "unknown role %q (learner, instructor, admin or runner)", role)
 	}
 	row := userRow{Name: name, Role: string(role), CreatedAt: db.Now()}
 	var token string
 	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrDuplicatedKey) {
-				return grading.Errorf(grading.ECONFLICT, "user %q already exists", name)
+				return domain.Errorf(domain.ECONFLICT, "user %q already exists", name)
 			}
 			return fmt.Errorf("insert user %q: %w", name, err)
 		}
@@ -34,7 +34,7 @@ func (db *DB) CreateUser(ctx context.Context, name string, role grading.Role) (g
 		return err
 	})
 	if err != nil {
-		return grading.User{}, "", err
+		return domain.User{}, "", err
 	}
 	return toUser(row), token, nil
 }
@@ -68,9 +68,9 @@ func (db *DB) RevokeTokens(ctx context.Context, userID int64) error {
 }
 
 // UserByToken resolves a bearer token. Unknown and revoked tokens are EUNAUTHORIZED.
-func (db *DB) UserByToken(ctx context.Context, token string) (grading.User, error) {
+func (db *DB) UserByToken(ctx context.Context, token string) (domain.User, error) {
 	if token == "" {
-		return grading.User{}, grading.Errorf(grading.EUNAUTHORIZED, "a bearer token is required")
+		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "a bearer token is required")
 	}
 	var u userRow
 	err := db.Gorm.WithContext(ctx).Table("users").
@@ -78,40 +78,40 @@ func (db *DB) UserByToken(ctx context.Context, token string) (grading.User, erro
 		Where("tokens.hash = ? AND tokens.revoked_at IS NULL", auth.HashToken(token)).
 		Select("users.*").Take(&u).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return grading.User{}, grading.Errorf(grading.EUNAUTHORIZED, "the token is not valid")
+		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "the token is not valid")
 	}
 	if err != nil {
-		return grading.User{}, fmt.Errorf("look up token: %w", err)
+		return domain.User{}, fmt.Errorf("look up token: %w", err)
 	}
 	return toUser(u), nil
 }
 
 // UserByName finds a user.
-func (db *DB) UserByName(ctx context.Context, name string) (grading.User, error) {
+func (db *DB) UserByName(ctx context.Context, name string) (domain.User, error) {
 	var u userRow
 	err := db.Gorm.WithContext(ctx).Where("name = ?", name).Take(&u).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return grading.User{}, grading.Errorf(grading.ENOTFOUND, "user %q not found", name)
+		return domain.User{}, domain.Errorf(domain.ENOTFOUND, "user %q not found", name)
 	}
 	if err != nil {
-		return grading.User{}, fmt.Errorf("find user %q: %w", name, err)
+		return domain.User{}, fmt.Errorf("find user %q: %w", name, err)
 	}
 	return toUser(u), nil
 }
 
 // ListUsers returns every user, by id.
-func (db *DB) ListUsers(ctx context.Context) ([]grading.User, error) {
+func (db *DB) ListUsers(ctx context.Context) ([]domain.User, error) {
 	var rows []userRow
 	if err := db.Gorm.WithContext(ctx).Order("id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
-	out := make([]grading.User, len(rows))
+	out := make([]domain.User, len(rows))
 	for i, r := range rows {
 		out[i] = toUser(r)
 	}
 	return out, nil
 }
 
-func toUser(r userRow) grading.User {
-	return grading.User{ID: r.ID, Name: r.Name, Role: grading.Role(r.Role), CreatedAt: r.CreatedAt}
+func toUser(r userRow) domain.User {
+	return domain.User{ID: r.ID, Name: r.Name, Role: domain.Role(r.Role), CreatedAt: r.CreatedAt}
 }

@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -20,16 +20,16 @@ func TestWebSessions(t *testing.T) {
 			t.Parallel()
 			db := storetest.Open(t, d)
 			ctx := context.Background()
-			u, _, err := db.CreateUser(ctx, "ada", grading.RoleInstructor)
+			u, _, err := db.CreateUser(ctx, "ada", domain.RoleInstructor)
 			if err != nil {
 				t.Fatal(err)
 			}
 			id, s, err := db.CreateWebSession(ctx, u.ID, time.Hour)
-			if err != nil || len(id) < 40 || len(s.CSRFToken) < 32 || s.User.Role != grading.RoleInstructor {
+			if err != nil || len(id) < 40 || len(s.CSRFToken) < 32 || s.User.Role != domain.RoleInstructor {
 				t.Fatalf("create: %q %+v %v", id, s, err)
 			}
 			got, err := db.WebSessionByID(ctx, id)
-			if err != nil || got.User.ID != u.ID || got.User.Name != "ada" || got.User.Role != grading.RoleInstructor || got.CSRFToken != s.CSRFToken {
+			if err != nil || got.User.ID != u.ID || got.User.Name != "ada" || got.User.Role != domain.RoleInstructor || got.CSRFToken != s.CSRFToken {
 				t.Fatalf("lookup: %+v %v", got, err)
 			}
 			// Only the hash is stored.
@@ -39,7 +39,7 @@ func TestWebSessions(t *testing.T) {
 				t.Fatal("the session id is stored in clear")
 			}
 			for _, bad := range []string{"", "nope", id + "x"} {
-				if _, err := db.WebSessionByID(ctx, bad); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+				if _, err := db.WebSessionByID(ctx, bad); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 					t.Errorf("session %q: %v", bad, err)
 				}
 			}
@@ -49,7 +49,7 @@ func TestWebSessions(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(20 * time.Millisecond)
-			if _, err := db.WebSessionByID(ctx, short); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+			if _, err := db.WebSessionByID(ctx, short); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 				t.Errorf("expired session: %v", err)
 			}
 			if removed, err := db.DeleteExpiredWebSessions(ctx); err != nil || removed != 1 {
@@ -59,7 +59,7 @@ func TestWebSessions(t *testing.T) {
 			if err := db.RevokeTokens(ctx, u.ID); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.WebSessionByID(ctx, id); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+			if _, err := db.WebSessionByID(ctx, id); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 				t.Errorf("session after revoking the tokens: %v", err)
 			}
 			tok, err := db.CreateToken(ctx, u.ID)
@@ -72,7 +72,7 @@ func TestWebSessions(t *testing.T) {
 			if err := db.DeleteWebSession(ctx, id); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := db.WebSessionByID(ctx, id); grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+			if _, err := db.WebSessionByID(ctx, id); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 				t.Errorf("deleted session: %v", err)
 			}
 		})
@@ -90,8 +90,8 @@ func gradeAt(t *testing.T, db *store.DB, userID int64, ex string, score, max flo
 		t.Fatal(err)
 	}
 	err = db.Gorm.Transaction(func(tx *gorm.DB) error {
-		return db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: score, MaxScore: max, Cells: []grading.CellResult{
-			{CellID: "q1", Verdict: map[bool]string{true: grading.VerdictPass, false: grading.VerdictMismatch}[score == max], Counted: true,
+		return db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: score, MaxScore: max, Cells: []domain.CellResult{
+			{CellID: "q1", Verdict: map[bool]string{true: domain.VerdictPass, false: domain.VerdictMismatch}[score == max], Counted: true,
 				Points: score, MaxPoints: max, Message: "m"}}})
 	})
 	if err != nil {
@@ -108,10 +108,10 @@ func TestGradebookAndStats(t *testing.T) {
 			t.Parallel()
 			db := storetest.Open(t, d)
 			ctx := context.Background()
-			ada, _, _ := db.CreateUser(ctx, "ada", grading.RoleLearner)
-			bob, _, _ := db.CreateUser(ctx, "Bob_1%", grading.RoleLearner)
-			db.CreateUser(ctx, "carol", grading.RoleLearner)
-			db.CreateUser(ctx, "teacher", grading.RoleInstructor)
+			ada, _, _ := db.CreateUser(ctx, "ada", domain.RoleLearner)
+			bob, _, _ := db.CreateUser(ctx, "Bob_1%", domain.RoleLearner)
+			db.CreateUser(ctx, "carol", domain.RoleLearner)
+			db.CreateUser(ctx, "teacher", domain.RoleInstructor)
 			gradeAt(t, db, ada.ID, "ch1", 3, 10)
 			best := gradeAt(t, db, ada.ID, "ch1", 9, 10)
 			latest := gradeAt(t, db, ada.ID, "ch1", 5, 10)
@@ -177,7 +177,7 @@ func TestGradebookAndStats(t *testing.T) {
 				t.Errorf("question stats: %+v %v", qs, err)
 			}
 			fails, err := db.CommonFailures(ctx, "ch1", 5)
-			if err != nil || len(fails) != 1 || fails[0].Count != 3 || fails[0].Verdict != grading.VerdictMismatch {
+			if err != nil || len(fails) != 1 || fails[0].Count != 3 || fails[0].Verdict != domain.VerdictMismatch {
 				t.Errorf("failures: %+v %v", fails, err)
 			}
 			scores, err := db.LearnerScores(ctx, ada.ID)
@@ -200,10 +200,10 @@ func TestGradebookAndStats(t *testing.T) {
 			if err := db.RevokeToken(ctx, toks[0].ID); err != nil {
 				t.Fatal(err)
 			}
-			if err := db.RevokeToken(ctx, 99999); grading.ErrorCode(err) != grading.ENOTFOUND {
+			if err := db.RevokeToken(ctx, 99999); domain.ErrorCode(err) != domain.ENOTFOUND {
 				t.Errorf("revoke unknown token: %v", err)
 			}
-			if err := db.SetRunnerDrain(ctx, "nope", true); grading.ErrorCode(err) != grading.ENOTFOUND {
+			if err := db.SetRunnerDrain(ctx, "nope", true); domain.ErrorCode(err) != domain.ENOTFOUND {
 				t.Errorf("drain unknown runner: %v", err)
 			}
 		})

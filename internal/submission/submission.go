@@ -13,8 +13,8 @@ import (
 
 	"github.com/hashicorp/go-multierror"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -30,7 +30,7 @@ type Service struct {
 
 // Request is one upload.
 type Request struct {
-	User           grading.User
+	User           domain.User
 	ExerciseID     string
 	Notebook       []byte
 	IdempotencyKey string
@@ -38,11 +38,11 @@ type Request struct {
 
 // Submit validates and stores an upload. created is false when the
 // idempotency key returned an earlier submission.
-func (s *Service) Submit(ctx context.Context, r Request) (sub grading.Submission, created bool, err error) {
+func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission, created bool, err error) {
 	ex, exErr := s.Catalog.Get(r.ExerciseID)
 	nb, nbErr := notebook.Parse(r.Notebook, s.Limits)
 	if errors.Is(nbErr, notebook.ErrTooLarge) {
-		return grading.Submission{}, false, grading.Errorf(grading.ETOOLARGE, "%v", nbErr)
+		return domain.Submission{}, false, domain.Errorf(domain.ETOOLARGE, "%v", nbErr)
 	}
 	if exErr != nil || nbErr != nil {
 		// Report every problem at once: an unknown exercise and a broken notebook.
@@ -55,22 +55,22 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub grading.Submission
 		if nbErr != nil {
 			all = multierror.Append(all, nbErr)
 		}
-		return grading.Submission{}, false, problems("the submission is not valid", all)
+		return domain.Submission{}, false, problems("the submission is not valid", all)
 	}
 	if r.IdempotencyKey == "" || !s.replayed(ctx, r) {
 		if err := s.admit(ctx, ex, r.User); err != nil {
-			return grading.Submission{}, false, err
+			return domain.Submission{}, false, err
 		}
 	}
 	// The probe seed is drawn per job from the exercise's pool; the rebuilt
 	// notebook records it for scoring.
 	rebuilt, _, err := notebook.RebuildSeeded(ex.Answer, nb, ex.SeedFor(nonce()))
 	if err != nil {
-		return grading.Submission{}, false, fmt.Errorf("rebuild notebook for %s: %w", ex.ID, err)
+		return domain.Submission{}, false, fmt.Errorf("rebuild notebook for %s: %w", ex.ID, err)
 	}
 	payload, err := notebook.Encode(rebuilt)
 	if err != nil {
-		return grading.Submission{}, false, err
+		return domain.Submission{}, false, err
 	}
 	sub, created, err = s.DB.CreateSubmission(ctx, store.NewSubmission{
 		UserID: r.User.ID, ExerciseID: ex.ID, ExerciseVersion: ex.Version, Upload: r.Notebook,
@@ -78,7 +78,7 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub grading.Submission
 		MaxAttempts: ex.MaxAttempts, Enqueue: s.Queue.Enqueue,
 	})
 	if err != nil {
-		return grading.Submission{}, false, err
+		return domain.Submission{}, false, err
 	}
 	if created {
 		s.Queue.Notify()
@@ -89,11 +89,11 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub grading.Submission
 // RateLimitError is the error of a submission over the exercise's rate
 // limit; RetryAfter says when the next one is accepted.
 type RateLimitError struct {
-	Err        *grading.Error
+	Err        *domain.Error
 	RetryAfter time.Duration
 }
 
-// Unwrap lets errors.As find the *grading.Error.
+// Unwrap lets errors.As find the *domain.Error.
 func (e *RateLimitError) Unwrap() error { return e.Err }
 
 func (e *RateLimitError) Error() string { return e.Err.Error() }
@@ -105,7 +105,7 @@ func (s *Service) replayed(ctx context.Context, r Request) bool {
 
 // admit enforces the exercise's max_submissions and rate_limit for one learner.
 // Instructors and admins are not limited (they test exercises).
-func (s *Service) admit(ctx context.Context, ex *exercise.Exercise, u grading.User) error {
+func (s *Service) admit(ctx context.Context, ex *exercise.Exercise, u domain.User) error {
 	if u.Role.CanSeeAll() || (ex.MaxSubmissions == 0 && ex.RateLimit == nil) {
 		return nil
 	}
@@ -115,7 +115,7 @@ func (s *Service) admit(ctx context.Context, ex *exercise.Exercise, u grading.Us
 			return err
 		}
 		if n >= int64(ex.MaxSubmissions) {
-			return grading.Errorf(grading.ECONFLICT, "you have used all %d submissions of exercise %s", ex.MaxSubmissions, ex.ID)
+			return domain.Errorf(domain.ECONFLICT, "you have used all %d submissions of exercise %s", ex.MaxSubmissions, ex.ID)
 		}
 	}
 	if rl := ex.RateLimit; rl != nil {
@@ -132,7 +132,7 @@ func (s *Service) admit(ctx context.Context, ex *exercise.Exercise, u grading.Us
 				wait = time.Second
 			}
 			return &RateLimitError{
-				Err:        grading.Errorf(grading.ERATELIMIT, "at most %d submissions of exercise %s per %s; try again in %s", rl.Count, ex.ID, per, wait.Round(time.Second)),
+				Err:        domain.Errorf(domain.ERATELIMIT, "at most %d submissions of exercise %s per %s; try again in %s", rl.Count, ex.ID, per, wait.Round(time.Second)),
 				RetryAfter: wait,
 			}
 		}
@@ -148,7 +148,7 @@ func nonce() string {
 
 // problems flattens a multierror into one EINVALID error listing each problem.
 func problems(msg string, err error) error {
-	e := &grading.Error{Code: grading.EINVALID, Message: msg}
+	e := &domain.Error{Code: domain.EINVALID, Message: msg}
 	var me *multierror.Error
 	if errors.As(err, &me) {
 		for _, p := range me.Errors {

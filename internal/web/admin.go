@@ -8,18 +8,18 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
 type userView struct {
-	grading.User
+	domain.User
 	Tokens []store.TokenInfo
 }
 
 type usersData struct {
 	Users    []userView
-	Roles    []grading.Role
+	Roles    []domain.Role
 	NewToken string
 	NewFor   string
 	Message  string
@@ -46,7 +46,7 @@ func (h *handler) renderUsers(c *gin.Context, status int, d usersData) {
 	for _, u := range users {
 		d.Users = append(d.Users, userView{User: u, Tokens: byUser[u.ID]})
 	}
-	d.Roles = []grading.Role{grading.RoleLearner, grading.RoleInstructor, grading.RoleAdmin, grading.RoleRunner}
+	d.Roles = []domain.Role{domain.RoleLearner, domain.RoleInstructor, domain.RoleAdmin, domain.RoleRunner}
 	h.render(c, status, "users", translate(lang, "users.title"), "users", d)
 }
 
@@ -54,13 +54,13 @@ func (h *handler) renderUsers(c *gin.Context, status int, d usersData) {
 // (never in a URL).
 func (h *handler) createUser(c *gin.Context) {
 	name := strings.TrimSpace(c.PostForm("name"))
-	u, token, err := h.DB.CreateUser(c.Request.Context(), name, grading.Role(c.PostForm("role")))
+	u, token, err := h.DB.CreateUser(c.Request.Context(), name, domain.Role(c.PostForm("role")))
 	if err != nil {
-		if grading.ErrorCode(err) == grading.EINTERNAL {
+		if domain.ErrorCode(err) == domain.EINTERNAL {
 			h.fail(c, err)
 			return
 		}
-		h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: grading.ErrorMessage(err)})
+		h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: domain.ErrorMessage(err)})
 		return
 	}
 	h.renderUsers(c, http.StatusCreated, usersData{NewToken: token, NewFor: u.Name})
@@ -69,7 +69,7 @@ func (h *handler) createUser(c *gin.Context) {
 func (h *handler) createToken(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil {
-		h.fail(c, grading.Errorf(grading.ENOTFOUND, "no user %q", c.Param("id")))
+		h.fail(c, domain.Errorf(domain.ENOTFOUND, "no user %q", c.Param("id")))
 		return
 	}
 	users, err := h.DB.ListUsers(c.Request.Context())
@@ -88,7 +88,7 @@ func (h *handler) createToken(c *gin.Context) {
 			return
 		}
 	}
-	h.fail(c, grading.Errorf(grading.ENOTFOUND, "no user %d", id))
+	h.fail(c, domain.Errorf(domain.ENOTFOUND, "no user %d", id))
 }
 
 func (h *handler) revokeToken(c *gin.Context) {
@@ -96,7 +96,7 @@ func (h *handler) revokeToken(c *gin.Context) {
 	if err == nil {
 		err = h.DB.RevokeToken(c.Request.Context(), id)
 	} else {
-		err = grading.Errorf(grading.ENOTFOUND, "no token %q", c.Param("id"))
+		err = domain.Errorf(domain.ENOTFOUND, "no token %q", c.Param("id"))
 	}
 	if err != nil {
 		h.fail(c, err)

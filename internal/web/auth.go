@@ -8,19 +8,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 const sessionCookie = "npugrade_session"
 
 // session requires a signed-in browser (and one of roles, when given).
 // Anonymous requests are sent to the sign-in page and come back after it.
-func (h *handler) session(roles ...grading.Role) gin.HandlerFunc {
+func (h *handler) session(roles ...domain.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, _ := c.Cookie(sessionCookie)
 		s, err := h.DB.WebSessionByID(c.Request.Context(), id)
 		if err != nil {
-			if grading.ErrorCode(err) != grading.EUNAUTHORIZED {
+			if domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 				h.fail(c, err)
 				return
 			}
@@ -35,7 +35,7 @@ func (h *handler) session(roles ...grading.Role) gin.HandlerFunc {
 				ok = ok || s.User.Role == r
 			}
 			if !ok {
-				h.fail(c, grading.Errorf(grading.EFORBIDDEN, "forbidden"))
+				h.fail(c, domain.Errorf(domain.EFORBIDDEN, "forbidden"))
 				return
 			}
 		}
@@ -81,9 +81,9 @@ func (h *handler) home(c *gin.Context) {
 	c.Redirect(http.StatusSeeOther, homeOf(sessionOf(c).User.Role))
 }
 
-func homeOf(r grading.Role) string {
+func homeOf(r domain.Role) string {
 	switch r {
-	case grading.RoleInstructor, grading.RoleAdmin:
+	case domain.RoleInstructor, domain.RoleAdmin:
 		return "/dashboard"
 	}
 	return "/exercises"
@@ -120,12 +120,12 @@ func (h *handler) login(c *gin.Context) {
 	u, err := h.DB.UserByToken(c.Request.Context(), strings.TrimSpace(c.PostForm("token")))
 	msg := ""
 	switch {
-	case grading.ErrorCode(err) == grading.EUNAUTHORIZED:
+	case domain.ErrorCode(err) == domain.EUNAUTHORIZED:
 		msg = "login.bad"
 	case err != nil:
 		h.fail(c, err)
 		return
-	case u.Role == grading.RoleRunner:
+	case u.Role == domain.RoleRunner:
 		msg = "login.runner"
 	}
 	if msg != "" {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -20,7 +20,7 @@ func BenchmarkGradebookCSV(b *testing.B) {
 	for _, d := range storetest.Dialects(b) {
 		b.Run(d, func(b *testing.B) {
 			e := newEnv(b, d)
-			teacher := e.user(b, "teacher", grading.RoleInstructor)
+			teacher := e.user(b, "teacher", domain.RoleInstructor)
 			var exercises []string
 			for _, ex := range e.cat.List() {
 				exercises = append(exercises, ex.ID)

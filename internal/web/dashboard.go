@@ -11,8 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -24,10 +24,10 @@ type dashboardData struct {
 	Latency   store.Latency
 	Runners   []store.Runner
 	Exercises []exerciseRow
-	Recent    []grading.Submission
+	Recent    []domain.Submission
 }
 
-var jobStates = []string{grading.JobQueued, grading.JobLeased, grading.JobSucceeded, grading.JobFailed, grading.JobCanceled}
+var jobStates = []string{domain.JobQueued, domain.JobLeased, domain.JobSucceeded, domain.JobFailed, domain.JobCanceled}
 
 func (h *handler) dashboard(c *gin.Context) {
 	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
@@ -84,7 +84,7 @@ func (h *handler) gradebookFilter(c *gin.Context) (store.GradebookFilter, error)
 	}
 	if f.ExerciseID != "" {
 		if _, err := h.Catalog.Get(f.ExerciseID); err != nil {
-			return f, grading.Errorf(grading.EINVALID, "unknown exercise %q", f.ExerciseID)
+			return f, domain.Errorf(domain.EINVALID, "unknown exercise %q", f.ExerciseID)
 		}
 	}
 	f.Counts = func(id string) string {
@@ -207,12 +207,12 @@ func (h *handler) gradebookPage(c *gin.Context) {
 // bearer token or a signed-in browser; learners get 403.
 func (h *handler) gradebookCSV(c *gin.Context) {
 	ctx := c.Request.Context()
-	var u grading.User
+	var u domain.User
 	var err error
 	if hdr := c.GetHeader("Authorization"); hdr != "" {
 		token, ok := strings.CutPrefix(hdr, "Bearer ")
 		if !ok {
-			err = grading.Errorf(grading.EUNAUTHORIZED, "an Authorization: Bearer <token> header is required")
+			err = domain.Errorf(domain.EUNAUTHORIZED, "an Authorization: Bearer <token> header is required")
 		} else {
 			u, err = h.DB.UserByToken(ctx, strings.TrimSpace(token))
 		}
@@ -221,19 +221,19 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 		var s store.WebSession
 		if s, err = h.DB.WebSessionByID(ctx, id); err == nil {
 			u = s.User
-		} else if grading.ErrorCode(err) == grading.EUNAUTHORIZED {
-			err = grading.Errorf(grading.EUNAUTHORIZED, "a bearer token or a signed-in session is required")
+		} else if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
+			err = domain.Errorf(domain.EUNAUTHORIZED, "a bearer token or a signed-in session is required")
 		}
 	}
 	if err != nil {
-		if grading.ErrorCode(err) == grading.EUNAUTHORIZED {
+		if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
 			c.Header("WWW-Authenticate", `Bearer realm="npugrade"`)
 		}
 		h.Problem(c, err)
 		return
 	}
 	if !u.Role.CanSeeAll() {
-		h.Problem(c, grading.Errorf(grading.EFORBIDDEN, "the gradebook needs the instructor or admin role"))
+		h.Problem(c, domain.Errorf(domain.EFORBIDDEN, "the gradebook needs the instructor or admin role"))
 		return
 	}
 	f, err := h.gradebookFilter(c)
@@ -321,7 +321,7 @@ func (h *handler) staffNotebook(c *gin.Context) {
 	}
 	raw, err := h.DB.ExecutedNotebook(c.Request.Context(), sub.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		err = grading.Errorf(grading.ENOTFOUND, "not executed")
+		err = domain.Errorf(domain.ENOTFOUND, "not executed")
 	}
 	if err != nil {
 		h.fail(c, err)

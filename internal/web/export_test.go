@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -19,7 +19,7 @@ func TestGradebookCSVFailingMidwayIsAborted(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, d)
-			teacher := e.user(t, "teacher", grading.RoleInstructor)
+			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			seed(t, e.db, 400, []string{"ch1"}, 1)
 			if d == "postgres" {
 				if err := e.db.Gorm.Exec("ALTER TABLE submissions ALTER COLUMN score TYPE TEXT").Error; err != nil {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
@@ -63,7 +63,7 @@ type exercisePageData struct {
 	ID, Title string
 	MaxPoints float64
 	Questions int
-	History   []grading.Submission
+	History   []domain.Submission
 	Problems  []string
 	Message   string
 }
@@ -86,7 +86,7 @@ func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
 	}
 	d := exercisePageData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Questions: len(ex.Graded), History: hist}
 	if uploadErr != nil {
-		d.Message, d.Problems = grading.ErrorMessage(uploadErr), grading.ErrorProblems(uploadErr)
+		d.Message, d.Problems = domain.ErrorMessage(uploadErr), domain.ErrorProblems(uploadErr)
 	}
 	h.render(c, status, "exercise", d.Title, "exercises", d)
 }
@@ -113,7 +113,7 @@ func (h *handler) upload(c *gin.Context) {
 	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			h.renderExercise(c, http.StatusRequestEntityTooLarge, grading.Errorf(grading.ETOOLARGE, "the upload is larger than the %d byte limit", h.MaxUpload))
+			h.renderExercise(c, http.StatusRequestEntityTooLarge, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", h.MaxUpload))
 			return
 		}
 		h.csrfFail(c) // without a parsable form there is no CSRF token either
@@ -126,24 +126,24 @@ func (h *handler) upload(c *gin.Context) {
 	}
 	f, _, err := c.Request.FormFile("notebook")
 	if err != nil {
-		h.renderExercise(c, http.StatusUnprocessableEntity, &grading.Error{Code: grading.EINVALID, Message: "the submission is not valid", Problems: []string{"choose a notebook file (.ipynb)"}})
+		h.renderExercise(c, http.StatusUnprocessableEntity, &domain.Error{Code: domain.EINVALID, Message: "the submission is not valid", Problems: []string{"choose a notebook file (.ipynb)"}})
 		return
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, h.MaxUpload+1))
 	if err != nil || int64(len(data)) > h.MaxUpload {
-		h.renderExercise(c, http.StatusRequestEntityTooLarge, grading.Errorf(grading.ETOOLARGE, "the notebook is larger than the %d byte limit", h.MaxUpload))
+		h.renderExercise(c, http.StatusRequestEntityTooLarge, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", h.MaxUpload))
 		return
 	}
 	sub, created, err := h.Submissions.Submit(c.Request.Context(), submission.Request{User: sessionOf(c).User, ExerciseID: ex.ID, Notebook: data})
 	if err != nil {
-		code := grading.ErrorCode(err)
-		if code == grading.EINTERNAL {
+		code := domain.ErrorCode(err)
+		if code == domain.EINTERNAL {
 			h.fail(c, err)
 			return
 		}
 		status := http.StatusUnprocessableEntity
-		if code == grading.ERATELIMIT {
+		if code == domain.ERATELIMIT {
 			status = http.StatusTooManyRequests
 		}
 		h.renderExercise(c, status, err)
@@ -157,7 +157,7 @@ func (h *handler) upload(c *gin.Context) {
 
 // ownSubmission returns a submission the signed-in user made; anyone
 // else's is reported as not found, so ids cannot be probed.
-func (h *handler) ownSubmission(c *gin.Context) (grading.Submission, bool) {
+func (h *handler) ownSubmission(c *gin.Context) (domain.Submission, bool) {
 	sub, err := h.DB.Submission(c.Request.Context(), c.Param("id"))
 	if err == nil && sub.UserID != sessionOf(c).User.ID {
 		if sessionOf(c).User.Role.CanSeeAll() {
@@ -165,7 +165,7 @@ func (h *handler) ownSubmission(c *gin.Context) (grading.Submission, bool) {
 			c.Abort()
 			return sub, false
 		}
-		err = grading.Errorf(grading.ENOTFOUND, "submission %s not found", c.Param("id"))
+		err = domain.Errorf(domain.ENOTFOUND, "submission %s not found", c.Param("id"))
 	}
 	if err != nil {
 		h.fail(c, err)
@@ -175,7 +175,7 @@ func (h *handler) ownSubmission(c *gin.Context) (grading.Submission, bool) {
 }
 
 type submissionPageData struct {
-	Sub           grading.Submission
+	Sub           domain.Submission
 	ExerciseTitle string
 	Final         bool
 	Staff         bool
@@ -185,7 +185,7 @@ type submissionPageData struct {
 }
 
 func final(status string) bool {
-	return status == grading.StatusGraded || status == grading.StatusFailed
+	return status == domain.StatusGraded || status == domain.StatusFailed
 }
 
 func (h *handler) submissionPage(c *gin.Context) {

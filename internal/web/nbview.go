@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/notebook"
 )
 
@@ -26,7 +26,7 @@ type cellView struct {
 	Source    string
 	GraderID  string
 	ExecCount *int
-	Result    *grading.CellResult
+	Result    *domain.CellResult
 	Outputs   []outputView
 }
 
@@ -50,12 +50,12 @@ func clip(s string) string {
 
 // renderNotebook turns an executed notebook into cell views with each
 // graded cell's result attached.
-func renderNotebook(raw []byte, results []grading.CellResult) ([]cellView, error) {
+func renderNotebook(raw []byte, results []domain.CellResult) ([]cellView, error) {
 	var nb notebook.Notebook
 	if err := json.Unmarshal(raw, &nb); err != nil {
 		return nil, fmt.Errorf("read executed notebook: %w", err)
 	}
-	byID := map[string]*grading.CellResult{}
+	byID := map[string]*domain.CellResult{}
 	for i := range results {
 		byID[results[i].CellID] = &results[i]
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -42,11 +42,11 @@ func (h *handler) stageRegrade(c *gin.Context) {
 	req := regrade.Request{Exercise: c.PostForm("exercise"), Mode: c.PostForm("mode"), All: c.PostForm("all") == "1"}
 	r, err := h.Regrades.Stage(c.Request.Context(), req, sessionOf(c).User)
 	if err != nil {
-		if grading.ErrorCode(err) == grading.EINTERNAL {
+		if domain.ErrorCode(err) == domain.EINTERNAL {
 			h.fail(c, err)
 			return
 		}
-		h.renderRegrade(c, http.StatusUnprocessableEntity, regradeData{Message: grading.ErrorMessage(err), Problems: grading.ErrorProblems(err)})
+		h.renderRegrade(c, http.StatusUnprocessableEntity, regradeData{Message: domain.ErrorMessage(err), Problems: domain.ErrorProblems(err)})
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/dashboard/regrades/"+strconv.FormatInt(r.ID, 10))
@@ -55,7 +55,7 @@ func (h *handler) stageRegrade(c *gin.Context) {
 func (h *handler) regradeID(c *gin.Context) (int64, bool) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		h.fail(c, grading.Errorf(grading.ENOTFOUND, "regrade %q not found", c.Param("id")))
+		h.fail(c, domain.Errorf(domain.ENOTFOUND, "regrade %q not found", c.Param("id")))
 		return 0, false
 	}
 	return id, true

@@ -5,7 +5,7 @@ import (
 	"html/template"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "submission",
@@ -24,7 +24,7 @@ func mustParse() map[string]map[string]*template.Template {
 			"num":     trimFloat,
 			"dur":     fmtDuration,
 			"verdict": verdictClass,
-			"staff":   func(r grading.Role) bool { return r.CanSeeAll() },
+			"staff":   func(r domain.Role) bool { return r.CanSeeAll() },
 			"pct": func(a, b float64) string {
 				if b <= 0 {
 					return "–"
@@ -71,9 +71,9 @@ func fmtDuration(d time.Duration) string {
 
 func verdictClass(v string) string {
 	switch v {
-	case grading.VerdictPass, grading.StatusGraded:
+	case domain.VerdictPass, domain.StatusGraded:
 		return "ok"
-	case grading.VerdictNotRun, grading.StatusQueued, grading.StatusRunning, "":
+	case domain.VerdictNotRun, domain.StatusQueued, domain.StatusRunning, "":
 		return "neutral"
 	}
 	return "bad"

@@ -23,8 +23,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/store"
@@ -53,7 +53,7 @@ type Deps struct {
 	Problem func(c *gin.Context, err error)
 	// Redact hides what a user may not see of a submission's feedback
 	// (details of hidden questions); nil shows everything.
-	Redact func(u grading.User, sub grading.Submission) grading.Submission
+	Redact func(u domain.User, sub domain.Submission) domain.Submission
 	// OnSubmitted is called for every accepted upload (metrics); may be nil.
 	OnSubmitted func()
 	// SessionTTL is how long a sign-in lasts (default 12 hours).
@@ -96,7 +96,7 @@ func Mount(r gin.IRouter, d Deps) {
 	p.GET("/submissions/:id", h.session(), h.submissionPage)
 	p.GET("/submissions/:id/status", h.session(), h.submissionStatus)
 
-	staff := []grading.Role{grading.RoleInstructor, grading.RoleAdmin}
+	staff := []domain.Role{domain.RoleInstructor, domain.RoleAdmin}
 	p.GET("/dashboard", h.session(staff...), h.dashboard)
 	p.GET("/dashboard/exercises/:id", h.session(staff...), h.exerciseStats)
 	p.GET("/dashboard/gradebook", h.session(staff...), h.gradebookPage)
@@ -108,12 +108,12 @@ func Mount(r gin.IRouter, d Deps) {
 	p.POST("/dashboard/regrades/:id/apply", h.session(staff...), h.csrf(), h.decideRegrade(true))
 	p.POST("/dashboard/regrades/:id/discard", h.session(staff...), h.csrf(), h.decideRegrade(false))
 
-	p.GET("/admin/users", h.session(grading.RoleAdmin), h.usersPage)
-	p.POST("/admin/users", h.session(grading.RoleAdmin), h.csrf(), h.createUser)
-	p.POST("/admin/users/:id/tokens", h.session(grading.RoleAdmin), h.csrf(), h.createToken)
-	p.POST("/admin/tokens/:id/revoke", h.session(grading.RoleAdmin), h.csrf(), h.revokeToken)
-	p.GET("/admin/runners", h.session(grading.RoleAdmin), h.runnersPage)
-	p.POST("/admin/runners/:id/drain", h.session(grading.RoleAdmin), h.csrf(), h.drainRunner)
+	p.GET("/admin/users", h.session(domain.RoleAdmin), h.usersPage)
+	p.POST("/admin/users", h.session(domain.RoleAdmin), h.csrf(), h.createUser)
+	p.POST("/admin/users/:id/tokens", h.session(domain.RoleAdmin), h.csrf(), h.createToken)
+	p.POST("/admin/tokens/:id/revoke", h.session(domain.RoleAdmin), h.csrf(), h.revokeToken)
+	p.GET("/admin/runners", h.session(domain.RoleAdmin), h.runnersPage)
+	p.POST("/admin/runners/:id/drain", h.session(domain.RoleAdmin), h.csrf(), h.drainRunner)
 }
 
 // csp allows only this origin's script and style, images from this
@@ -171,7 +171,7 @@ type page struct {
 	Lang    string
 	Title   string
 	Nav     string
-	User    *grading.User
+	User    *domain.User
 	CSRF    string
 	LangEN  string
 	LangZH  string
@@ -209,15 +209,15 @@ func langURL(u *url.URL, lang string) string {
 func (h *handler) fail(c *gin.Context, err error) {
 	lang := c.GetString(ctxLang)
 	status, msg := http.StatusInternalServerError, translate(lang, "error.title")
-	switch grading.ErrorCode(err) {
-	case grading.ENOTFOUND:
+	switch domain.ErrorCode(err) {
+	case domain.ENOTFOUND:
 		status, msg = http.StatusNotFound, translate(lang, "notfound")
-	case grading.EFORBIDDEN:
+	case domain.EFORBIDDEN:
 		status, msg = http.StatusForbidden, translate(lang, "forbidden")
-	case grading.ECONFLICT:
-		status, msg = http.StatusConflict, grading.ErrorMessage(err)
-	case grading.EINVALID, grading.ETOOLARGE, grading.ERATELIMIT:
-		status, msg = http.StatusUnprocessableEntity, grading.ErrorMessage(err)
+	case domain.ECONFLICT:
+		status, msg = http.StatusConflict, domain.ErrorMessage(err)
+	case domain.EINVALID, domain.ETOOLARGE, domain.ERATELIMIT:
+		status, msg = http.StatusUnprocessableEntity, domain.ErrorMessage(err)
 	default:
 		h.Log.Error("page failed", "path", c.Request.URL.Path, "err", err)
 	}

@@ -21,8 +21,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -58,7 +58,7 @@ func newEnvWith(t testing.TB, dialect, exercises, answers string) *env {
 	return &env{db: db, srv: srv, cat: cat}
 }
 
-func (e *env) user(t testing.TB, name string, role grading.Role) string {
+func (e *env) user(t testing.TB, name string, role domain.Role) string {
 	t.Helper()
 	_, tok, err := e.db.CreateUser(context.Background(), name, role)
 	if err != nil {
@@ -103,9 +103,9 @@ func TestSignInSessionsAndCSRF(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, d)
-			learner := e.user(t, "ada", grading.RoleLearner)
-			admin := e.user(t, "root", grading.RoleAdmin)
-			runner := e.user(t, "r1", grading.RoleRunner)
+			learner := e.user(t, "ada", domain.RoleLearner)
+			admin := e.user(t, "root", domain.RoleAdmin)
+			runner := e.user(t, "r1", domain.RoleRunner)
 			c := client()
 
 			// Anonymous pages go to the sign-in page and come back.
@@ -168,7 +168,7 @@ func TestSignInSessionsAndCSRF(t *testing.T) {
 					t.Errorf("CSRF token %q: %d", tok, resp.StatusCode)
 				}
 			}
-			if _, err := e.db.UserByName(context.Background(), "x"); grading.ErrorCode(err) != grading.ENOTFOUND {
+			if _, err := e.db.UserByName(context.Background(), "x"); domain.ErrorCode(err) != domain.ENOTFOUND {
 				t.Error("a user was created without a CSRF token")
 			}
 			resp, body = do(t, c, "POST", e.srv.URL+"/admin/users", url.Values{"csrf": {m[1]}, "name": {"grace"}, "role": {"learner"}}, nil)
@@ -210,8 +210,8 @@ func TestGradebookCSV(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, d)
-			learner := e.user(t, "=HYPERLINK(1)", grading.RoleLearner)
-			teacher := e.user(t, "teacher", grading.RoleInstructor)
+			learner := e.user(t, "=HYPERLINK(1)", domain.RoleLearner)
+			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			seed(t, e.db, 3, []string{"ch1", "ch2"}, 2)
 			for _, tc := range []struct {
 				name, auth string
@@ -337,7 +337,7 @@ func TestRegradePages(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, d)
-			teacher := e.user(t, "teacher", grading.RoleInstructor)
+			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			c := client()
 			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
 			resp, body := do(t, c, "GET", e.srv.URL+"/dashboard/regrades", nil, nil)
@@ -423,8 +423,8 @@ func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			e := newEnvWith(t, d, filepath.Join(dir, "exercises"), filepath.Join(dir, "answers"))
-			learner := e.user(t, "ada", grading.RoleLearner)
-			teacher := e.user(t, "teacher", grading.RoleInstructor)
+			learner := e.user(t, "ada", domain.RoleLearner)
+			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			ctx := context.Background()
 			u, _ := e.db.UserByName(ctx, "ada")
 			q := queue.New(e.db, nil)
@@ -434,9 +434,9 @@ func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = e.db.Gorm.Transaction(func(tx *gorm.DB) error {
-				return e.db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Cells: []grading.CellResult{
-					{CellID: "q1", Verdict: grading.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "SECRET-MESSAGE", Observed: "SECRET-OBSERVED"},
-					{CellID: "q2", Verdict: grading.VerdictPass, Points: 1, MaxPoints: 1, Counted: true, Message: "visible-message", Observed: "visible-output"},
+				return e.db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Cells: []domain.CellResult{
+					{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "SECRET-MESSAGE", Observed: "SECRET-OBSERVED"},
+					{CellID: "q2", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true, Message: "visible-message", Observed: "visible-output"},
 				}})
 			})
 			if err != nil {

@@ -1,4 +1,4 @@
-package grading
+package domain
 
 import (
 	"errors"
@@ -67,3 +67,13 @@ func ErrorProblems(err error) []string {
 	}
 	return nil
 }
+
+// ErrLeaseLost means a lease token no longer owns its job: the lease
+// expired and was reaped, the job was canceled, or another runner holds it.
+// The queue returns it (wrapped); a runner source returns it (wrapped, see
+// LeaseLost) when the server refuses the lease, and the runner then drops
+// the job's result.
+var ErrLeaseLost = errors.New("lease lost")
+
+// LeaseLost wraps err so that errors.Is(err, ErrLeaseLost) holds.
+func LeaseLost(err error) error { return fmt.Errorf("%w: %v", ErrLeaseLost, err) }

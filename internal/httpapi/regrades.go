@@ -6,15 +6,15 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/grading"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
-// gradingRoutes mounts the grading-engine routes (issue 3): staged
+// regradeRoutes mounts the grading-engine routes (issue 3): staged
 // regrades for instructors, score history, and the score that counts.
-func (s *Server) gradingRoutes(api *gin.RouterGroup) {
-	staff := s.requireRole(grading.RoleInstructor, grading.RoleAdmin)
+func (s *Server) regradeRoutes(api *gin.RouterGroup) {
+	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)
 	api.POST("/regrades", staff, s.stageRegrade)
 	api.GET("/regrades/:id", staff, s.getRegrade)
 	api.POST("/regrades/:id/apply", staff, s.applyRegrade)
@@ -30,7 +30,7 @@ func (s *Server) regrades() *regrade.Service {
 func (s *Server) stageRegrade(c *gin.Context) {
 	var req regrade.Request
 	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, &grading.Error{Code: grading.EINVALID, Message: "the body must be JSON {\"exercise\": ..., \"mode\": \"recompare\"|\"reexecute\"}", Problems: []string{err.Error()}})
+		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the body must be JSON {\"exercise\": ..., \"mode\": \"recompare\"|\"reexecute\"}", Problems: []string{err.Error()}})
 		return
 	}
 	r, err := s.regrades().Stage(c.Request.Context(), req, currentUser(c))
@@ -45,7 +45,7 @@ func (s *Server) stageRegrade(c *gin.Context) {
 func (s *Server) regradeID(c *gin.Context) (int64, bool) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err != nil || id <= 0 {
-		s.problem(c, grading.Errorf(grading.ENOTFOUND, "regrade %q not found", c.Param("id")))
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "regrade %q not found", c.Param("id")))
 		return 0, false
 	}
 	return id, true
@@ -130,14 +130,14 @@ func (s *Server) countedScore(c *gin.Context) {
 // before the deadline). Instructors see everything. Verdicts and points
 // stay visible. An exercise no longer in the catalog hides every detail:
 // its rules are unknown, so nothing is assumed visible.
-func (s *Server) redact(u grading.User, sub grading.Submission) SubmissionJSON {
+func (s *Server) redact(u domain.User, sub domain.Submission) SubmissionJSON {
 	out := toJSON(sub)
 	if u.Role.CanSeeAll() {
 		return out
 	}
 	ex, exErr := s.Catalog.Get(sub.ExerciseID)
 	now := s.DB.Now()
-	cells := make([]grading.CellResult, len(out.Cells))
+	cells := make([]domain.CellResult, len(out.Cells))
 	for i, cr := range out.Cells {
 		if exErr != nil || !ex.DetailsVisible(cr.CellID, now) {
 			cr.Observed, cr.Expected, cr.Diff = "", "", ""

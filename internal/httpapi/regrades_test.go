@@ -14,8 +14,8 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grading"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -56,8 +56,8 @@ func TestGradingPolicyHTTP(t *testing.T) {
 				Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
 			ts := httptest.NewServer(srv.Handler())
 			defer ts.Close()
-			_, learner, _ := db.CreateUser(ctx, "lena", grading.RoleLearner)
-			_, teacher, _ := db.CreateUser(ctx, "tom", grading.RoleInstructor)
+			_, learner, _ := db.CreateUser(ctx, "lena", domain.RoleLearner)
+			_, teacher, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
 
 			submit := func() *http.Response {
 				var body bytes.Buffer
@@ -96,7 +96,7 @@ func TestGradingPolicyHTTP(t *testing.T) {
 				resp.Body.Close()
 			}
 
-			cells := []grading.CellResult{
+			cells := []domain.CellResult{
 				{CellID: "open", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "2"},
 				{CellID: "closed", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "3"},
 				{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "4"},
@@ -104,7 +104,7 @@ func TestGradingPolicyHTTP(t *testing.T) {
 			if err := db.SaveGrade(db.Gorm, store.Grade{SubmissionID: first.ID, MaxScore: 3, Profile: "cpu", Cells: cells}); err != nil {
 				t.Fatal(err)
 			}
-			get := func(token string) map[string]grading.CellResult {
+			get := func(token string) map[string]domain.CellResult {
 				req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/v1/submissions/"+first.ID, nil)
 				req.Header.Set("Authorization", "Bearer "+token)
 				resp, err := http.DefaultClient.Do(req)
@@ -114,7 +114,7 @@ func TestGradingPolicyHTTP(t *testing.T) {
 				defer resp.Body.Close()
 				var s httpapi.SubmissionJSON
 				_ = json.NewDecoder(resp.Body).Decode(&s)
-				out := map[string]grading.CellResult{}
+				out := map[string]domain.CellResult{}
 				for _, c := range s.Cells {
 					out[c.CellID] = c
 				}
@@ -130,7 +130,7 @@ func TestGradingPolicyHTTP(t *testing.T) {
 				{"instructor", teacher, "closed", true},
 				{"instructor", teacher, "later", true},
 			}
-			views := map[string]map[string]grading.CellResult{"learner": get(learner), "instructor": get(teacher)}
+			views := map[string]map[string]domain.CellResult{"learner": get(learner), "instructor": get(teacher)}
 			for _, tt := range tests {
 				c := views[tt.who][tt.cell]
 				if c.Verdict != "mismatch" {

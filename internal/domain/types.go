@@ -1,4 +1,4 @@
-package grading
+package domain
 
 import (
 	"encoding/json"
@@ -111,23 +111,6 @@ const (
 	// result goes to the regrade, not to the submission.
 	JobRegrade = "regrade"
 )
-
-// Job is one unit of runner work: execute a notebook.
-type Job struct {
-	ID             int64
-	SubmissionID   string
-	Kind           string
-	ExerciseID     string
-	State          string
-	Requires       Requirement
-	Attempt        int
-	MaxAttempts    int
-	LeaseToken     string
-	RunnerID       string
-	LeaseExpiresAt *time.Time
-	LastError      string
-	CreatedAt      time.Time
-}
 
 // Requirement is what a job or a cell needs of a runner: the `requires`
 // object of exercise.json and of the grader cell metadata
