@@ -6,16 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/importer"
 )
 
 // cmdExercise regenerates (or, with --check, verifies) the committed
 // starter notebooks from the answers.
 func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
-	const groupUsage = `usage: npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]
-       npugrade exercise import [-o OUT] NOTEBOOK
+	groupUsage := `usage: npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]
+       ` + strings.TrimPrefix(importUsage, "usage: ") + `
 
 Run 'npugrade exercise <subcommand> --help' for its flags.
 `
@@ -72,40 +72,4 @@ Run 'npugrade exercise <subcommand> --help' for its flags.
 		return exitMismatch
 	}
 	return exitOK
-}
-
-// cmdExerciseImport converts an nbgrader, nbval, nbclient, papermill or
-// quiz-style notebook into one with metadata.grader, and says what each
-// cell became (on stderr).
-func cmdExerciseImport(args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("exercise import", "NOTEBOOK", "Convert an nbgrader, nbval, nbclient, papermill or quiz-style notebook into one with\nmetadata.grader; what each cell became is printed on stderr.")
-	out := fs.String("o", "", "write the converted notebook here (default: stdout)")
-	pos, code, ok := fs.parse(args, 1, 1, stdout, stderr)
-	if !ok {
-		return code
-	}
-	src := pos[0]
-	raw, err := os.ReadFile(src)
-	if err != nil {
-		fmt.Fprintln(stderr, "npugrade exercise import:", err)
-		return exitError
-	}
-	converted, rep, err := importer.ImportBytes(raw)
-	if err != nil {
-		fmt.Fprintf(stderr, "npugrade exercise import: %s: %v\n", src, err)
-		return exitError
-	}
-	fmt.Fprintf(stderr, "formats: %v\n", rep.Formats)
-	for _, n := range rep.Notes {
-		fmt.Fprintln(stderr, "  "+n)
-	}
-	if *out == "" {
-		_, _ = stdout.Write(converted)
-		return 0
-	}
-	if err := os.WriteFile(*out, converted, 0o644); err != nil {
-		fmt.Fprintln(stderr, "npugrade exercise import:", err)
-		return exitError
-	}
-	return 0
 }

@@ -72,6 +72,9 @@ const (
 //   - image: each image (image/png unless the targets name other image
 //     types) must be there on both sides, have the same size, and a 64-bit
 //     difference hash within rule.MaxHashDistance bits.
+//   - choice: quiz answers; each line's "label: answer" has its answer
+//     normalised by NormalizeAnswer (√/×, choice letters in any order and
+//     spelling), then the lines are compared as tokens.
 //   - ignore, skip: always pass.
 func Outputs(rule Rule, expected, actual []*notebook.Output) Result {
 	exp, act := Normalize(expected), Normalize(actual)
@@ -104,7 +107,7 @@ func Outputs(rule Rule, expected, actual []*notebook.Output) Result {
 			msgs = append(msgs, m)
 		}
 		msgs = append(msgs, compareImages(rule, exp, act, targets)...)
-	case ModeExact, ModeTokens, ModeNumeric, ModeRegex, ModeLinesUnordered:
+	case ModeExact, ModeTokens, ModeNumeric, ModeRegex, ModeLinesUnordered, ModeChoice:
 		if m := errorMismatch(exp, act); m != "" {
 			msgs = append(msgs, m)
 		}
@@ -176,6 +179,8 @@ func compareText(r Rule, exp, act string) (bool, string) {
 		return compareRegex(r, exp, act)
 	case ModeLinesUnordered:
 		return compareLinesUnordered(r, exp, act)
+	case ModeChoice:
+		return compareTokens(r, NormalizeAnswers(exp), NormalizeAnswers(act))
 	}
 	return compareTokens(r, exp, act)
 }

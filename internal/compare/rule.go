@@ -24,12 +24,14 @@ const (
 	ModeImage          = "image"
 	ModeIgnore         = "ignore"
 	ModeSkip           = "skip"
+	// ModeChoice compares quiz answers (choice.go).
+	ModeChoice = "choice"
 )
 
 // Modes lists every comparison mode, in the order the contract lists them.
 var Modes = []string{
 	ModeExact, ModeTokens, ModeNumeric, ModeRegex, ModeLinesUnordered,
-	ModeError, ModeNoError, ModeImage, ModeIgnore, ModeSkip,
+	ModeError, ModeNoError, ModeImage, ModeIgnore, ModeSkip, ModeChoice,
 }
 
 // DefaultMode is the mode of a rule that does not set compare.
@@ -160,6 +162,7 @@ var ignoredKeys = map[string]bool{
 	"id": true, "points": true, "solution": true, "starter": true,
 	"requires": true, "timeout": true, "locked": true, "probe": true,
 	"visibility": true, "group": true, "hidden": true, "for": true,
+	"feedback": true,
 }
 
 // targetPattern is what a MIME type target must look like; it keeps typos
