@@ -46,12 +46,12 @@ func (it *hubItem) gradeID() string {
 
 var (
 	// "1. **（判断题）** …", "(1)【单选题】…", "**（1）【单选题】 …**", "19. 【实验题】…".
-	hubItemRe   = regexp.MustCompile(`^\s*(?:\*\*)?\s*(?:(\d{1,3})\s*[.．、]|[（(]\s*(\d{1,3})\s*[)）])\s*(.*)$`)
-	hubKindRe   = regexp.MustCompile(`[（(【\[]\s*` + kindPattern + `\s*[)）】\]]`)
-	hubHeading  = regexp.MustCompile(`^\s{0,3}#{1,6}\s`)
-	hubRule     = regexp.MustCompile(`^\s*(?:-{3,}|\*{3,}|_{3,})\s*$`)
-	hubEach     = regexp.MustCompile(`每题\s*(\d+(?:\.\d+)?)\s*分`)
-	hubOwn      = regexp.MustCompile(`[（(]\s*(\d+(?:\.\d+)?)\s*分\s*[)）]`)
+	hubItemRe  = regexp.MustCompile(`^\s*(?:\*\*)?\s*(?:(\d{1,3})\s*[.．、]|[（(]\s*(\d{1,3})\s*[)）])\s*(.*)$`)
+	hubKindRe  = regexp.MustCompile(`[（(【\[]\s*` + kindPattern + `\s*[)）】\]]`)
+	hubHeading = regexp.MustCompile(`^\s{0,3}#{1,6}\s`)
+	hubRule    = regexp.MustCompile(`^\s*(?:-{3,}|\*{3,}|_{3,})\s*$`)
+	hubEach    = regexp.MustCompile(`每题\s*(\d+(?:\.\d+)?)\s*分`)
+	hubOwn     = regexp.MustCompile(`[（(]\s*(\d+(?:\.\d+)?)\s*分\s*[)）]`)
 	// Lines that point learners to the answers, which they no longer get:
 	// "运行以下代码单元查看参考答案与解析", "[实验题参考代码](./answer/…)".
 	hubReveal   = regexp.MustCompile(`运行.{0,12}(?:代码|单元).{0,20}(?:答案|解析)|\]\(\.?/?answer/`)
