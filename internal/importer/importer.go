@@ -95,23 +95,10 @@ var (
 	hiddenTests = "### BEGIN HIDDEN TESTS"
 )
 
-// Options tune how other tools' meaning is kept.
-type Options struct {
-	// NbgraderStderr: an nbgrader test cell that writes to stderr fails,
-	// as nbgrader scores it (off by default: warnings on stderr would fail
-	// correct answers).
-	NbgraderStderr bool
-}
-
-// Import is ImportWith with the default options.
+// Import returns a copy of nb with metadata.grader written from the other
+// tools' metadata. Cells without an id get one (cell-N). Every problem
+// (a bad checksum, hidden tests, duplicate ids) is reported at once.
 func Import(in *notebook.Notebook) (*notebook.Notebook, Report, error) {
-	return ImportWith(in, Options{})
-}
-
-// ImportWith returns a copy of nb with metadata.grader written from the
-// other tools' metadata. Cells without an id get one. Every problem (a bad
-// checksum, hidden tests, duplicate ids) is reported at once.
-func ImportWith(in *notebook.Notebook, opt Options) (*notebook.Notebook, Report, error) {
 	nb := in.Clone()
 	var rep Report
 	var errs *multierror.Error

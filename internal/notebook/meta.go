@@ -26,6 +26,9 @@ type GraderMeta struct {
 	Group string `json:"group"`
 	// Visibility of feedback details: visible (default), after_due_date, hidden.
 	Visibility string `json:"visibility"`
+	// Feedback is shown with the cell's verdict once the learner may see
+	// its details (a quiz item's explanation, 解析).
+	Feedback string `json:"feedback"`
 	// Raw is the whole grader object, for the comparators.
 	Raw json.RawMessage `json:"-"`
 }

@@ -105,6 +105,9 @@ func Score(in Input) Output {
 			}
 		default:
 			compareCell(&cr, rule, in.Reference, ec)
+			if fb := answerCell.MustGrader().Feedback; fb != "" {
+				cr.Message += "\n" + fb // redacted with the other details until they are visible
+			}
 		}
 		if cr.Verdict == domain.VerdictPass {
 			cr.Points = gc.Points

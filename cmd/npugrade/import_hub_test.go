@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestImportLearningHubTree imports a tutorial tree written in the learning
+// hub's layout (section notebook, chapter practices, answer texts, a lab
+// answer notebook) and grades it through the real execution path:
+// npugrade check records the references, then the answer key scores 100 %
+// and each untouched starter 0 %.
+func TestImportLearningHubTree(t *testing.T) {
+	if testing.Short() {
+		t.Skip("executes notebooks")
+	}
+	t.Parallel()
+	root := t.TempDir()
+	exDir, ansDir := filepath.Join(root, "exercises"), filepath.Join(root, "answers")
+	tree := filepath.Join("..", "..", "internal", "importer", "testdata", "hub", "tutorial")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exercise", "import", "--from", "learning-hub", "--all", tree,
+		"--exercises", exDir, "--answers", ansDir}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("import --all: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, id := range []string{"hub-01-02", "hub-01-03", "hub-02-04"} {
+		if _, err := os.Stat(filepath.Join(exDir, id, "exercise.json")); err != nil {
+			t.Fatalf("exercise %s not written: %v\n%s", id, err, out.String())
+		}
+	}
+	// Importing again without --replace is refused, and changes nothing.
+	out.Reset()
+	errb.Reset()
+	one := filepath.Join(tree, "01_basics", "01.03_chapter_practice.ipynb")
+	code = run(context.Background(), []string{"exercise", "import", "--from", "learning-hub", "--id", "hub-01-03",
+		"--exercises", exDir, "--answers", ansDir, one}, &out, &errb)
+	if code == exitOK || !strings.Contains(errb.String(), "--replace") {
+		t.Fatalf("re-import without --replace: exit %d, %s", code, errb.String())
+	}
+
+	out.Reset()
+	errb.Reset()
+	code = run(context.Background(), []string{"check", "--exercises", exDir, "--answers", ansDir, "--update-reference", "--jobs", "2"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("check: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	// "hub-01-03 answer   01.03_chapter_practice_answer.ipynb   100.0/100   …  ok"
+	line := regexp.MustCompile(`(?m)^(hub-\S+)\s+(answer|starter)\s+\S+\s+([0-9.]+)/([0-9.]+)\s`)
+	scores := map[string][2]string{}
+	for _, m := range line.FindAllStringSubmatch(out.String(), -1) {
+		scores[m[1]+" "+m[2]] = [2]string{m[3], m[4]}
+	}
+	for id, max := range map[string]string{"hub-01-02": "2", "hub-01-03": "60", "hub-02-04": "1"} {
+		if s := scores[id+" answer"]; s[0] != max+".0" || s[1] != max {
+			t.Errorf("%s answer scores %v, want %s/%s", id, s, max, max)
+		}
+		if s := scores[id+" starter"]; s[0] != "0.0" || s[1] != max {
+			t.Errorf("%s starter scores %v, want 0/%s", id, s, max)
+		}
+	}
+}
+
+// TestImportLearningHubRefuses: a notebook its answer text does not fit is
+// refused with every problem, and no half exercise is written.
+func TestImportLearningHubRefuses(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	exDir, ansDir := filepath.Join(root, "exercises"), filepath.Join(root, "answers")
+	nb := filepath.Join("..", "..", "internal", "importer", "testdata", "hub", "broken", "03_bad", "03.01_quiz.ipynb")
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"exercise", "import", "--from", "learning-hub", "--id", "bad",
+		"--exercises", exDir, "--answers", ansDir, nb}, &out, &errb)
+	if code == exitOK {
+		t.Fatal("a broken hub notebook was imported")
+	}
+	for _, want := range []string{"也许", `"AB"`, "item 3 (多选题) has no answer", "answer 4 (单选题) has no question"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("the refusal lacks %q:\n%s", want, errb.String())
+		}
+	}
+	for _, d := range []string{exDir, ansDir} {
+		entries, _ := os.ReadDir(d)
+		if len(entries) != 0 {
+			t.Errorf("%s holds %d entries after a refused import", d, len(entries))
+		}
+	}
+	// --all reports the broken notebook and fails, after importing nothing half.
+	out.Reset()
+	errb.Reset()
+	code = run(context.Background(), []string{"exercise", "import", "--from", "learning-hub", "--all", filepath.Dir(filepath.Dir(nb)),
+		"--exercises", exDir, "--answers", ansDir}, &out, &errb)
+	if code == exitOK || !strings.Contains(errb.String(), "03.01_quiz.ipynb") {
+		t.Errorf("--all over a broken tree: exit %d\n%s", code, errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(exDir, "hub-03-01")); err == nil {
+		t.Error("--all wrote the broken exercise")
+	}
+}
