@@ -95,9 +95,16 @@ func (d *Dispatcher) Release(ctx context.Context, jobID int64, token string) err
 	return d.Queue.Release(ctx, jobID, token)
 }
 
-// Fail reports an infrastructure failure; the job is retried.
+// maxReason bounds a failure reason a runner sends (it is stored and shown).
+const maxReason = 4000
+
+// Fail reports an infrastructure failure; the job is retried. The reason
+// comes from a runner: it is stored as printable text, bounded.
 func (d *Dispatcher) Fail(ctx context.Context, jobID int64, token, reason string) error {
-	return d.Queue.Fail(ctx, jobID, token, reason)
+	if len(reason) > maxReason {
+		reason = reason[:maxReason] + "…"
+	}
+	return d.Queue.Fail(ctx, jobID, token, store.Printable(reason))
 }
 
 // Complete scores a runner's result and stores it, fenced by the lease.
@@ -134,8 +141,7 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 		return nil
 	}
 	grade.RunnerID = runnerID
-	err = d.Queue.Complete(ctx, jobID, token, func(tx *gorm.DB) error { return d.DB.SaveGrade(tx, grade) })
-	if err != nil {
+	if err := d.store(ctx, jobID, token, func(tx *gorm.DB) error { return d.DB.SaveGrade(tx, grade) }); err != nil {
 		return err
 	}
 	sub, err := d.DB.Submission(ctx, grade.SubmissionID)
@@ -145,6 +151,45 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 			d.OnGraded(sub, d.DB.Now().Sub(sub.CreatedAt))
 		}
 	}
+	return nil
+}
+
+// storeAttempts and storeBackoff: how often a result whose storing fails
+// is tried again before the job is failed with the reason.
+var (
+	storeAttempts = 3
+	storeBackoff  = 500 * time.Millisecond
+)
+
+// store completes a job with save, trying again when the database fails
+// (a stall, a lost connection). A result that still cannot be stored
+// fails the job with the real reason, instead of leaving the lease to
+// run out and the submission to say "no heartbeat". Only when even that
+// write fails is the error returned (the runner tries again, and the
+// reaper is the last resort).
+func (d *Dispatcher) store(ctx context.Context, jobID int64, token string, save func(tx *gorm.DB) error) error {
+	var err error
+	for i := 0; i < storeAttempts; i++ {
+		if i > 0 {
+			t := time.NewTimer(storeBackoff << (i - 1))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return err
+			case <-t.C:
+			}
+		}
+		err = d.Queue.Complete(ctx, jobID, token, save)
+		if err == nil || errors.Is(err, domain.ErrLeaseLost) {
+			return err
+		}
+		d.Log.Warn("storing a job's result failed", "job", jobID, "try", i+1, "err", err)
+	}
+	reason := "the result could not be stored: " + err.Error()
+	if ferr := d.Fail(ctx, jobID, token, reason); ferr != nil {
+		return fmt.Errorf("complete job %d: %w (and failing it: %v)", jobID, err, ferr)
+	}
+	d.Log.Error("job failed: its result could not be stored", "job", jobID, "err", err)
 	return nil
 }
 

@@ -107,7 +107,7 @@ func (d *Dispatcher) completeReference(ctx context.Context, job store.JobRow, to
 	if err != nil {
 		return fmt.Errorf("encode reference of job %d: %w", job.ID, err)
 	}
-	err = d.Queue.Complete(ctx, job.ID, token, func(tx *gorm.DB) error {
+	err = d.store(ctx, job.ID, token, func(tx *gorm.DB) error {
 		return d.DB.SaveReference(tx, store.StoredReference{ExerciseID: ref.Exercise, Profile: ref.Profile,
 			AnswerSHA256: ref.AnswerSHA256, Cells: cells, JobID: job.ID, RunnerID: runnerID, EnvFingerprint: res.EnvFingerprint})
 	})

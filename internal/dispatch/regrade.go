@@ -29,7 +29,7 @@ func (d *Dispatcher) completeRegrade(ctx context.Context, job store.JobRow, toke
 		return nil
 	}
 	g.RunnerID = runnerID
-	if err := d.Queue.Complete(ctx, job.ID, token, func(tx *gorm.DB) error { return d.DB.SaveRegradeResult(tx, job.ID, g) }); err != nil {
+	if err := d.store(ctx, job.ID, token, func(tx *gorm.DB) error { return d.DB.SaveRegradeResult(tx, job.ID, g) }); err != nil {
 		return err
 	}
 	d.Log.Info("regrade run scored", "job", job.ID, "submission", subID, "score", g.Score, "max", g.MaxScore)

@@ -77,9 +77,12 @@ type SubmissionJSON struct {
 }
 
 func toJSON(s domain.Submission) SubmissionJSON {
-	cells := s.Cells
-	if cells == nil {
-		cells = []domain.CellResult{}
+	// Learner output is stored as printed, any bytes; it is shown with
+	// NUL, control characters and non-UTF-8 bytes as visible \xNN escapes.
+	cells := make([]domain.CellResult, len(s.Cells))
+	for i, c := range s.Cells {
+		c.Message, c.Observed, c.Expected, c.Diff = store.Printable(c.Message), store.Printable(c.Observed), store.Printable(c.Expected), store.Printable(c.Diff)
+		cells[i] = c
 	}
 	return SubmissionJSON{
 		ID: s.ID, Exercise: s.ExerciseID, User: s.UserName, Status: s.Status, Score: s.Score, MaxScore: s.MaxScore,

@@ -7,6 +7,7 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -196,11 +197,35 @@ func (r *Runner) run(ctx context.Context, slot int, l *domain.Lease) {
 		}
 		return
 	}
-	if err := r.Source.Complete(sendCtx, l, res); err != nil {
+	if err := r.complete(sendCtx, l, res, log); err != nil {
 		log.Error("complete failed", "err", err)
 		return
 	}
 	log.Info("job done", "duration_ms", res.DurationMS, "killed", res.Killed)
+}
+
+// completeTries is how often a result is sent when the server fails to
+// take it (a 5xx, a dropped connection); the waits between double.
+var completeTries, completeBackoff = 4, time.Second
+
+// complete sends the result, trying again while the server fails. A
+// result it never takes fails the job with the reason, so the submission
+// says what went wrong instead of "lost its lease".
+func (r *Runner) complete(ctx context.Context, l *domain.Lease, res domain.ExecutionResult, log *slog.Logger) error {
+	var err error
+	for i := 0; i < completeTries; i++ {
+		if i > 0 {
+			sleep(ctx, completeBackoff<<(i-1))
+		}
+		if err = r.Source.Complete(ctx, l, res); err == nil || isLeaseLost(err) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("sending the result failed; trying again", "try", i+1, "err", err)
+	}
+	if ferr := r.Source.Fail(ctx, l, fmt.Sprintf("the server did not take the result after %d tries: %v", completeTries, err)); ferr != nil {
+		return fmt.Errorf("%w (and reporting the failure: %v)", err, ferr)
+	}
+	return err
 }
 
 func isLeaseLost(err error) bool { return errors.Is(err, domain.ErrLeaseLost) }

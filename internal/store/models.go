@@ -66,10 +66,11 @@ type cellResultRow struct {
 	Points       float64
 	MaxPoints    float64
 	Counted      bool
-	Message      string
-	Observed     string
-	Expected     string
-	Diff         string
+	// Learner output: any bytes, stored losslessly (text.go).
+	Message  lossless
+	Observed lossless
+	Expected lossless
+	Diff     lossless
 }
 
 func (cellResultRow) TableName() string { return "cell_results" }

@@ -304,7 +304,7 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 	oldCells := make([]domain.CellResult, len(old))
 	for i, c := range old {
 		oldCells[i] = domain.CellResult{CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
-			Counted: c.Counted, Message: c.Message, Observed: c.Observed, Expected: c.Expected, Diff: c.Diff}
+			Counted: c.Counted, Message: string(c.Message), Observed: string(c.Observed), Expected: string(c.Expected), Diff: string(c.Diff)}
 	}
 	oc, _ := json.Marshal(oldCells)
 	rid := regradeID

@@ -157,7 +157,7 @@ func (db *DB) withCells(ctx context.Context, row submissionRow) (domain.Submissi
 	for _, c := range cells {
 		s.Cells = append(s.Cells, domain.CellResult{
 			CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
-			Counted: c.Counted, Message: c.Message, Observed: c.Observed, Expected: c.Expected, Diff: c.Diff,
+			Counted: c.Counted, Message: string(c.Message), Observed: string(c.Observed), Expected: string(c.Expected), Diff: string(c.Diff),
 		})
 	}
 	return s, nil
@@ -230,7 +230,7 @@ func (db *DB) MarkQueued(tx *gorm.DB, submissionID string) error {
 func (db *DB) MarkFailed(tx *gorm.DB, submissionID, message string) error {
 	now := db.Now()
 	err := tx.Model(&submissionRow{}).Where("id = ?", submissionID).
-		Updates(map[string]any{"status": domain.StatusFailed, "message": message, "graded_at": now}).Error
+		Updates(map[string]any{"status": domain.StatusFailed, "message": Printable(message), "graded_at": now}).Error
 	if err != nil {
 		return fmt.Errorf("mark submission %s failed: %w", submissionID, err)
 	}
@@ -285,8 +285,8 @@ func (db *DB) SaveGrade(tx *gorm.DB, g Grade) error {
 	rows := make([]cellResultRow, len(g.Cells))
 	for i, c := range g.Cells {
 		rows[i] = cellResultRow{SubmissionID: g.SubmissionID, Position: i, CellID: c.CellID, Verdict: c.Verdict,
-			Points: c.Points, MaxPoints: c.MaxPoints, Counted: c.Counted, Message: c.Message,
-			Observed: c.Observed, Expected: c.Expected, Diff: c.Diff}
+			Points: c.Points, MaxPoints: c.MaxPoints, Counted: c.Counted, Message: lossless(c.Message),
+			Observed: lossless(c.Observed), Expected: lossless(c.Expected), Diff: lossless(c.Diff)}
 	}
 	if err := tx.Create(&rows).Error; err != nil {
 		return fmt.Errorf("insert cells of %s: %w", g.SubmissionID, err)

@@ -1,0 +1,99 @@
+package dispatch
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+// refuseCellResults makes the database itself refuse to store any cell
+// result, as a full disk or a broken constraint would.
+func refuseCellResults(t *testing.T, db *store.DB) {
+	t.Helper()
+	stmts := []string{`CREATE TRIGGER refuse_cells BEFORE INSERT ON cell_results BEGIN SELECT RAISE(ABORT, 'cell results refused by the test'); END`}
+	if db.Dialect == "postgres" {
+		stmts = []string{
+			`CREATE FUNCTION refuse_cells() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'cell results refused by the test'; END $$ LANGUAGE plpgsql`,
+			`CREATE TRIGGER refuse_cells BEFORE INSERT ON cell_results FOR EACH ROW EXECUTE FUNCTION refuse_cells()`,
+		}
+	}
+	for _, s := range stmts {
+		if err := db.Gorm.Exec(s).Error; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestCompleteThatCannotBeStoredFailsWithTheReason: when the database
+// refuses a result, the completion is tried again and then the job is
+// failed with what went wrong — not left to lose its lease, which used
+// to end as "lost its lease (no heartbeat)" after every attempt.
+func TestCompleteThatCannotBeStoredFailsWithTheReason(t *testing.T) {
+	t.Parallel()
+	storeBackoffForTest(t)
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			cat, err := exercise.Load("../../exercises", "../../answers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			q := queue.New(db, log)
+			disp := &Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log}
+			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := cat.Get("ch1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := &submission.Service{DB: db, Queue: q, Catalog: cat}
+			sub, _, err := svc.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := disp.Claim(ctx, "r1", func(domain.Requirement) (bool, string) { return true, "" }, time.Second)
+			if err != nil || l == nil {
+				t.Fatalf("claim: %v %v", l, err)
+			}
+			refuseCellResults(t, db)
+			// The unexecuted notebook scores as a (wrong) result: enough to
+			// have cell results to store.
+			err = disp.Complete(ctx, l.JobID, l.Token, "r1", domain.ExecutionResult{Notebook: l.Notebook, Profile: "cpu"})
+			if err != nil {
+				t.Fatalf("complete: %v (the job should have been failed instead)", err)
+			}
+			job, err := q.Job(ctx, l.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if job.State != domain.JobQueued || !strings.Contains(job.LastError, "could not be stored") ||
+				!strings.Contains(job.LastError, "cell results refused by the test") {
+				t.Errorf("job after a refused result: state %s, last error %q", job.State, job.LastError)
+			}
+			if got, _ := db.Submission(ctx, sub.ID); got.Status != domain.StatusQueued {
+				t.Errorf("submission %s, want queued for its next attempt", got.Status)
+			}
+		})
+	}
+}
+
+func storeBackoffForTest(t *testing.T) {
+	old := storeBackoff
+	storeBackoff = time.Millisecond
+	t.Cleanup(func() { storeBackoff = old })
+}
