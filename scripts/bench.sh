@@ -2,7 +2,7 @@
 # Benchmarks: submission intake on Postgres (req/s, p50/p99 for a 100 KB
 # notebook), grading latency against a plain nbconvert run per chapter
 # (warm and cold) and throughput at 1 and 2 slots, the
-# queue's claim latency, and the comparators.
+# queue's claim latency, the comparators, and the server memory of the worst uploads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NPUGRADE_NEED_POSTGRES=1
@@ -22,3 +22,6 @@ go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-uni
 go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/queue/ | tee out/bench-claim.txt
 # Gradebook CSV export: 10,000 learners x 5 exercises (50,000 graded submissions), streamed.
 go test -run '^$' -bench 'BenchmarkGradebookCSV' -benchtime 5x -benchmem ./internal/web/ | tee out/bench-gradebook.txt
+# Worst uploads: the most expensive notebooks under the 8 MiB limit, posted to a
+# real server; peak server heap growth and time to the answer (target: < 64 MB, < 100 ms).
+go test -run '^$' -bench 'BenchmarkWorstUpload' -benchtime 3x ./internal/httpapi/ | tee out/bench-worst-upload.txt

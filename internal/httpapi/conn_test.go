@@ -35,7 +35,7 @@ type liveEnv struct {
 	ctx context.Context
 }
 
-func newLiveEnv(t *testing.T, dialect string, limits httpapi.Timeouts) *liveEnv {
+func newLiveEnv(t testing.TB, dialect string, limits httpapi.Timeouts) *liveEnv {
 	t.Helper()
 	db := storetest.Open(t, dialect)
 	cat, err := exercise.Load("../../exercises", "../../answers")
@@ -58,6 +58,10 @@ func newLiveEnv(t *testing.T, dialect string, limits httpapi.Timeouts) *liveEnv 
 }
 
 func (e *liveEnv) token(t *testing.T, name string, role domain.Role) string {
+	return e.tokenTB(t, name, role)
+}
+
+func (e *liveEnv) tokenTB(t testing.TB, name string, role domain.Role) string {
 	t.Helper()
 	_, tok, err := e.db.CreateUser(e.ctx, name, role)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"sort"
 	"strings"
@@ -24,6 +23,7 @@ type Limits struct {
 	MaxCells    int
 	MaxOutputs  int // per cell
 	MaxAttach   int64
+	MaxValues   int // JSON values of the whole document (bounds.go)
 	MinMinor    int
 	MaxMinor    int
 	RequireIDs  bool // nbformat 4.5 ids present and unique
@@ -71,13 +71,16 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	if lim.MaxMinor == 0 {
 		lim.MaxMinor = def.MaxMinor
 	}
+	if lim.MaxValues == 0 {
+		lim.MaxValues = DefaultMaxValues
+	}
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), lim.MaxBytes)
 	}
 	if !utf8.Valid(data) {
 		return nil, errors.New("notebook is not valid UTF-8")
 	}
-	if err := checkDepth(data, lim.MaxDepth); err != nil {
+	if err := prescan(data, lim); err != nil {
 		return nil, err
 	}
 	// The generic form is what the official schema is checked against.
@@ -107,17 +110,17 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 		}
 	}
 	fillDocDefaults(doc, schemaMinor)
-	var errs *multierror.Error
+	var errs problems
 	if nb.NBFormat != 4 {
-		errs = multierror.Append(errs, fmt.Errorf("nbformat %d is not supported (only 4.%d–4.%d)", nb.NBFormat, lim.MinMinor, lim.MaxMinor))
+		errs.add(fmt.Errorf("nbformat %d is not supported (only 4.%d–4.%d)", nb.NBFormat, lim.MinMinor, lim.MaxMinor))
 	} else if nb.NBFormatMinor < lim.MinMinor || nb.NBFormatMinor > lim.MaxMinor {
-		errs = multierror.Append(errs, fmt.Errorf("nbformat 4.%d is not supported (only 4.%d–4.%d)", nb.NBFormatMinor, lim.MinMinor, lim.MaxMinor))
+		errs.add(fmt.Errorf("nbformat 4.%d is not supported (only 4.%d–4.%d)", nb.NBFormatMinor, lim.MinMinor, lim.MaxMinor))
 	}
 	if nb.Cells == nil {
-		errs = multierror.Append(errs, errors.New("notebook has no \"cells\" list"))
+		errs.add(errors.New("notebook has no \"cells\" list"))
 	}
 	if len(nb.Cells) > lim.MaxCells {
-		errs = multierror.Append(errs, fmt.Errorf("notebook has %d cells, the limit is %d", len(nb.Cells), lim.MaxCells))
+		errs.add(fmt.Errorf("notebook has %d cells, the limit is %d", len(nb.Cells), lim.MaxCells))
 	}
 	seen := map[string]int{}
 	// Cells with a problem of our own are not checked against the schema
@@ -125,74 +128,66 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	badCells := map[int]bool{}
 	prev, prevLen := -1, 0
 	for i, c := range nb.Cells {
-		if prev >= 0 && problemCount(errs) > prevLen {
+		if prev >= 0 && errs.count() > prevLen {
 			badCells[prev] = true
 		}
-		prev, prevLen = i, problemCount(errs)
+		prev, prevLen = i, errs.count()
 		if c == nil {
-			errs = multierror.Append(errs, fmt.Errorf("cell %d is null", i+1))
+			errs.add(fmt.Errorf("cell %d is null", i+1))
 			continue
 		}
 		switch c.CellType {
 		case "code", "markdown", "raw":
 		default:
-			errs = multierror.Append(errs, fmt.Errorf("cell %d has unknown cell_type %q", i+1, c.CellType))
+			errs.add(fmt.Errorf("cell %d has unknown cell_type %q", i+1, c.CellType))
 		}
 		if c.ID != "" {
 			if !cellIDPattern.MatchString(c.ID) {
-				errs = multierror.Append(errs, fmt.Errorf("cell %d has an invalid id %q (1–64 letters, digits, '-' or '_')", i+1, c.ID))
+				errs.add(fmt.Errorf("cell %d has an invalid id %q (1–64 letters, digits, '-' or '_')", i+1, c.ID))
 			} else if j, dup := seen[c.ID]; dup {
-				errs = multierror.Append(errs, fmt.Errorf("cells %d and %d have the same id %q", j+1, i+1, c.ID))
+				errs.add(fmt.Errorf("cells %d and %d have the same id %q", j+1, i+1, c.ID))
 			}
 			seen[c.ID] = i
 		} else if lim.RequireIDs {
-			errs = multierror.Append(errs, fmt.Errorf("cell %d has no id (required from nbformat 4.5)", i+1))
+			errs.add(fmt.Errorf("cell %d has no id (required from nbformat 4.5)", i+1))
 		}
 		if len(c.Outputs) > lim.MaxOutputs {
-			errs = multierror.Append(errs, fmt.Errorf("cell %d has %d outputs, the limit is %d", i+1, len(c.Outputs), lim.MaxOutputs))
+			errs.add(fmt.Errorf("cell %d has %d outputs, the limit is %d", i+1, len(c.Outputs), lim.MaxOutputs))
 		}
 		if len(c.Outputs) > 0 && c.CellType != "code" {
-			errs = multierror.Append(errs, fmt.Errorf("cell %d is %s but has outputs", i+1, c.CellType))
+			errs.add(fmt.Errorf("cell %d is %s but has outputs", i+1, c.CellType))
 		}
 		for k, o := range c.Outputs {
 			if o == nil {
-				errs = multierror.Append(errs, fmt.Errorf("cell %d output %d is null", i+1, k+1))
+				errs.add(fmt.Errorf("cell %d output %d is null", i+1, k+1))
 				continue
 			}
 			for _, p := range outputProblems(o) {
-				errs = multierror.Append(errs, fmt.Errorf("cell %d output %d %s", i+1, k+1, p))
+				errs.add(fmt.Errorf("cell %d output %d %s", i+1, k+1, p))
 			}
 		}
 		if c.CellType == "code" && len(c.Attachments) > 0 {
-			errs = multierror.Append(errs, fmt.Errorf("cell %d is code but has attachments (only markdown and raw cells may)", i+1))
+			errs.add(fmt.Errorf("cell %d is code but has attachments (only markdown and raw cells may)", i+1))
 		}
 		for _, p := range attachmentProblems(c.Attachments, lim.MaxAttach) {
-			errs = multierror.Append(errs, fmt.Errorf("cell %d %s", i+1, p))
+			errs.add(fmt.Errorf("cell %d %s", i+1, p))
 		}
 		if _, err := c.Grader(); err != nil {
-			errs = multierror.Append(errs, fmt.Errorf("cell %d: %w", i+1, err))
+			errs.add(fmt.Errorf("cell %d: %w", i+1, err))
 		}
 	}
-	if prev >= 0 && problemCount(errs) > prevLen {
+	if prev >= 0 && errs.count() > prevLen {
 		badCells[prev] = true
 	}
 	if nb.NBFormat == 4 && len(nb.Cells) <= lim.MaxCells {
 		for _, p := range schemaProblems(doc, schemaMinor, badCells) {
-			errs = multierror.Append(errs, errors.New(p))
+			errs.add(errors.New(p))
 		}
 	}
-	if err := errs.ErrorOrNil(); err != nil {
+	if err := errs.err(); err != nil {
 		return nil, err
 	}
 	return &nb, nil
-}
-
-// problemCount is errs.Len() for a possibly nil *multierror.Error.
-func problemCount(errs *multierror.Error) int {
-	if errs == nil {
-		return 0
-	}
-	return len(errs.Errors)
 }
 
 // outputProblems checks one output against the nbformat 4 schema: the
@@ -278,33 +273,6 @@ func dropSpace(r rune) rune {
 	return r
 }
 
-// checkDepth walks the JSON tokens and refuses documents nested deeper than
-// max before anything is decoded into memory.
-func checkDepth(data []byte, max int) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	depth := 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("notebook is not valid JSON: %w", err)
-		}
-		if d, ok := tok.(json.Delim); ok {
-			switch d {
-			case '{', '[':
-				depth++
-				if depth > max {
-					return fmt.Errorf("notebook JSON is nested deeper than %d levels", max)
-				}
-			default:
-				depth--
-			}
-		}
-	}
-}
-
 // Encode writes the notebook as Jupyter does (indented JSON, trailing
 // newline). A notebook whose cells carry ids is declared nbformat 4.5 (and
 // every cell gets one), so a starter or a rebuilt notebook made from a
@@ -338,11 +306,11 @@ func (nb *Notebook) Clone() *Notebook {
 // (outputs are bounded by the runner's limits, not by the upload limits),
 // so only its total size and output count are capped here.
 func ParseExecuted(data []byte) (*Notebook, error) {
-	return Parse(data, Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20})
+	return Parse(data, Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20, MaxValues: 8 << 20})
 }
 
 // ParseStored re-reads a notebook the server itself stored after
 // validating it (an accepted upload), so no size limit applies again.
 func ParseStored(data []byte) (*Notebook, error) {
-	return Parse(data, Limits{MaxBytes: int64(len(data)) + 1})
+	return Parse(data, Limits{MaxBytes: int64(len(data)) + 1, MaxValues: 8 << 20})
 }
