@@ -102,3 +102,48 @@ func TestImportLearningHubRefuses(t *testing.T) {
 		t.Error("--all wrote the broken exercise")
 	}
 }
+
+// TestImportNbgraderAssignment imports an nbgrader source notebook as an
+// exercise and grades, through npugrade check, the notebooks students
+// submit in nbgrader's own format: each scores what nbgrader's autograder
+// gives it (bitdiddle 2 of 5, hacker 5 of 5, the untouched release 0), the
+// manually graded cells count for nothing, and the answer key scores 5/5.
+func TestImportNbgraderAssignment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("executes notebooks")
+	}
+	t.Parallel()
+	root := t.TempDir()
+	exDir, ansDir := filepath.Join(root, "exercises"), filepath.Join(root, "answers")
+	data := filepath.Join("..", "..", "internal", "importer", "testdata", "nbgrader")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"exercise", "import", "--id", "ps1", "--exercises", exDir, "--answers", ansDir,
+		filepath.Join(data, "source.ipynb")}, &out, &errb); code != exitOK {
+		t.Fatalf("import: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	fixtures := filepath.Join(ansDir, "ps1", "fixtures")
+	if err := os.MkdirAll(fixtures, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, expected := range map[string]string{
+		"submitted_bitdiddle": `{"cells": {"test_squares": "pass", "test_mean": "error"}, "score": 2}`,
+		"submitted_hacker":    `{"cells": {"test_squares": "pass", "test_mean": "pass"}, "score": 5}`,
+		"release":             `{"cells": {"test_squares": "mismatch", "test_mean": "error"}, "score": 0}`,
+	} {
+		if err := os.WriteFile(filepath.Join(fixtures, name+".ipynb"), readFile(t, filepath.Join(data, name+".ipynb")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fixtures, name+".expected.json"), []byte(expected), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out.Reset()
+	errb.Reset()
+	code := run(context.Background(), []string{"check", "--exercises", exDir, "--answers", ansDir, "--update-reference", "--jobs", "2"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("check: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	if !regexp.MustCompile(`(?m)^ps1\s+answer\s+\S+\s+5\.0/5\s`).MatchString(out.String()) {
+		t.Errorf("the answer key does not score 5/5:\n%s", out.String())
+	}
+}

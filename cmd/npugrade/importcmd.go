@@ -45,6 +45,7 @@ func cmdExerciseImport(args []string, stdout, stderr io.Writer) int {
 	c.StringVar(&f.answerText, "answer-text", "", "learning hub: the answer text (default: answer/<NN.0x>_answer.txt beside the notebook)")
 	c.StringVar(&f.all, "all", "", "learning hub: import every notebook under this tutorial directory that has an answer text")
 	c.BoolVar(&f.replace, "replace", false, "replace an exercise that already exists")
+	c.BoolVar(&f.nbgraderStderr, "nbgrader-stderr", false, "nbgrader: a test cell that writes to stderr fails, as nbgrader scores it")
 	pos, code, ok := c.parse(args, 0, 1, stdout, stderr)
 	if !ok {
 		return code
@@ -107,7 +108,7 @@ func importOne(f importFlags, path string) (*notebook.Notebook, importer.Report,
 		if err != nil {
 			return nil, importer.Report{}, err
 		}
-		return importer.Import(nb)
+		return importer.ImportWith(nb, importer.Options{NbgraderStderr: f.nbgraderStderr})
 	}
 	src := importer.HubSource{Notebook: raw}
 	txtPath := f.answerText

@@ -3,6 +3,7 @@ package compare
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -68,7 +69,8 @@ const (
 //     the expected side's type when Ename is empty (any type when both are
 //     empty or Ename is "*"); its message must equal rule.Evalue (trimmed,
 //     sanitised) only when Evalue is set. Other outputs are not compared.
-//   - no-error: the actual outputs hold no exception (nbgrader's rule).
+//   - no-error: the actual outputs hold no exception (nbgrader's rule);
+//     with stderr among the targets, no stderr output either.
 //   - image: each image (image/png unless the targets name other image
 //     types) must be there on both sides, have the same size, and a 64-bit
 //     difference hash within rule.MaxHashDistance bits.
@@ -95,6 +97,11 @@ func Outputs(rule Rule, expected, actual []*notebook.Output) Result {
 	case ModeNoError:
 		if e := FirstError(act); e != nil {
 			msgs = append(msgs, "the cell raised "+describeError(e))
+		}
+		// With stderr among the targets, writing to it fails too, as
+		// nbgrader scores a test cell.
+		if slices.Contains(rule.Targets, TargetStderr) && strings.TrimSpace(joinParts(TargetStderr, parts(act, TargetStderr))) != "" {
+			msgs = append(msgs, "the cell wrote to stderr")
 		}
 	case ModeError:
 		msgs, diffs = checkError(rule, exp, act)

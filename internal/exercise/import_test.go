@@ -53,7 +53,7 @@ func TestLoadImportsNbgraderAnswer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(ex.Graded) != 2 || ex.Graded[0].ID != "test_squares" || ex.Graded[0].Points != 4 || ex.Graded[0].Visibility != "after_due_date" {
+			if len(ex.Graded) != 1 || ex.Graded[0].ID != "test_squares" || ex.Graded[0].Points != 4 || ex.Graded[0].Visibility != "after_due_date" {
 				t.Errorf("graded %+v", ex.Graded)
 			}
 			if ex.Counts != "latest" || ex.MaxSubmissions != 3 || ex.RateLimit.Count != 2 {

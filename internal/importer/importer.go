@@ -21,14 +21,10 @@
 package importer
 
 import (
-	"crypto/md5"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/hashicorp/go-multierror"
@@ -77,35 +73,36 @@ func ImportBytes(data []byte) ([]byte, Report, error) {
 	return b, rep, err
 }
 
-// nbgraderMeta is metadata.nbgrader (schema version 3).
-type nbgraderMeta struct {
-	SchemaVersion int      `json:"schema_version"`
-	Grade         bool     `json:"grade"`
-	Solution      bool     `json:"solution"`
-	Locked        bool     `json:"locked"`
-	Task          bool     `json:"task"`
-	GradeID       string   `json:"grade_id"`
-	Points        *float64 `json:"points"`
-	Checksum      string   `json:"checksum"`
-}
-
 var (
 	quizLine    = regexp.MustCompile(`^(q[0-9]+)\s*=\s*(.+)$`)
 	idPattern   = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 	hiddenTests = "### BEGIN HIDDEN TESTS"
 )
 
-// Import returns a copy of nb with metadata.grader written from the other
-// tools' metadata. Cells without an id get one (cell-N). Every problem
-// (a bad checksum, hidden tests, duplicate ids) is reported at once.
+// Options tune how other tools' meaning is kept.
+type Options struct {
+	// NbgraderStderr: an nbgrader test cell that writes to stderr fails,
+	// as nbgrader scores it (off by default: a warning on stderr would
+	// fail a correct answer).
+	NbgraderStderr bool
+}
+
+// Import is ImportWith with the default options.
 func Import(in *notebook.Notebook) (*notebook.Notebook, Report, error) {
+	return ImportWith(in, Options{})
+}
+
+// ImportWith returns a copy of nb with metadata.grader written from the
+// other tools' metadata. Cells without an id get one. Every problem (a bad
+// checksum, hidden tests, duplicate ids) is reported at once.
+func ImportWith(in *notebook.Notebook, opt Options) (*notebook.Notebook, Report, error) {
 	nb := in.Clone()
 	var rep Report
 	var errs *multierror.Error
 	if HasGraderMetadata(nb) {
 		return nb, rep, nil
 	}
-	lax, nbval := false, false
+	lax, nbval := false, defaultNbval(nb)
 	for _, c := range nb.Cells {
 		if c.CellType != "code" {
 			continue
@@ -137,7 +134,7 @@ func Import(in *notebook.Notebook) (*notebook.Notebook, Report, error) {
 		g := map[string]any{}
 		if raw, ok := c.Metadata["nbgrader"]; ok {
 			rep.format("nbgrader")
-			if err := fromNbgrader(c, raw, g, &rep); err != nil {
+			if err := fromNbgrader(c, raw, g, opt, &rep); err != nil {
 				errs = multierror.Append(errs, fmt.Errorf("cell %d (%s): %w", i+1, c.ID, err))
 			}
 		} else if c.CellType == "code" {
@@ -182,8 +179,8 @@ func uniqueID(used map[string]bool, base string) string {
 	return id
 }
 
-func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, rep *Report) error {
-	var m nbgraderMeta
+func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, opt Options, rep *Report) error {
+	var m notebook.NbgraderMeta
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields() // nbgrader's schema has additionalProperties: false
 	if err := dec.Decode(&m); err != nil {
@@ -196,13 +193,16 @@ func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, rep *
 		return fmt.Errorf("grade_id %q is not a valid id", m.GradeID)
 	}
 	var problems *multierror.Error
-	if m.Checksum != "" {
-		if sum := Checksum(c, m); sum != m.Checksum {
-			problems = multierror.Append(problems, fmt.Errorf("nbgrader checksum %s does not match the cell (%s): the cell was edited after nbgrader generated it", m.Checksum, sum))
+	if m.Sum != "" {
+		if sum := m.Checksum(c); sum != m.Sum {
+			problems = multierror.Append(problems, fmt.Errorf("nbgrader checksum %s does not match the cell (%s): the cell was edited after nbgrader generated it", m.Sum, sum))
 		}
 	}
 	if strings.Contains(string(c.Source), hiddenTests) {
 		problems = multierror.Append(problems, errors.New("nbgrader hidden tests would be shown in the starter; move them into a probe cell (metadata.grader.probe)"))
+	}
+	if m.CellType != "" && m.CellType != c.CellType {
+		problems = multierror.Append(problems, fmt.Errorf("nbgrader generated this cell as %s, but it is %s now", m.CellType, c.CellType))
 	}
 	if err := problems.ErrorOrNil(); err != nil {
 		return err
@@ -217,88 +217,31 @@ func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, rep *
 	}
 	g["id"] = id
 	switch {
-	case m.Task || c.CellType != "code" && m.Grade:
-		rep.Notes = append(rep.Notes, id+": manually graded in nbgrader; kept as a locked cell, not graded")
+	case m.Task || m.Grade && m.Solution:
+		// nbgrader's "manually graded answer" or "task": a person grades
+		// it there, so it is not auto-graded here.
+		rep.Notes = append(rep.Notes, id+": manually graded in nbgrader -> kept ungraded (manual grading; not counted in the score)")
 		if m.Solution {
 			g["solution"] = true
 		}
-	case m.Solution && m.Grade:
-		// An autograded answer cell: its own outputs are compared.
-		g["solution"], g["points"] = true, points
-		rep.Notes = append(rep.Notes, id+": nbgrader autograded answer -> solution cell graded on its outputs")
 	case m.Solution:
 		g["solution"] = true
-		rep.Notes = append(rep.Notes, id+": nbgrader solution -> solution cell")
-	case m.Grade:
+		rep.Notes = append(rep.Notes, id+": nbgrader autograded answer -> solution cell")
+	case m.Grade && c.CellType == "code":
 		g["points"], g["compare"] = points, "no-error"
-		rep.Notes = append(rep.Notes, id+": nbgrader autograder tests -> graded cell, passes when it raises nothing")
+		note := "passes when it raises nothing"
+		if opt.NbgraderStderr {
+			g["targets"] = []string{"stderr"}
+			note += " and writes nothing to stderr"
+		}
+		if autotest(c, g) {
+			note = "### AUTOTEST values compared with the answer's, asserts run"
+		}
+		rep.Notes = append(rep.Notes, id+": nbgrader autograder tests -> graded cell, "+note)
 	default:
 		rep.Notes = append(rep.Notes, id+": nbgrader locked cell")
 	}
 	return nil
-}
-
-// Checksum is nbgrader's compute_checksum: MD5 over the source, the cell
-// type, str(is_grade), str(is_solution), str(is_locked), the grade id and,
-// for grade cells, str(float(points)), spelled as Python spells them.
-func Checksum(c *notebook.Cell, m nbgraderMeta) string {
-	h := md5.New()
-	locked := m.Locked
-	if m.Solution {
-		locked = false
-	} else if m.Grade {
-		locked = true
-	}
-	h.Write([]byte(string(c.Source)))
-	h.Write([]byte(c.CellType))
-	h.Write([]byte(pyBool(m.Grade)))
-	h.Write([]byte(pyBool(m.Solution)))
-	h.Write([]byte(pyBool(locked)))
-	h.Write([]byte(m.GradeID))
-	if m.Grade {
-		p := 0.0
-		if m.Points != nil {
-			p = *m.Points
-		}
-		h.Write([]byte(PyFloat(p)))
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func pyBool(b bool) string {
-	if b {
-		return "True"
-	}
-	return "False"
-}
-
-// PyFloat is Python's str(float): shortest repr, ".0" on integral values,
-// exponent form below 1e-4 and from 1e16.
-func PyFloat(f float64) string {
-	switch {
-	case math.IsInf(f, 1):
-		return "inf"
-	case math.IsInf(f, -1):
-		return "-inf"
-	case math.IsNaN(f):
-		return "nan"
-	}
-	abs := math.Abs(f)
-	if abs != 0 && (abs < 1e-4 || abs >= 1e16) {
-		s := strconv.FormatFloat(f, 'e', -1, 64) // 1e-05 in Python, 1e-05 here
-		mant, exp, _ := strings.Cut(s, "e")
-		sign := exp[0]
-		digits := strings.TrimLeft(exp[1:], "0")
-		if len(digits) < 2 {
-			digits = strings.Repeat("0", 2-len(digits)) + digits
-		}
-		return mant + "e" + string(sign) + digits
-	}
-	s := strconv.FormatFloat(f, 'f', -1, 64)
-	if !strings.Contains(s, ".") {
-		s += ".0"
-	}
-	return s
 }
 
 // nbvalMarks reads a code cell's nbval comments, nbval tags and nbclient tags.

@@ -48,10 +48,11 @@ func TestImport(t *testing.T) {
 		absent  []string          // grader ids that must not be graded
 	}{
 		{file: "nbgrader_release.ipynb", formats: []string{"nbgrader"}, cells: map[string]grader{
-			"squares":           {Solution: true},
-			"test_squares":      {Points: 2, Compare: "no-error"},
-			"autograded_answer": {Solution: true, Points: 1.5},
-		}, absent: []string{"setup", "essay"}},
+			"squares":      {Solution: true},
+			"test_squares": {Points: 2, Compare: "no-error"},
+			// solution + grade is nbgrader's "manually graded answer".
+			"manual_answer": {Solution: true},
+		}, absent: []string{"setup", "essay", "manual_answer"}},
 		{file: "nbval_strict.ipynb", formats: []string{"nbval"}, cells: map[string]grader{
 			"add":  {Points: 1, Compare: "exact"},
 			"boom": {Points: 1, Compare: "error", Ename: "ZeroDivisionError"},
@@ -60,6 +61,11 @@ func TestImport(t *testing.T) {
 			"b": {Points: 1, Compare: "exact"},
 			"c": {Points: 1, Compare: "exact"},
 		}, absent: []string{"a"}},
+		// nbval's default: with no marks, every code cell with outputs is checked.
+		{file: "nbval_plain.ipynb", formats: []string{"nbval"}, cells: map[string]grader{
+			"p": {Points: 1, Compare: "exact"},
+			"r": {Points: 1, Compare: "exact"},
+		}, absent: []string{"n"}},
 		{file: "hub_quiz.ipynb", formats: []string{"papermill", "quiz", "nbclient"}, cells: map[string]grader{
 			"q1-impl": {Solution: true, Starter: str("q1 = None\nq2 = None")},
 			"q1":      {Points: 1, Compare: "tokens"},
@@ -151,7 +157,7 @@ func TestImportRejects(t *testing.T) {
 func TestPyFloat(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[float64]string{2: "2.0", 0.5: "0.5", 1.5: "1.5", 0: "0.0", 1e-5: "1e-05", 1e16: "1e+16", 123456789: "123456789.0", 0.0001: "0.0001", -3: "-3.0"} {
-		if got := importer.PyFloat(in); got != want {
+		if got := notebook.PyFloat(in); got != want {
 			t.Errorf("PyFloat(%v) = %q, want %q", in, got, want)
 		}
 	}

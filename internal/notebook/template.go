@@ -147,6 +147,7 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
 	byGrader := map[string]*Cell{}
 	byID := map[string]*Cell{}
+	byGradeID := map[string]*Cell{}
 	for _, c := range upload.Cells {
 		if g := c.MustGrader(); g.ID != "" {
 			if _, dup := byGrader[g.ID]; !dup {
@@ -155,6 +156,11 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 		}
 		if c.ID != "" {
 			byID[c.ID] = c
+		}
+		if m, ok := c.Nbgrader(); ok && m.GradeID != "" {
+			if _, dup := byGradeID[m.GradeID]; !dup {
+				byGradeID[m.GradeID] = c
+			}
 		}
 	}
 	nb := answer.Clone()
@@ -168,6 +174,14 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 			continue
 		}
 		learner := byGrader[g.ID]
+		viaNbgrader := false
+		if m, ok := c.Nbgrader(); learner == nil && ok && m.GradeID != "" {
+			// An exercise imported from nbgrader, submitted as nbgrader
+			// released it (no metadata.grader, ids of its own): matched by
+			// grade_id, as nbgrader matches it.
+			learner = byGradeID[m.GradeID]
+			viaNbgrader = learner != nil
+		}
 		if learner == nil && c.ID != "" {
 			if lc := byID[c.ID]; lc != nil && lc.MustGrader().ID == "" {
 				learner = lc // Jupyter front-ends that drop custom metadata keep the cell id
@@ -195,7 +209,7 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 				integ.Messages[g.ID] = "this graded cell was deleted from the notebook; it was restored from the template and not graded"
 				continue
 			}
-			if normalizeSource(string(learner.Source)) != normalizeSource(string(c.Source)) {
+			if edited(learner, c, viaNbgrader) {
 				integ.Verdicts[g.ID] = domain.VerdictTampered
 				integ.Messages[g.ID] = "this cell is locked but its code was changed; the original code was run and the cell earns no points"
 			}
@@ -230,4 +244,16 @@ func normalizeSource(s string) string {
 		lines[i] = strings.TrimRight(l, " \t")
 	}
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
+}
+
+// edited reports whether the learner changed a locked graded cell. A cell
+// matched by nbgrader grade_id is judged by nbgrader's own checksum (its
+// source is nbgrader's release text, which may differ from the template,
+// e.g. generated AUTOTEST asserts); any other by its source. The template's
+// cell runs either way.
+func edited(learner, template *Cell, viaNbgrader bool) bool {
+	if m, ok := learner.Nbgrader(); viaNbgrader && ok && m.Sum != "" {
+		return m.Checksum(learner) != m.Sum
+	}
+	return normalizeSource(string(learner.Source)) != normalizeSource(string(template.Source))
 }
