@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/hashicorp/go-multierror"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -52,28 +51,7 @@ var cellIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 // Parse decodes and validates a notebook. A notebook with several problems
 // returns a *multierror.Error listing all of them.
 func Parse(data []byte, lim Limits) (*Notebook, error) {
-	def := DefaultLimits()
-	if lim.MaxBytes == 0 {
-		lim.MaxBytes = def.MaxBytes
-	}
-	if lim.MaxDepth == 0 {
-		lim.MaxDepth = def.MaxDepth
-	}
-	if lim.MaxCells == 0 {
-		lim.MaxCells = def.MaxCells
-	}
-	if lim.MaxOutputs == 0 {
-		lim.MaxOutputs = def.MaxOutputs
-	}
-	if lim.MaxAttach == 0 {
-		lim.MaxAttach = def.MaxAttach
-	}
-	if lim.MaxMinor == 0 {
-		lim.MaxMinor = def.MaxMinor
-	}
-	if lim.MaxValues == 0 {
-		lim.MaxValues = DefaultMaxValues
-	}
+	lim = lim.withDefaults()
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), lim.MaxBytes)
 	}
@@ -83,33 +61,10 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	if err := prescan(data, lim); err != nil {
 		return nil, err
 	}
-	// The generic form is what the official schema is checked against.
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	nb, doc, schemaMinor, err := decode(data)
 	if err != nil {
-		return nil, fmt.Errorf("notebook is not valid JSON: %w", err)
+		return nil, err
 	}
-	var nb Notebook
-	if err := json.Unmarshal(data, &nb); err != nil {
-		// A field of the wrong type: the schema names every such problem.
-		if probs := docSchemaProblems(doc); len(probs) > 0 {
-			var all *multierror.Error
-			for _, p := range probs {
-				all = multierror.Append(all, errors.New(p))
-			}
-			return nil, all
-		}
-		return nil, fmt.Errorf("notebook is not valid nbformat JSON: %w", err)
-	}
-	// nbformat fills in missing cell ids when it reads a 4.5 notebook;
-	// so do we, and the generic form gets the same ids.
-	schemaMinor := nb.NBFormatMinor
-	if nb.NBFormat == 4 && nb.hasIDs() {
-		schemaMinor = 5
-		for i, id := range nb.AssignIDs() {
-			setDocID(doc, i, id)
-		}
-	}
-	fillDocDefaults(doc, schemaMinor)
 	var errs problems
 	if nb.NBFormat != 4 {
 		errs.add(fmt.Errorf("nbformat %d is not supported (only 4.%d–4.%d)", nb.NBFormat, lim.MinMinor, lim.MaxMinor))
@@ -187,7 +142,60 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
-	return &nb, nil
+	return nb, nil
+}
+
+// withDefaults fills the zero fields of lim with the defaults.
+func (lim Limits) withDefaults() Limits {
+	def := DefaultLimits()
+	for _, f := range []struct{ v, d *int }{{&lim.MaxDepth, &def.MaxDepth}, {&lim.MaxCells, &def.MaxCells},
+		{&lim.MaxOutputs, &def.MaxOutputs}, {&lim.MaxMinor, &def.MaxMinor}} {
+		if *f.v == 0 {
+			*f.v = *f.d
+		}
+	}
+	if lim.MaxBytes == 0 {
+		lim.MaxBytes = def.MaxBytes
+	}
+	if lim.MaxAttach == 0 {
+		lim.MaxAttach = def.MaxAttach
+	}
+	if lim.MaxValues == 0 {
+		lim.MaxValues = DefaultMaxValues
+	}
+	return lim
+}
+
+// decode reads the notebook twice: typed, and in the generic form the
+// official schema is checked against. Like nbformat, it fills in missing
+// cell ids of a 4.5 notebook (the generic form gets the same ids) and
+// returns the minor version whose schema applies.
+func decode(data []byte) (*Notebook, any, int, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("notebook is not valid JSON: %w", err)
+	}
+	var nb Notebook
+	if err := json.Unmarshal(data, &nb); err != nil {
+		// A field of the wrong type: the schema names every such problem.
+		if probs := docSchemaProblems(doc); len(probs) > 0 {
+			var all problems
+			for _, p := range probs {
+				all.add(errors.New(p))
+			}
+			return nil, nil, 0, all.err()
+		}
+		return nil, nil, 0, fmt.Errorf("notebook is not valid nbformat JSON: %w", err)
+	}
+	minor := nb.NBFormatMinor
+	if nb.NBFormat == 4 && nb.hasIDs() {
+		minor = 5
+		for i, id := range nb.AssignIDs() {
+			setDocID(doc, i, id)
+		}
+	}
+	fillDocDefaults(doc, minor)
+	return &nb, doc, minor, nil
 }
 
 // outputProblems checks one output against the nbformat 4 schema: the
