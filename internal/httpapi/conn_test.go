@@ -17,6 +17,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -102,7 +103,8 @@ func (e *liveEnv) call(t *testing.T, method, path, token string, body any) (int,
 // register registers a CPU runner with token and returns its runner id.
 func (e *liveEnv) register(t *testing.T, token, name string) string {
 	t.Helper()
-	st, body, _ := e.call(t, "POST", runnerproto.BasePath+"/register", token, runnerproto.RegisterRequest{Name: name, Slots: 1})
+	st, body, _ := e.call(t, "POST", runnerproto.BasePath+"/register", token, runnerproto.RegisterRequest{Name: name, Slots: 1,
+		Report: envprobe.Validate(envprobe.Report{Arch: "x86_64", Python: "3.11.2", Torch: "1.13.1"})})
 	if st != http.StatusOK {
 		t.Fatalf("register %s: %d %s", name, st, body)
 	}

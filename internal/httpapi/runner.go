@@ -197,20 +197,47 @@ func jobID(c *gin.Context) (int64, bool) {
 	return id, err == nil
 }
 
-// leaseCall decodes {lease_token, ...} and maps a lost lease to 409.
-func (s *Server) leaseCall(c *gin.Context, body any, token func() string, call func(ctx context.Context, id int64, token string) error) {
+// Runner request bodies are capped per endpoint: a heartbeat or a release
+// is a lease token, a failure a reason, a completion an executed notebook.
+const (
+	smallRunnerBody    = 4 << 10
+	failRunnerBody     = 64 << 10
+	completeRunnerBody = 96 << 20
+	// unfencedBody is the most a completion may send without the lease
+	// token in its header (checked before the body is read).
+	unfencedBody = 1 << 20
+)
+
+// leaseCall decodes {lease_token, ...} of at most limit bytes and maps a
+// lost lease to 409. A body larger than unfencedBody is read only after
+// the lease named in the runnerproto.LeaseHeader header is checked, so a
+// runner without a live lease cannot make the server read megabytes.
+func (s *Server) leaseCall(c *gin.Context, limit int64, body any, token func() string, call func(ctx context.Context, id int64, token string) error) {
 	id, ok := jobID(c)
 	if !ok {
-		s.problem(c, domain.Errorf(domain.EINVALID, "job id must be a number"))
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "job %q not found", c.Param("id")))
 		return
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, 96<<20)).Decode(body); err != nil {
+	header := c.GetHeader(runnerproto.LeaseHeader)
+	if limit > unfencedBody {
+		if header == "" {
+			limit = unfencedBody
+		} else if job, err := s.Queue.Job(c.Request.Context(), id); err != nil || job.State != domain.JobLeased || job.LeaseToken != header {
+			s.problem(c, domain.Errorf(domain.ECONFLICT, "the lease on job %d is no longer yours", id))
+			return
+		}
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, limit)).Decode(body); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			s.problem(c, domain.Errorf(domain.ETOOLARGE, "the request body is larger than %d bytes", mbe.Limit))
 			return
 		}
 		s.problem(c, domain.Errorf(domain.EINVALID, "invalid body: %v", err))
+		return
+	}
+	if header != "" && header != token() {
+		s.problem(c, domain.Errorf(domain.EINVALID, "the %s header and the body name different leases", runnerproto.LeaseHeader))
 		return
 	}
 	err := call(c.Request.Context(), id, token())
@@ -229,7 +256,7 @@ func (s *Server) leaseCall(c *gin.Context, body any, token func() string, call f
 
 func (s *Server) heartbeatJob(c *gin.Context) {
 	var req runnerproto.LeaseRequest
-	s.leaseCall(c, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
+	s.leaseCall(c, smallRunnerBody, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
 		cancel, err := s.Dispatch.Heartbeat(ctx, id, token)
 		if err != nil {
 			return err
@@ -241,19 +268,19 @@ func (s *Server) heartbeatJob(c *gin.Context) {
 
 func (s *Server) completeJob(c *gin.Context) {
 	var req runnerproto.CompleteRequest
-	s.leaseCall(c, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
+	s.leaseCall(c, completeRunnerBody, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
 		return s.Dispatch.Complete(ctx, id, token, strings.TrimSpace(req.RunnerID), req.Result)
 	})
 }
 
 func (s *Server) failJob(c *gin.Context) {
 	var req runnerproto.FailRequest
-	s.leaseCall(c, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
+	s.leaseCall(c, failRunnerBody, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
 		return s.Dispatch.Fail(ctx, id, token, req.Reason)
 	})
 }
 
 func (s *Server) releaseJob(c *gin.Context) {
 	var req runnerproto.LeaseRequest
-	s.leaseCall(c, &req, func() string { return req.LeaseToken }, s.Dispatch.Release)
+	s.leaseCall(c, smallRunnerBody, &req, func() string { return req.LeaseToken }, s.Dispatch.Release)
 }

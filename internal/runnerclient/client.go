@@ -68,7 +68,7 @@ func (c *Client) Claim(ctx context.Context) (*domain.Lease, error) {
 // Heartbeat implements runner.Source.
 func (c *Client) Heartbeat(ctx context.Context, l *domain.Lease) (bool, error) {
 	var resp runnerproto.HeartbeatResponse
-	err := c.call(ctx, fmt.Sprintf("/jobs/%d/heartbeat", l.JobID), runnerproto.LeaseRequest{LeaseToken: l.Token}, &resp)
+	err := c.callLease(ctx, fmt.Sprintf("/jobs/%d/heartbeat", l.JobID), l.Token, runnerproto.LeaseRequest{LeaseToken: l.Token}, &resp)
 	if err != nil {
 		return false, fmt.Errorf("heartbeat job %d: %w", l.JobID, err)
 	}
@@ -77,7 +77,7 @@ func (c *Client) Heartbeat(ctx context.Context, l *domain.Lease) (bool, error) {
 
 // Complete implements runner.Source.
 func (c *Client) Complete(ctx context.Context, l *domain.Lease, res domain.ExecutionResult) error {
-	err := c.call(ctx, fmt.Sprintf("/jobs/%d/complete", l.JobID), runnerproto.CompleteRequest{LeaseToken: l.Token, RunnerID: c.RunnerID, Result: res}, nil)
+	err := c.callLease(ctx, fmt.Sprintf("/jobs/%d/complete", l.JobID), l.Token, runnerproto.CompleteRequest{LeaseToken: l.Token, RunnerID: c.RunnerID, Result: res}, nil)
 	if err != nil && err != errNoContent {
 		return fmt.Errorf("complete job %d: %w", l.JobID, err)
 	}
@@ -86,7 +86,7 @@ func (c *Client) Complete(ctx context.Context, l *domain.Lease, res domain.Execu
 
 // Fail implements runner.Source.
 func (c *Client) Fail(ctx context.Context, l *domain.Lease, reason string) error {
-	err := c.call(ctx, fmt.Sprintf("/jobs/%d/fail", l.JobID), runnerproto.FailRequest{LeaseToken: l.Token, Reason: reason}, nil)
+	err := c.callLease(ctx, fmt.Sprintf("/jobs/%d/fail", l.JobID), l.Token, runnerproto.FailRequest{LeaseToken: l.Token, Reason: reason}, nil)
 	if err != nil && err != errNoContent {
 		return fmt.Errorf("fail job %d: %w", l.JobID, err)
 	}
@@ -95,7 +95,7 @@ func (c *Client) Fail(ctx context.Context, l *domain.Lease, reason string) error
 
 // Release implements runner.Source.
 func (c *Client) Release(ctx context.Context, l *domain.Lease) error {
-	err := c.call(ctx, fmt.Sprintf("/jobs/%d/release", l.JobID), runnerproto.LeaseRequest{LeaseToken: l.Token}, nil)
+	err := c.callLease(ctx, fmt.Sprintf("/jobs/%d/release", l.JobID), l.Token, runnerproto.LeaseRequest{LeaseToken: l.Token}, nil)
 	if err != nil && err != errNoContent {
 		return fmt.Errorf("release job %d: %w", l.JobID, err)
 	}
@@ -114,6 +114,12 @@ func (c *Client) Drain(ctx context.Context) error {
 var errNoContent = fmt.Errorf("no content")
 
 func (c *Client) call(ctx context.Context, path string, body, out any) error {
+	return c.callLease(ctx, path, "", body, out)
+}
+
+// callLease is call with the lease token also in runnerproto.LeaseHeader,
+// so that the server checks the lease before it reads the body.
+func (c *Client) callLease(ctx context.Context, path, lease string, body, out any) error {
 	b, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -124,6 +130,9 @@ func (c *Client) call(ctx context.Context, path string, body, out any) error {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.Token)
+	if lease != "" {
+		req.Header.Set(runnerproto.LeaseHeader, lease)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = &http.Client{Timeout: runnerproto.MaxPoll + 30*time.Second}

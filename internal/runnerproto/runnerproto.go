@@ -16,6 +16,10 @@ const Version = 1
 // BasePath is where the runner routes live.
 const BasePath = "/api/runner/v1"
 
+// LeaseHeader carries a request's lease token ahead of its body: the
+// server checks the lease before it reads a large completion.
+const LeaseHeader = "Npugrade-Lease-Token"
+
 // MaxPoll is the longest a claim waits on the server (proxies cut idle
 // connections at 60 s; stay well below).
 const MaxPoll = 25 * time.Second
