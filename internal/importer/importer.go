@@ -285,6 +285,12 @@ func fromMarkers(c *notebook.Cell, g map[string]any, nbval, lax bool, rep *Repor
 	src := string(c.Source)
 	if strings.Contains(src, notebook.BeginSolution) {
 		g["solution"] = true
+		if nbval && len(c.Outputs) > 0 && !marks["ignore-output"] && !marks["skip"] && (!lax || marks["check-output"]) {
+			// The learner writes it, and nbval checks what it prints.
+			g["compare"], g["points"] = "exact", 1.0
+			rep.Notes = append(rep.Notes, c.ID+": solution region with outputs (nbval) -> solution cell graded on its outputs, exact, 1 point")
+			return
+		}
 		rep.Notes = append(rep.Notes, c.ID+": solution region -> solution cell")
 		return
 	}

@@ -66,6 +66,13 @@ func TestImport(t *testing.T) {
 			"p": {Points: 1, Compare: "exact"},
 			"r": {Points: 1, Compare: "exact"},
 		}, absent: []string{"n"}},
+		// papermill parameters in an nbval notebook: the learner's solution
+		// cell feeds a check cell whose recorded output is compared.
+		{file: "nbval_papermill.ipynb", formats: []string{"nbval", "papermill"}, cells: map[string]grader{
+			"impl":  {Solution: true},
+			"check": {Points: 1, Compare: "exact"},
+			"clock": {Compare: "ignore"},
+		}, absent: []string{"parameters", "injected", "clock"}},
 		{file: "hub_quiz.ipynb", formats: []string{"papermill", "quiz", "nbclient"}, cells: map[string]grader{
 			"q1-impl": {Solution: true, Starter: str("q1 = None\nq2 = None")},
 			"q1":      {Points: 1, Compare: "tokens"},

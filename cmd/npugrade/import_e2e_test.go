@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -43,6 +44,23 @@ func TestImportLearningHubTree(t *testing.T) {
 	if code == exitOK || !strings.Contains(errb.String(), "--replace") {
 		t.Fatalf("re-import without --replace: exit %d, %s", code, errb.String())
 	}
+
+	// A learner fills in the starter, spelling answers as learners do.
+	answers := map[string]string{"q1": `"对"`, "q2": `False`, "q3": `"a"`, "q4": `"C。"`, "q5": `"A"`, "q6": `"A"`,
+		"q7": `"b"`, "q8": `"A"`, "q9": `"B"`, "q10": `"B"`, "q11": `"C、A、B"`}
+	filled := string(readFile(t, filepath.Join(exDir, "hub-01-03", "01.03_chapter_practice.ipynb")))
+	for q, a := range answers {
+		re := regexp.MustCompile(`"` + q + ` = None  #[^"\\]*(?:\\.[^"\\]*)*"`)
+		if !re.MatchString(filled) {
+			t.Fatalf("the starter has no %s = None cell", q)
+		}
+		b, _ := json.Marshal(q + " = " + a)
+		filled = re.ReplaceAllLiteralString(filled, string(b))
+	}
+	fixtures := filepath.Join(ansDir, "hub-01-03", "fixtures")
+	_ = os.MkdirAll(fixtures, 0o755)
+	_ = os.WriteFile(filepath.Join(fixtures, "spellings.ipynb"), []byte(filled), 0o644)
+	_ = os.WriteFile(filepath.Join(fixtures, "spellings.expected.json"), []byte(`{"cells": {"q1": "pass", "q2": "pass", "q11": "pass"}, "score": 60}`), 0o644)
 
 	out.Reset()
 	errb.Reset()
@@ -126,9 +144,10 @@ func TestImportNbgraderAssignment(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, expected := range map[string]string{
-		"submitted_bitdiddle": `{"cells": {"test_squares": "pass", "test_mean": "error"}, "score": 2}`,
-		"submitted_hacker":    `{"cells": {"test_squares": "pass", "test_mean": "pass"}, "score": 5}`,
-		"release":             `{"cells": {"test_squares": "mismatch", "test_mean": "error"}, "score": 0}`,
+		"submitted_bitdiddle":  `{"cells": {"test_squares": "pass", "test_mean": "error"}, "score": 2}`,
+		"submitted_hacker":     `{"cells": {"test_squares": "pass", "test_mean": "pass"}, "score": 5}`,
+		"release":              `{"cells": {"test_squares": "mismatch", "test_mean": "error"}, "score": 0}`,
+		"autograded_bitdiddle": `{"cells": {"test_squares": "pass", "test_mean": "error"}, "score": 2}`,
 	} {
 		if err := os.WriteFile(filepath.Join(fixtures, name+".ipynb"), readFile(t, filepath.Join(data, name+".ipynb")), 0o644); err != nil {
 			t.Fatal(err)
@@ -145,5 +164,46 @@ func TestImportNbgraderAssignment(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^ps1\s+answer\s+\S+\s+5\.0/5\s`).MatchString(out.String()) {
 		t.Errorf("the answer key does not score 5/5:\n%s", out.String())
+	}
+}
+
+// TestImportNbvalPapermill imports an nbval notebook with papermill
+// parameters and a solution region as an exercise: npugrade check gives the
+// answer key 1/1, the untouched starter 0/1 and the starter filled in with
+// a learner's own correct solution (written differently) 1/1.
+func TestImportNbvalPapermill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("executes notebooks")
+	}
+	t.Parallel()
+	root := t.TempDir()
+	exDir, ansDir := filepath.Join(root, "exercises"), filepath.Join(root, "answers")
+	data := filepath.Join("..", "..", "internal", "importer", "testdata")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"exercise", "import", "--id", "totals", "--exercises", exDir, "--answers", ansDir,
+		filepath.Join(data, "nbval_papermill.ipynb")}, &out, &errb); code != exitOK {
+		t.Fatalf("import: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	fixtures := filepath.Join(ansDir, "totals", "fixtures")
+	if err := os.MkdirAll(fixtures, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The learner downloads the starter and fills in the solution their own way.
+	starter := string(readFile(t, filepath.Join(exDir, "totals", "nbval_papermill.ipynb")))
+	filled := strings.Replace(starter, `"    # YOUR CODE HERE\n",`, `"    from itertools import accumulate\n", "    return list(accumulate(xs))\n",`, 1)
+	if filled == starter {
+		t.Fatalf("the starter has no placeholder:\n%s", starter)
+	}
+	_ = os.WriteFile(filepath.Join(fixtures, "filled.ipynb"), []byte(filled), 0o644)
+	_ = os.WriteFile(filepath.Join(fixtures, "filled.expected.json"), []byte(`{"cells": {"check": "pass"}, "score": 1}`), 0o644)
+	out.Reset()
+	errb.Reset()
+	if code := run(context.Background(), []string{"check", "--exercises", exDir, "--answers", ansDir, "--update-reference"}, &out, &errb); code != exitOK {
+		t.Fatalf("check: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, re := range []string{`(?m)^totals\s+answer\s+\S+\s+1\.0/1\s`, `(?m)^totals\s+starter\s+\S+\s+0\.0/1\s`} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("check output lacks %s:\n%s", re, out.String())
+		}
 	}
 }
