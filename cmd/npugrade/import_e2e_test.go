@@ -207,3 +207,22 @@ func TestImportNbvalPapermill(t *testing.T) {
 		}
 	}
 }
+
+// TestImportDetectsLearningHub: without --from, a notebook that prints its
+// answer file, which is there, is read as a learning-hub notebook (the
+// real 1.5 practice used to give "formats: []" and convert nothing).
+func TestImportDetectsLearningHub(t *testing.T) {
+	t.Parallel()
+	out := filepath.Join(t.TempDir(), "converted.ipynb")
+	nb := filepath.Join("..", "..", "internal", "importer", "testdata", "hub", "tutorial", "01_basics", "01.03_chapter_practice.ipynb")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"exercise", "import", "-o", out, nb}, &stdout, &stderr); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "formats: [learning-hub]") {
+		t.Errorf("report: %s", stderr.String())
+	}
+	if b := readFile(t, out); !bytes.Contains(b, []byte(`\"compare\":\"choice\"`)) && !bytes.Contains(b, []byte(`"compare": "choice"`)) {
+		t.Errorf("no choice check cells in the converted notebook:\n%.2000s", b)
+	}
+}

@@ -108,7 +108,12 @@ func importOne(f importFlags, path string) (*notebook.Notebook, importer.Report,
 		if err != nil {
 			return nil, importer.Report{}, err
 		}
-		return importer.ImportWith(nb, importer.Options{NbgraderStderr: f.nbgraderStderr})
+		out, rep, err := importer.ImportWith(nb, importer.Options{NbgraderStderr: f.nbgraderStderr})
+		if err != nil || len(rep.Formats) > 0 || !isHubNotebook(nb, path, f.answerText) {
+			return out, rep, err
+		}
+		// A learning-hub notebook (it prints its answer file, which is
+		// there): nothing else to convert, so read it as one.
 	}
 	src := importer.HubSource{Notebook: raw}
 	txtPath := f.answerText
@@ -129,6 +134,24 @@ func importOne(f importFlags, path string) (*notebook.Notebook, importer.Report,
 }
 
 var hubPrefix = regexp.MustCompile(`^(\d+)\.(\d+)`)
+
+// isHubNotebook reports whether a notebook is a learning-hub one: a code
+// cell prints answer/…_answer.txt, and that answer text (or --answer-text)
+// exists.
+func isHubNotebook(nb *notebook.Notebook, path, answerText string) bool {
+	if answerText == "" {
+		answerText = hubAnswerPath(path, ".txt")
+	}
+	if _, err := os.Stat(answerText); err != nil {
+		return false
+	}
+	for _, c := range nb.Cells {
+		if c.CellType == "code" && strings.Contains(string(c.Source), "_answer.txt") {
+			return true
+		}
+	}
+	return false
+}
 
 // hubAnswerPath is answer/<NN.0x>_answer<ext> beside a hub notebook.
 func hubAnswerPath(nbPath, ext string) string {
