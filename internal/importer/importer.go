@@ -2,20 +2,25 @@
 // metadata.grader, so that existing notebooks can be graded without being
 // rewritten by hand:
 //
-//   - nbgrader v3 (metadata.nbgrader: grade, solution, locked, grade_id,
-//     points, checksum): solution cells become solution cells, autograder
-//     test cells become graded cells that pass when they raise nothing
-//     (compare no-error, as nbgrader scores them), and every checksum is
-//     verified with nbgrader's own recipe so an edited release is caught;
-//   - nbval (comments # NBVAL_* and tags nbval-*): every code cell with
-//     recorded outputs is graded on its outputs (exact), or only the
+//   - nbgrader v3 (metadata.nbgrader: grade, solution, locked, task,
+//     grade_id, points, checksum, cell_type): autograded answers become
+//     solution cells, autograder test cells graded cells that pass when they
+//     raise nothing (compare no-error, as nbgrader scores them; stderr too
+//     with Options.NbgraderStderr), ### AUTOTEST lines compared values,
+//     manually graded answers and tasks ungraded cells, and every checksum
+//     is verified with nbgrader's own recipe so an edited release is caught;
+//   - nbval (comments # NBVAL_* and tags nbval-*, or none): every code cell
+//     with recorded outputs is graded on its outputs (exact), or only the
 //     NBVAL_CHECK_OUTPUT cells when a notebook marks any (nbval's lax mode);
 //     IGNORE_OUTPUT runs without comparing, SKIP is not run,
 //     RAISES_EXCEPTION expects an error;
 //   - nbclient tags raises-exception and skip-execution;
 //   - papermill's parameters cell (kept locked under the id "parameters");
-//   - the learning hub's quiz convention: a cell that only assigns q1..qN
-//     becomes a solution cell followed by a graded check cell per variable.
+//   - quiz cells that only assign q1..qN: a solution cell followed by a
+//     graded check cell per variable;
+//   - the learning hub's notebooks with their answer texts (ImportHub):
+//     each quiz item gets a solution cell and a check cell graded with
+//     compare "choice", each lab task an ungraded NPU cell.
 //
 // Import never guesses silently: Report lists what each cell became.
 package importer
