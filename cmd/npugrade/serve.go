@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +40,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "per-cell timeout (default: each exercise's)")
 	jobTimeout := fs.DurationMin("job-timeout", 5*time.Minute, time.Second, "limit for a whole notebook run")
 	maxUpload := fs.Int64Min("max-upload", 8<<20, 1024, "largest accepted notebook in bytes")
+	uploadLimit := fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	logLevel := fs.LogLevel()
 	jupyter := fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
@@ -47,6 +50,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	log := newLogger(stderr, *logLevel)
+	uploadWindow, err := parseUploadLimit(*uploadLimit)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade serve: --upload-limit:", err)
+		return exitError
+	}
 
 	cat, err := exercise.Load(*exDir, *ansDir)
 	if err != nil {
@@ -70,7 +78,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		CellTimeout: *cellTimeout, Log: log, OnGraded: metrics.Observe}
 	srv := &httpapi.Server{
 		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: log, Metrics: metrics, MaxUpload: *maxUpload,
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *maxUpload}},
+		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *maxUpload}, UploadLimit: uploadWindow},
 	}
 
 	ln, err := net.Listen("tcp", *addr)
@@ -171,4 +179,18 @@ func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slo
 	if err != nil {
 		log.Warn("register the local runner", "err", err)
 	}
+}
+
+// parseUploadLimit reads COUNT/DURATION ("30/10m"); "0" turns the limit off.
+func parseUploadLimit(v string) (store.UploadWindow, error) {
+	if v == "0" {
+		return store.UploadWindow{Count: -1}, nil
+	}
+	n, per, ok := strings.Cut(v, "/")
+	count, err := strconv.Atoi(n)
+	d, derr := time.ParseDuration(per)
+	if !ok || err != nil || derr != nil || count <= 0 || d <= 0 {
+		return store.UploadWindow{}, fmt.Errorf("%q: want COUNT/DURATION such as 30/10m, or 0", v)
+	}
+	return store.UploadWindow{Count: count, Per: d}, nil
 }

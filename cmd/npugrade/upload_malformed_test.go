@@ -39,7 +39,7 @@ func TestUploadMalformed(t *testing.T) {
 				{"bad attachment", "ch1", []byte(`{"nbformat":4,"nbformat_minor":4,"metadata":{},"cells":[{"cell_type":"markdown","source":"x","metadata":{},"attachments":{"a.png":{"image/png":"!!"}}}]}`), 422,
 					[]string{"not valid base64"}},
 				{"too many cells", "ch1", []byte(`{"nbformat":4,"nbformat_minor":4,"metadata":{},"cells":[` + strings.Repeat(`{"cell_type":"raw","source":"","metadata":{}},`, 2000) + `{"cell_type":"raw","source":"","metadata":{}}]}`), 422,
-					[]string{"2001 cells, the limit is 2000"}},
+					[]string{"more than 2000 cells, the limit is 2000"}},
 			}
 			for _, tc := range cases {
 				resp, p := upload(t, s, ada, tc.exercise, tc.body, "")

@@ -102,9 +102,11 @@ func (s *Server) createSubmission(c *gin.Context) {
 	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			s.Submissions.CountRefused(c.Request.Context(), u, "")
 			s.problem(c, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", max))
 			return
 		}
+		s.Submissions.CountRefused(c.Request.Context(), u, "")
 		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the request must be multipart/form-data with fields \"exercise\" and \"notebook\"", Problems: []string{err.Error()}})
 		return
 	}
@@ -119,6 +121,7 @@ func (s *Server) createSubmission(c *gin.Context) {
 			problems = append(problems, "unknown exercise \""+exerciseID+"\"")
 		}
 		problems = append(problems, "the form file \"notebook\" is required")
+		s.Submissions.CountRefused(c.Request.Context(), u, exerciseID)
 		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the submission is not valid", Problems: problems})
 		return
 	}
@@ -129,6 +132,7 @@ func (s *Server) createSubmission(c *gin.Context) {
 		return
 	}
 	if int64(len(data)) > max {
+		s.Submissions.CountRefused(c.Request.Context(), u, exerciseID)
 		s.problem(c, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", max))
 		return
 	}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-multierror"
@@ -26,6 +27,47 @@ type Service struct {
 	Queue   *queue.Queue
 	Catalog *exercise.Catalog
 	Limits  notebook.Limits
+	// UploadLimit bounds each learner's uploads over all exercises,
+	// refused ones included (zero: DefaultUploadLimit; a negative Count:
+	// none).
+	UploadLimit store.UploadWindow
+	// Concurrent bounds the uploads this process validates at once, so
+	// that memory stays bounded however many arrive (zero: 4).
+	Concurrent int
+
+	gateOnce sync.Once
+	gate     chan struct{}
+}
+
+// DefaultUploadLimit is a learner's limit on uploads, refused ones
+// included: far more than anyone iterating on an exercise needs, far
+// less than a script can send.
+var DefaultUploadLimit = store.UploadWindow{Count: 30, Per: 10 * time.Minute}
+
+// acquire takes one of the Concurrent validation places, waiting while
+// ctx allows.
+func (s *Service) acquire(ctx context.Context) (release func(), err error) {
+	s.gateOnce.Do(func() {
+		n := s.Concurrent
+		if n <= 0 {
+			n = 4
+		}
+		s.gate = make(chan struct{}, n)
+	})
+	select {
+	case s.gate <- struct{}{}:
+		return func() { <-s.gate }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting to validate an upload: %w", ctx.Err())
+	}
+}
+
+// CountRefused records an upload refused before Submit saw it (too
+// large, not a form): it counts against the learner's limits too.
+func (s *Service) CountRefused(ctx context.Context, u domain.User, exerciseID string) {
+	if !u.Role.CanSeeAll() {
+		_ = s.DB.CountRefusedUpload(ctx, u.ID, exerciseID)
+	}
 }
 
 // Request is one upload.
@@ -39,7 +81,23 @@ type Request struct {
 // Submit validates and stores an upload. created is false when the
 // idempotency key returned an earlier submission.
 func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission, created bool, err error) {
+	if r.IdempotencyKey != "" {
+		// A replay is the earlier submission, whatever was sent again.
+		if sub, err := s.DB.SubmissionByKey(ctx, r.User.ID, r.IdempotencyKey); err == nil {
+			return sub, false, nil
+		}
+	}
 	ex, exErr := s.Catalog.Get(r.ExerciseID)
+	// The attempt counts before the notebook is even read, so refused
+	// uploads are throttled like accepted ones.
+	if err := s.limit(ctx, r.User, r.ExerciseID, ex); err != nil {
+		return domain.Submission{}, false, err
+	}
+	release, err := s.acquire(ctx)
+	if err != nil {
+		return domain.Submission{}, false, err
+	}
+	defer release()
 	nb, nbErr := notebook.Parse(r.Notebook, s.Limits)
 	if errors.Is(nbErr, notebook.ErrTooLarge) {
 		return domain.Submission{}, false, domain.Errorf(domain.ETOOLARGE, "%v", nbErr)
@@ -57,10 +115,8 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission,
 		}
 		return domain.Submission{}, false, problems("the submission is not valid", all)
 	}
-	if r.IdempotencyKey == "" || !s.replayed(ctx, r) {
-		if err := s.admit(ctx, ex, r.User); err != nil {
-			return domain.Submission{}, false, err
-		}
+	if err := s.admit(ctx, ex, r.User); err != nil {
+		return domain.Submission{}, false, err
 	}
 	// The probe seed is drawn per job from the exercise's pool; the rebuilt
 	// notebook records it for scoring.
@@ -98,15 +154,40 @@ func (e *RateLimitError) Unwrap() error { return e.Err }
 
 func (e *RateLimitError) Error() string { return e.Err.Error() }
 
-func (s *Service) replayed(ctx context.Context, r Request) bool {
-	_, err := s.DB.SubmissionByKey(ctx, r.User.ID, r.IdempotencyKey)
-	return err == nil
+// limit records the upload against the learner's limits — all uploads,
+// and the exercise's rate_limit — or refuses it with when to retry.
+// Instructors and admins are not limited (they test exercises).
+func (s *Service) limit(ctx context.Context, u domain.User, exerciseID string, ex *exercise.Exercise) error {
+	if u.Role.CanSeeAll() {
+		return nil
+	}
+	var windows []store.UploadWindow
+	switch all := s.UploadLimit; {
+	case all.Count == 0:
+		windows = append(windows, DefaultUploadLimit)
+	case all.Count > 0: // negative: no limit over all exercises
+		all.Exercise = ""
+		windows = append(windows, all)
+	}
+	if ex != nil && ex.RateLimit != nil {
+		windows = append(windows, store.UploadWindow{Exercise: ex.ID, Count: ex.RateLimit.Count, Per: time.Duration(ex.RateLimit.Per)})
+	}
+	refused, err := s.DB.RecordUpload(ctx, u.ID, exerciseID, windows)
+	if err != nil || refused == nil {
+		return err
+	}
+	w, wait := refused.Window, refused.RetryAfter
+	msg := fmt.Sprintf("at most %d uploads per %s; try again in %s", w.Count, w.Per, wait.Round(time.Second))
+	if w.Exercise != "" {
+		msg = fmt.Sprintf("at most %d submissions of exercise %s per %s; try again in %s", w.Count, w.Exercise, w.Per, wait.Round(time.Second))
+	}
+	return &RateLimitError{Err: domain.Errorf(domain.ERATELIMIT, "%s", msg), RetryAfter: wait}
 }
 
-// admit enforces the exercise's max_submissions and rate_limit for one learner.
+// admit enforces the exercise's max_submissions for one learner.
 // Instructors and admins are not limited (they test exercises).
 func (s *Service) admit(ctx context.Context, ex *exercise.Exercise, u domain.User) error {
-	if u.Role.CanSeeAll() || (ex.MaxSubmissions == 0 && ex.RateLimit == nil) {
+	if u.Role.CanSeeAll() || ex.MaxSubmissions == 0 {
 		return nil
 	}
 	if ex.MaxSubmissions > 0 {
@@ -116,25 +197,6 @@ func (s *Service) admit(ctx context.Context, ex *exercise.Exercise, u domain.Use
 		}
 		if n >= int64(ex.MaxSubmissions) {
 			return domain.Errorf(domain.ECONFLICT, "you have used all %d submissions of exercise %s", ex.MaxSubmissions, ex.ID)
-		}
-	}
-	if rl := ex.RateLimit; rl != nil {
-		per := time.Duration(rl.Per)
-		since := s.DB.Now().Add(-per)
-		times, err := s.DB.SubmissionTimes(ctx, u.ID, ex.ID, since)
-		if err != nil {
-			return err
-		}
-		if len(times) >= rl.Count {
-			// The window frees up when the oldest counted submission leaves it.
-			wait := times[len(times)-rl.Count].Add(per).Sub(s.DB.Now())
-			if wait < time.Second {
-				wait = time.Second
-			}
-			return &RateLimitError{
-				Err:        domain.Errorf(domain.ERATELIMIT, "at most %d submissions of exercise %s per %s; try again in %s", rl.Count, ex.ID, per, wait.Round(time.Second)),
-				RetryAfter: wait,
-			}
 		}
 	}
 	return nil

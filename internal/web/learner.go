@@ -113,6 +113,7 @@ func (h *handler) upload(c *gin.Context) {
 	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
+			h.Submissions.CountRefused(c.Request.Context(), sessionOf(c).User, ex.ID)
 			h.renderExercise(c, http.StatusRequestEntityTooLarge, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", h.MaxUpload))
 			return
 		}
@@ -132,6 +133,7 @@ func (h *handler) upload(c *gin.Context) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, h.MaxUpload+1))
 	if err != nil || int64(len(data)) > h.MaxUpload {
+		h.Submissions.CountRefused(c.Request.Context(), sessionOf(c).User, ex.ID)
 		h.renderExercise(c, http.StatusRequestEntityTooLarge, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", h.MaxUpload))
 		return
 	}

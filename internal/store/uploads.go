@@ -1,0 +1,99 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// UploadWindow is one rate limit on a learner's uploads: at most Count
+// attempts per Per, of one exercise (Exercise set) or of all of them.
+type UploadWindow struct {
+	Exercise string
+	Count    int
+	Per      time.Duration
+}
+
+// UploadRefused says which window is full and when it frees up.
+type UploadRefused struct {
+	Window     UploadWindow
+	RetryAfter time.Duration
+}
+
+type uploadAttemptRow struct {
+	ID         int64
+	UserID     int64
+	ExerciseID string
+	CreatedAt  time.Time
+}
+
+func (uploadAttemptRow) TableName() string { return "upload_attempts" }
+
+// RecordUpload checks a learner's windows and, when none is full, records
+// the attempt; a full window returns it and records nothing. Check and
+// record happen under a lock on the learner's row, so concurrent uploads
+// (on any server sharing the database) cannot both take the last place.
+func (db *DB) RecordUpload(ctx context.Context, userID int64, exerciseID string, windows []UploadWindow) (*UploadRefused, error) {
+	var refused *UploadRefused
+	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := db.lockUser(tx, userID); err != nil {
+			return err
+		}
+		now := db.Now()
+		for _, w := range windows {
+			if w.Count <= 0 || w.Per <= 0 {
+				continue
+			}
+			q := tx.Model(&uploadAttemptRow{}).Where("user_id = ? AND created_at > ?", userID, now.Add(-w.Per))
+			if w.Exercise != "" {
+				q = q.Where("exercise_id = ?", w.Exercise)
+			}
+			var times []time.Time
+			if err := q.Order("created_at DESC").Limit(w.Count).Pluck("created_at", &times).Error; err != nil {
+				return fmt.Errorf("count uploads of user %d: %w", userID, err)
+			}
+			if len(times) >= w.Count {
+				// The window frees up when the oldest of the last Count leaves it.
+				wait := times[w.Count-1].Add(w.Per).Sub(now)
+				refused = &UploadRefused{Window: w, RetryAfter: max(wait, time.Second)}
+				return nil
+			}
+		}
+		return db.insertUpload(tx, userID, exerciseID, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return refused, nil
+}
+
+// CountRefusedUpload records an upload refused before it could be
+// checked (too large, not a form): it counts against the rate limits.
+func (db *DB) CountRefusedUpload(ctx context.Context, userID int64, exerciseID string) error {
+	return db.insertUpload(db.Gorm.WithContext(ctx), userID, exerciseID, db.Now())
+}
+
+func (db *DB) insertUpload(tx *gorm.DB, userID int64, exerciseID string, now time.Time) error {
+	if len(exerciseID) > 200 {
+		exerciseID = exerciseID[:200]
+	}
+	if err := tx.Create(&uploadAttemptRow{UserID: userID, ExerciseID: Printable(exerciseID), CreatedAt: now}).Error; err != nil {
+		return fmt.Errorf("record upload of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// lockUser serialises transactions about one user: a row lock on
+// Postgres; SQLite has a single writer connection already.
+func (db *DB) lockUser(tx *gorm.DB, userID int64) error {
+	if db.Dialect != "postgres" {
+		return nil
+	}
+	var id int64
+	if err := tx.Raw("SELECT id FROM users WHERE id = ? FOR UPDATE", userID).Scan(&id).Error; err != nil {
+		return fmt.Errorf("lock user %d: %w", userID, err)
+	}
+	return nil
+}
