@@ -100,6 +100,9 @@ func (s *Server) claimJob(c *gin.Context) {
 		s.problem(c, domain.Errorf(domain.EINVALID, "invalid claim: %v", err))
 		return
 	}
+	if !s.ownRunner(c, req.RunnerID) {
+		return
+	}
 	rep, ok := s.runnerReports().get(req.RunnerID)
 	if !ok {
 		rep, ok = s.DB.RunnerReport(c.Request.Context(), req.RunnerID)
@@ -170,6 +173,9 @@ func (s *Server) drainRunner(c *gin.Context) {
 		s.problem(c, domain.Errorf(domain.EINVALID, "invalid drain request: %v", err))
 		return
 	}
+	if !s.ownRunner(c, req.RunnerID) {
+		return
+	}
 	ok, err := s.DB.SetRunnerDraining(c.Request.Context(), req.RunnerID)
 	if err != nil {
 		s.problem(c, err)
@@ -181,6 +187,22 @@ func (s *Server) drainRunner(c *gin.Context) {
 	}
 	s.Log.Info("runner draining", "runner", req.RunnerID)
 	c.Status(http.StatusNoContent)
+}
+
+// ownRunner reports whether runner id was registered with the caller's
+// token, answering 404 when not: a runner token acts only as the runners
+// it registered, never as another token's.
+func (s *Server) ownRunner(c *gin.Context, id string) bool {
+	owner, ok, err := s.DB.RunnerOwner(c.Request.Context(), id)
+	if err != nil {
+		s.problem(c, err)
+		return false
+	}
+	if !ok || owner != currentUser(c).ID {
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered with this token; register first", id))
+		return false
+	}
+	return true
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) {
@@ -269,7 +291,11 @@ func (s *Server) heartbeatJob(c *gin.Context) {
 func (s *Server) completeJob(c *gin.Context) {
 	var req runnerproto.CompleteRequest
 	s.leaseCall(c, completeRunnerBody, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
-		return s.Dispatch.Complete(ctx, id, token, strings.TrimSpace(req.RunnerID), req.Result)
+		runnerID := strings.TrimSpace(req.RunnerID)
+		if runnerID != "" && !s.ownRunner(c, runnerID) {
+			return nil // answered
+		}
+		return s.Dispatch.Complete(ctx, id, token, runnerID, req.Result)
 	})
 }
 

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/npugrade/npugrade/internal/envprobe"
@@ -120,4 +122,21 @@ func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
 		out = append(out, rn)
 	}
 	return out, nil
+}
+
+// RunnerOwner returns the user whose runner token registered runner id;
+// ok is false when no such runner is registered.
+func (db *DB) RunnerOwner(ctx context.Context, id string) (userID int64, ok bool, err error) {
+	var row runnerRow
+	err = db.Gorm.WithContext(ctx).Select("id", "user_id").Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("find runner %q: %w", id, err)
+	}
+	if row.UserID == nil {
+		return 0, true, nil
+	}
+	return *row.UserID, true, nil
 }
