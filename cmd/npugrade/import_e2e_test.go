@@ -35,6 +35,12 @@ func TestImportLearningHubTree(t *testing.T) {
 			t.Fatalf("exercise %s not written: %v\n%s", id, err, out.String())
 		}
 	}
+	// The written starters are the ones generated from the answers.
+	out.Reset()
+	errb.Reset()
+	if code := run(context.Background(), []string{"exercise", "starter", "--check", "--exercises", exDir, "--answers", ansDir}, &out, &errb); code != exitOK {
+		t.Fatalf("starter --check: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
 	// Importing again without --replace is refused, and changes nothing.
 	out.Reset()
 	errb.Reset()
