@@ -145,24 +145,7 @@ func (nb *Notebook) ProbeSeed() (int64, bool) {
 // RebuildSeeded is Rebuild with the probe seed of one job.
 func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, error) {
 	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
-	byGrader := map[string]*Cell{}
-	byID := map[string]*Cell{}
-	byGradeID := map[string]*Cell{}
-	for _, c := range upload.Cells {
-		if g := c.MustGrader(); g.ID != "" {
-			if _, dup := byGrader[g.ID]; !dup {
-				byGrader[g.ID] = c
-			}
-		}
-		if c.ID != "" {
-			byID[c.ID] = c
-		}
-		if m, ok := c.Nbgrader(); ok && m.GradeID != "" {
-			if _, dup := byGradeID[m.GradeID]; !dup {
-				byGradeID[m.GradeID] = c
-			}
-		}
-	}
+	idx := indexUpload(upload)
 	nb := answer.Clone()
 	nb.ClearOutputs()
 	for i, c := range nb.Cells {
@@ -173,20 +156,7 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 		if g.ID == "" || g.Probe {
 			continue
 		}
-		learner := byGrader[g.ID]
-		viaNbgrader := false
-		if m, ok := c.Nbgrader(); learner == nil && ok && m.GradeID != "" {
-			// An exercise imported from nbgrader, submitted as nbgrader
-			// released it (no metadata.grader, ids of its own): matched by
-			// grade_id, as nbgrader matches it.
-			learner = byGradeID[m.GradeID]
-			viaNbgrader = learner != nil
-		}
-		if learner == nil && c.ID != "" {
-			if lc := byID[c.ID]; lc != nil && lc.MustGrader().ID == "" {
-				learner = lc // Jupyter front-ends that drop custom metadata keep the cell id
-			}
-		}
+		learner, viaNbgrader := idx.find(c, g.ID)
 		switch {
 		case g.Solution:
 			if learner == nil {
@@ -256,4 +226,47 @@ func edited(learner, template *Cell, viaNbgrader bool) bool {
 		return m.Checksum(learner) != m.Sum
 	}
 	return normalizeSource(string(learner.Source)) != normalizeSource(string(template.Source))
+}
+
+// uploadIndex finds the learner's cell for a template cell.
+type uploadIndex struct {
+	byGrader, byID, byGradeID map[string]*Cell
+}
+
+func indexUpload(upload *Notebook) uploadIndex {
+	idx := uploadIndex{byGrader: map[string]*Cell{}, byID: map[string]*Cell{}, byGradeID: map[string]*Cell{}}
+	first := func(m map[string]*Cell, k string, c *Cell) {
+		if _, dup := m[k]; k != "" && !dup {
+			m[k] = c
+		}
+	}
+	for _, c := range upload.Cells {
+		first(idx.byGrader, c.MustGrader().ID, c)
+		if c.ID != "" {
+			idx.byID[c.ID] = c
+		}
+		if m, ok := c.Nbgrader(); ok {
+			first(idx.byGradeID, m.GradeID, c)
+		}
+	}
+	return idx
+}
+
+// find matches by grader id; for an exercise imported from nbgrader,
+// submitted as nbgrader released it (no metadata.grader, ids of its own),
+// by grade_id as nbgrader matches it (viaNbgrader); and last by cell id,
+// since Jupyter front-ends that drop custom metadata keep the cell id.
+func (idx uploadIndex) find(c *Cell, id string) (learner *Cell, viaNbgrader bool) {
+	if learner = idx.byGrader[id]; learner != nil {
+		return learner, false
+	}
+	if m, ok := c.Nbgrader(); ok && m.GradeID != "" {
+		if learner = idx.byGradeID[m.GradeID]; learner != nil {
+			return learner, true
+		}
+	}
+	if lc := idx.byID[c.ID]; c.ID != "" && lc != nil && lc.MustGrader().ID == "" {
+		return lc, false
+	}
+	return nil, false
 }

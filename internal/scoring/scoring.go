@@ -104,10 +104,7 @@ func Score(in Input) Output {
 				cr.Message += ": " + in.Result.Reason
 			}
 		default:
-			compareCell(&cr, rule, in.Reference, ec)
-			if fb := answerCell.MustGrader().Feedback; fb != "" {
-				cr.Message += "\n" + fb // redacted with the other details until they are visible
-			}
+			compareCell(&cr, rule, in.Reference, ec, answerCell.MustGrader().Feedback)
 		}
 		if cr.Verdict == domain.VerdictPass {
 			cr.Points = gc.Points
@@ -235,7 +232,13 @@ func applyGroups(ex *exercise.Exercise, cells []domain.CellResult) {
 	}
 }
 
-func compareCell(cr *domain.CellResult, rule compare.Rule, ref *exercise.Reference, ec *notebook.Cell) {
+// compareCell grades an executed cell against the reference; feedback (a
+// quiz item's explanation) follows the message, and is redacted with the
+// other details until the learner may see them.
+func compareCell(cr *domain.CellResult, rule compare.Rule, ref *exercise.Reference, ec *notebook.Cell, feedback string) {
+	if feedback != "" {
+		defer func() { cr.Message += "\n" + feedback }()
+	}
 	actual := ec.Outputs
 	if rule.Compare != "error" && rule.Compare != "no-error" {
 		if e := compare.FirstError(actual); e != nil {
