@@ -18,6 +18,9 @@ func TestCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := cat.Err(); err != nil {
+		t.Fatalf("a committed exercise does not load: %v", err)
+	}
 	if len(cat.List()) != 5 {
 		t.Fatalf("want ch1…ch5, got %d exercises", len(cat.List()))
 	}
