@@ -13,7 +13,26 @@ fi
 command -v runuser >/dev/null || need+=(util-linux)
 # Debian's Chromium, only for the browser tests of the web pages (chromedp).
 command -v chromium >/dev/null || need+=(chromium)
-[ ${#need[@]} -eq 0 ] && exit 0
+# npm for Redocly's OpenAPI linter, only for make test (scripts/test.sh).
+if [ "${NPUGRADE_NEED_LINT:-}" = 1 ] && ! command -v npm >/dev/null; then
+  need+=(npm)
+fi
+install_redocly() {
+  # Redocly CLI, pinned, in .tools/ (not committed); a failure (no network)
+  # leaves the kin-openapi validation of the Go tests as the only check.
+  [ "${NPUGRADE_NEED_LINT:-}" = 1 ] || return 0
+  [ -x .tools/redocly/node_modules/.bin/redocly ] && return 0
+  command -v npm >/dev/null || return 0
+  echo "npugrade: installing @redocly/cli $REDOCLY_VERSION (npm) into .tools/redocly" >&2
+  npm install --prefix .tools/redocly --no-audit --no-fund --loglevel=error "@redocly/cli@$REDOCLY_VERSION" >&2 ||
+    echo "npugrade: could not install @redocly/cli; api/openapi.yaml is checked by the Go tests (kin-openapi) only" >&2
+}
+REDOCLY_VERSION=2.77.0
+cd "$(dirname "$0")/.."
+if [ ${#need[@]} -eq 0 ]; then
+  install_redocly
+  exit 0
+fi
 if ! command -v apt-get >/dev/null; then
   echo "npugrade: missing ${need[*]}; install them with your package manager" >&2
   exit 1
@@ -23,3 +42,4 @@ sudo=""
 echo "npugrade: installing ${need[*]} (Debian packages)" >&2
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+install_redocly

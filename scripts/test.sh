@@ -3,7 +3,7 @@
 # brief fuzzing, and `npugrade check` of every answer, starter and fixture.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export NPUGRADE_NEED_POSTGRES=1
+export NPUGRADE_NEED_POSTGRES=1 NPUGRADE_NEED_LINT=1
 bash scripts/deps.sh
 pg_dir=${PG_DIR:-/tmp/npugrade-test-pg-$$}
 cleanup() { bash scripts/testpg.sh stop "$pg_dir"; }
@@ -13,6 +13,12 @@ echo "== Postgres for the tests: $NPUGRADE_TEST_POSTGRES_DSN"
 mkdir -p out
 echo "== go vet"
 go vet ./...
+echo "== redocly lint api/openapi.yaml"
+if [ -x .tools/redocly/node_modules/.bin/redocly ]; then
+  REDOCLY_TELEMETRY=off REDOCLY_SUPPRESS_UPDATE_NOTICE=true .tools/redocly/node_modules/.bin/redocly lint api/openapi.yaml
+else
+  echo "redocly is not installed (no npm registry?): api/openapi.yaml is validated by the Go tests (kin-openapi) only"
+fi
 echo "== go test (SQLite and Postgres)"
 go test -count=1 -timeout 20m ./... 2>&1 | tee out/go-test.log
 echo "== fuzz (brief)"

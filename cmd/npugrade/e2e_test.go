@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -49,7 +50,9 @@ func startServerT(t testing.TB, dbURL string, extra ...string) *server {
 	}
 	go io.Copy(io.Discard, pr)
 	url := strings.Fields(strings.TrimPrefix(line, "npugrade serving on "))[0]
-	s := &server{url: url}
+	// Every client of the test (learners, remote runners) goes through a
+	// proxy that checks each exchange against api/openapi.yaml.
+	s := &server{url: apitest.Proxy(t, url)}
 	s.stop = func() {
 		cancel()
 		select {

@@ -204,27 +204,6 @@ func (s *Server) executedNotebook(c *gin.Context) {
 	c.Data(http.StatusOK, "application/x-ipynb+json", b)
 }
 
-func (s *Server) listSubmissions(c *gin.Context) {
-	u := currentUser(c)
-	f := store.SubmissionFilter{ExerciseID: c.Query("exercise")}
-	if !u.Role.CanSeeAll() {
-		f.UserID = u.ID
-	}
-	if n, err := strconv.Atoi(c.Query("limit")); err == nil {
-		f.Limit = n
-	}
-	subs, err := s.DB.Submissions(c.Request.Context(), f)
-	if err != nil {
-		s.problem(c, err)
-		return
-	}
-	out := make([]SubmissionJSON, len(subs))
-	for i, sub := range subs {
-		out[i] = s.redact(u, sub)
-	}
-	c.JSON(http.StatusOK, out)
-}
-
 func (s *Server) queueDepth(c *gin.Context) {
 	d, err := s.Queue.Depth(c.Request.Context())
 	if err != nil {

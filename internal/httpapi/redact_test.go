@@ -16,6 +16,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -55,7 +56,7 @@ func newPolicyEnv(t *testing.T, dialect, exerciseJSON string) *policyEnv {
 	q := queue.New(db, nil)
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
-	e := &policyEnv{db: db, ts: httptest.NewServer(srv.Handler())}
+	e := &policyEnv{db: db, ts: httptest.NewServer(apitest.Handler(t, srv.Handler()))}
 	t.Cleanup(e.ts.Close)
 	if _, e.learner, err = db.CreateUser(ctx, "lena", domain.RoleLearner); err != nil {
 		t.Fatal(err)

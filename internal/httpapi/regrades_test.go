@@ -17,6 +17,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -54,7 +55,7 @@ func TestGradingPolicyHTTP(t *testing.T) {
 			q := queue.New(db, nil)
 			srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 				Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
-			ts := httptest.NewServer(srv.Handler())
+			ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))
 			defer ts.Close()
 			_, learner, _ := db.CreateUser(ctx, "lena", domain.RoleLearner)
 			_, teacher, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)

@@ -167,7 +167,12 @@ func (db *DB) withCells(ctx context.Context, row submissionRow) (domain.Submissi
 type SubmissionFilter struct {
 	UserID     int64 // 0 = all users
 	ExerciseID string
+	Status     string // "" = any
 	Limit      int
+	// After continues a listing past this submission (cursor paging,
+	// stable while new submissions arrive): only older ones, or as old
+	// with a smaller id, are listed.
+	After *domain.Submission
 }
 
 // Submissions lists submissions, newest first, without cell results.
@@ -179,6 +184,12 @@ func (db *DB) Submissions(ctx context.Context, f SubmissionFilter) ([]domain.Sub
 	if f.ExerciseID != "" {
 		q = q.Where("exercise_id = ?", f.ExerciseID)
 	}
+	if f.Status != "" {
+		q = q.Where("status = ?", f.Status)
+	}
+	if f.After != nil {
+		q = q.Where("created_at < ? OR (created_at = ? AND id < ?)", f.After.CreatedAt, f.After.CreatedAt, f.After.ID)
+	}
 	if f.Limit <= 0 || f.Limit > 1000 {
 		f.Limit = 100
 	}
@@ -186,11 +197,39 @@ func (db *DB) Submissions(ctx context.Context, f SubmissionFilter) ([]domain.Sub
 	if err := q.Limit(f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list submissions: %w", err)
 	}
+	names, err := db.userNames(ctx, rows)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]domain.Submission, len(rows))
 	for i, r := range rows {
-		out[i] = toSubmission(r, "")
+		out[i] = toSubmission(r, names[r.UserID])
 	}
 	return out, nil
+}
+
+// userNames maps the user ids of rows to user names, in one query.
+func (db *DB) userNames(ctx context.Context, rows []submissionRow) (map[int64]string, error) {
+	ids := map[int64]bool{}
+	for _, r := range rows {
+		ids[r.UserID] = true
+	}
+	names := make(map[int64]string, len(ids))
+	if len(ids) == 0 {
+		return names, nil
+	}
+	list := make([]int64, 0, len(ids))
+	for id := range ids {
+		list = append(list, id)
+	}
+	var users []userRow
+	if err := db.Gorm.WithContext(ctx).Where("id IN ?", list).Find(&users).Error; err != nil {
+		return nil, fmt.Errorf("read submitters: %w", err)
+	}
+	for _, u := range users {
+		names[u.ID] = u.Name
+	}
+	return names, nil
 }
 
 // ExecutedNotebook returns the notebook as the runner executed it.

@@ -24,6 +24,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -53,7 +54,7 @@ func newEnvWith(t testing.TB, dialect, exercises, answers string) *env {
 	q := queue.New(db, log)
 	s := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
 		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: 8 << 20}}}
-	srv := httptest.NewServer(s.Handler())
+	srv := httptest.NewServer(apitest.Handler(t, s.Handler()))
 	t.Cleanup(srv.Close)
 	return &env{db: db, srv: srv, cat: cat}
 }
