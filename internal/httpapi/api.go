@@ -3,6 +3,7 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
@@ -182,12 +184,6 @@ func (s *Server) getSubmission(c *gin.Context) {
 
 func (s *Server) executedNotebook(c *gin.Context) {
 	u := currentUser(c)
-	if !u.Role.CanSeeAll() {
-		// The executed notebook holds the rebuilt template; learners see
-		// their feedback through the cells instead.
-		s.problem(c, domain.Errorf(domain.EFORBIDDEN, "only instructors can download executed notebooks"))
-		return
-	}
 	sub, ok := s.visible(c)
 	if !ok {
 		return
@@ -201,7 +197,28 @@ func (s *Server) executedNotebook(c *gin.Context) {
 		s.problem(c, err)
 		return
 	}
+	if !u.Role.CanSeeAll() {
+		if b, err = s.learnerCopy(sub, b); err != nil {
+			s.problem(c, err)
+			return
+		}
+	}
 	c.Data(http.StatusOK, "application/x-ipynb+json", b)
+}
+
+// learnerCopy is what a learner may download of their executed notebook
+// (notebook.LearnerCopy under the exercise's visibility rules).
+func (s *Server) learnerCopy(sub domain.Submission, executed []byte) ([]byte, error) {
+	nb, err := notebook.ParseExecuted(executed)
+	if err != nil {
+		return nil, fmt.Errorf("read the executed notebook of %s: %w", sub.ID, err)
+	}
+	visible := func(string) bool { return false }
+	if ex, err := s.Catalog.Get(sub.ExerciseID); err == nil {
+		now := s.DB.Now()
+		visible = func(id string) bool { return ex.DetailsVisible(id, now) }
+	}
+	return notebook.Encode(notebook.LearnerCopy(nb, visible))
 }
 
 func (s *Server) queueDepth(c *gin.Context) {

@@ -73,7 +73,7 @@ func (h *handler) csrfOK(c *gin.Context, token string) bool {
 
 func (h *handler) csrfFail(c *gin.Context) {
 	lang := c.GetString(ctxLang)
-	h.render(c, http.StatusForbidden, "error", translate(lang, "error.title"), "", translate(lang, "csrf"))
+	h.render(c, http.StatusForbidden, "error", translate(lang, "pt.403"), "", translate(lang, "csrf"))
 	c.Abort()
 }
 

@@ -3,7 +3,12 @@ package web
 import (
 	"strings"
 
+	cldr "golang.org/x/text/feature/plural"
 	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	"golang.org/x/text/message/catalog"
+
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // The pages speak English and Simplified Chinese. The language comes from
@@ -175,6 +180,94 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"p90":               {"90th percentile", "90 分位"},
 	"p99":               {"99th percentile", "99 分位"},
 	"max":               {"maximum", "最大值"},
+	"feedback.cell":     {"Question", "题目"},
+	"sub.own_notebook":  {"Download your executed notebook", "下载你执行后的笔记本"},
+	"sub.feedback_nb":   {"Download the feedback notebook (your notebook with the feedback after each question)", "下载反馈笔记本（你的笔记本，每道题后附反馈）"},
+	"ex.deadline":       {"Deadline", "截止时间"},
+	"ex.no_deadline":    {"No deadline", "无截止时间"},
+	"ex.late":           {"Late penalty", "迟交扣分"},
+	"ex.late_step":      {"more than %s late: score × %s", "迟交超过 %s：分数 × %s"},
+	"ex.no_late":        {"Submissions after the deadline are not accepted for points.", "截止后提交不计分。"},
+	"ex.attempts":       {"Attempts", "提交次数"},
+	"ex.unlimited":      {"no limit", "不限"},
+	"time.local":        {"times in your time zone", "时间为你所在时区"},
+	// Verdicts of graded cells, as the badges show them.
+	"v.pass":              {"pass", "通过"},
+	"v.mismatch":          {"mismatch", "输出不符"},
+	"v.error":             {"error", "出错"},
+	"v.timeout":           {"timeout", "超时"},
+	"v.not-run":           {"not run", "未运行"},
+	"v.missing":           {"missing", "缺失"},
+	"v.tampered":          {"tampered", "被篡改"},
+	"v.incomplete-output": {"incomplete output", "输出不完整"},
+	"v.memory-limit":      {"memory limit", "超出内存"},
+	// Roles.
+	"role.learner":    {"learner", "学员"},
+	"role.instructor": {"instructor", "教师"},
+	"role.admin":      {"admin", "管理员"},
+	"role.runner":     {"runner", "执行节点"},
+	// Problem titles on pages (the HTTP status texts).
+	"pt.400": {"Bad request", "请求有误"},
+	"pt.403": {"Forbidden", "禁止访问"},
+	"pt.404": {"Not found", "未找到"},
+	"pt.409": {"Conflict", "冲突"},
+	"pt.413": {"Too large", "文件过大"},
+	"pt.422": {"Not valid", "内容无效"},
+	"pt.429": {"Too many requests", "请求过于频繁"},
+	"pt.500": {"Something went wrong", "出错了"},
+	"pt.503": {"Temporarily unavailable", "暂时不可用"},
+	"pt.507": {"Out of storage", "存储空间不足"},
+}
+
+// verdicts lists every cell verdict; each has a "v." message.
+var verdicts = []string{domain.VerdictPass, domain.VerdictMismatch, domain.VerdictError, domain.VerdictTimeout,
+	domain.VerdictNotRun, domain.VerdictMissing, domain.VerdictTampered, domain.VerdictIncompleteOutput,
+	domain.VerdictMemoryLimit}
+
+// Counted phrases follow each language's plural rules (CLDR, through
+// golang.org/x/text): English "1 question" / "10 questions", Chinese has
+// one form.
+var pluralKeys = map[string][2]catalog.Message{ // key: {en, zh-CN}
+	"n.questions":     {cldr.Selectf(1, "%d", "=1", "%d question", "other", "%d questions"), catalog.String("%d 道题")},
+	"n.attempts_left": {cldr.Selectf(1, "%d", "=1", "%d attempt left", "other", "%d attempts left"), catalog.String("还可提交 %d 次")},
+	"n.attempts_used": {cldr.Selectf(1, "%d", "=1", "%d attempt used", "other", "%d attempts used"), catalog.String("已提交 %d 次")},
+	"n.learners":      {cldr.Selectf(1, "%d", "=1", "%d learner", "other", "%d learners"), catalog.String("%d 名学员")},
+	"n.submissions":   {cldr.Selectf(1, "%d", "=1", "%d submission", "other", "%d submissions"), catalog.String("%d 份提交")},
+	"n.days":          {cldr.Selectf(1, "%d", "=1", "%d day", "other", "%d days"), catalog.String("%d 天")},
+	"n.hours":         {cldr.Selectf(1, "%d", "=1", "%d hour", "other", "%d hours"), catalog.String("%d 小时")},
+	"n.minutes":       {cldr.Selectf(1, "%d", "=1", "%d minute", "other", "%d minutes"), catalog.String("%d 分钟")},
+	"n.seconds":       {cldr.Selectf(1, "%d", "=1", "%d second", "other", "%d seconds"), catalog.String("%d 秒")},
+	"n.jobs":          {cldr.Selectf(1, "%d", "=1", "%d job", "other", "%d jobs"), catalog.String("%d 个任务")},
+}
+
+var pluralCatalog = func() *catalog.Builder {
+	b := catalog.NewBuilder(catalog.Fallback(language.English))
+	for key, m := range pluralKeys {
+		if err := b.Set(language.English, key, m[0]); err != nil {
+			panic(err)
+		}
+		if err := b.Set(language.SimplifiedChinese, key, m[1]); err != nil {
+			panic(err)
+		}
+	}
+	return b
+}()
+
+var printers = map[string]*message.Printer{
+	langEN: message.NewPrinter(language.English, message.Catalog(pluralCatalog)),
+	langZH: message.NewPrinter(language.SimplifiedChinese, message.Catalog(pluralCatalog)),
+}
+
+// plural writes the counted phrase key for n in lang.
+func plural(lang, key string, n int) string {
+	if _, ok := pluralKeys[key]; !ok {
+		return "‹" + key + "›"
+	}
+	p, ok := printers[lang]
+	if !ok {
+		p = printers[langEN]
+	}
+	return p.Sprintf(key, n)
 }
 
 // translate returns key's message in lang.

@@ -1,9 +1,13 @@
 package web
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"slices"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -66,6 +70,10 @@ type exercisePageData struct {
 	History   []domain.Submission
 	Problems  []string
 	Message   string
+	// The exercise's policy as the learner needs it.
+	Deadline *time.Time
+	Late     []string // the late-penalty schedule, one line per step
+	Attempts string   // attempts left (or used, when unlimited)
 }
 
 func (h *handler) exercisePage(c *gin.Context) {
@@ -84,11 +92,50 @@ func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
 		h.fail(c, err)
 		return
 	}
-	d := exercisePageData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Questions: len(ex.Graded), History: hist}
+	d := exercisePageData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Questions: len(ex.Graded), History: hist,
+		Deadline: ex.Deadline, Late: lateSchedule(lang, ex.LatePenalty)}
+	used, err := h.DB.CountSubmissions(ctx, u.ID, ex.ID, time.Time{})
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	d.Attempts = attemptsText(lang, int(used), ex.MaxSubmissions)
 	if uploadErr != nil {
 		d.Message, d.Problems = domain.ErrorMessage(uploadErr), domain.ErrorProblems(uploadErr)
 	}
 	h.render(c, status, "exercise", d.Title, "exercises", d)
+}
+
+// lateSchedule writes each late-penalty step, in order of lateness.
+func lateSchedule(lang string, steps []exercise.LateStep) []string {
+	sorted := slices.Clone(steps)
+	slices.SortFunc(sorted, func(a, b exercise.LateStep) int { return cmp.Compare(a.After, b.After) })
+	out := make([]string, len(sorted))
+	for i, st := range sorted {
+		out[i] = fmt.Sprintf(translate(lang, "ex.late_step"), fmtSpan(lang, time.Duration(st.After)), trimFloat(st.Multiplier))
+	}
+	return out
+}
+
+// fmtSpan writes a lateness in the largest whole unit (days, hours, minutes).
+func fmtSpan(lang string, d time.Duration) string {
+	switch {
+	case d >= 24*time.Hour && d%(24*time.Hour) == 0:
+		return plural(lang, "n.days", int(d/(24*time.Hour)))
+	case d >= time.Hour && d%time.Hour == 0:
+		return plural(lang, "n.hours", int(d/time.Hour))
+	case d%time.Minute == 0:
+		return plural(lang, "n.minutes", int(d/time.Minute))
+	}
+	return plural(lang, "n.seconds", int(d/time.Second))
+}
+
+// attemptsText says how many attempts are left (or used, without a cap).
+func attemptsText(lang string, used, maxAttempts int) string {
+	if maxAttempts <= 0 {
+		return plural(lang, "n.attempts_used", used) + " · " + translate(lang, "ex.unlimited")
+	}
+	return plural(lang, "n.attempts_left", max(0, maxAttempts-used)) + " · " + plural(lang, "n.attempts_used", used)
 }
 
 func (h *handler) starter(c *gin.Context) {

@@ -20,7 +20,11 @@ func mustParse() map[string]map[string]*template.Template {
 		funcs := template.FuncMap{
 			"t":       func(key string) string { return translate(lang, key) },
 			"st":      func(status string) string { return translate(lang, "st."+status) },
-			"when":    fmtTime,
+			"vd":      func(verdict string) string { return translate(lang, "v."+verdict) },
+			"role":    func(r domain.Role) string { return translate(lang, "role."+string(r)) },
+			"fbk":     func(msg string) string { return translateFeedback(lang, msg) },
+			"plural":  func(key string, n int) string { return plural(lang, key, n) },
+			"when":    whenHTML,
 			"num":     trimFloat,
 			"dur":     fmtDuration,
 			"verdict": verdictClass,
@@ -40,21 +44,38 @@ func mustParse() map[string]map[string]*template.Template {
 	return out
 }
 
-// fmtTime writes a time in UTC, minute precision; nil and zero are "–".
-func fmtTime(v any) string {
-	var t time.Time
+// timeOf reads a time.Time or *time.Time; nil is the zero time.
+func timeOf(v any) time.Time {
 	switch x := v.(type) {
 	case time.Time:
-		t = x
+		return x
 	case *time.Time:
 		if x != nil {
-			t = *x
+			return *x
 		}
 	}
+	return time.Time{}
+}
+
+// fmtTime writes a time in UTC to the second (two attempts a minute apart
+// must not look alike); nil and zero are "–".
+func fmtTime(v any) string {
+	t := timeOf(v)
 	if t.IsZero() {
 		return "–"
 	}
-	return t.UTC().Format("2006-01-02 15:04 UTC")
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// whenHTML is fmtTime in a <time> element; app.js rewrites its text in
+// the viewer's time zone (still to the second), so without script the
+// page shows UTC.
+func whenHTML(v any) template.HTML {
+	t := timeOf(v)
+	if t.IsZero() {
+		return "–"
+	}
+	return template.HTML(`<time datetime="` + t.UTC().Format(time.RFC3339) + `">` + fmtTime(t) + `</time>`) //nolint:gosec // digits and punctuation only
 }
 
 func fmtDuration(d time.Duration) string {

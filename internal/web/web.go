@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -95,6 +96,8 @@ func Mount(r gin.IRouter, d Deps) {
 	p.POST("/exercises/:id/submissions", h.session(), h.upload)
 	p.GET("/submissions/:id", h.session(), h.submissionPage)
 	p.GET("/submissions/:id/status", h.session(), h.submissionStatus)
+	p.GET("/submissions/:id/notebook", h.session(), h.ownNotebook(false))
+	p.GET("/submissions/:id/feedback", h.session(), h.ownNotebook(true))
 
 	staff := []domain.Role{domain.RoleInstructor, domain.RoleAdmin}
 	p.GET("/dashboard", h.session(staff...), h.dashboard)
@@ -221,7 +224,7 @@ func (h *handler) fail(c *gin.Context, err error) {
 	default:
 		h.Log.Error("page failed", "path", c.Request.URL.Path, "err", err)
 	}
-	h.render(c, status, "error", translate(lang, "error.title"), "", msg)
+	h.render(c, status, "error", translate(lang, "pt."+strconv.Itoa(status)), "", msg)
 	c.Abort()
 }
 
