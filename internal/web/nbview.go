@@ -10,6 +10,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/microcosm-cc/bluemonday"
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/notebook"
 )
@@ -21,9 +25,11 @@ import (
 // other kind of output is named, not shown.
 
 type cellView struct {
-	Index     int
-	Type      string
-	Source    string
+	Index  int
+	Type   string
+	Source string
+	// Markdown is a Markdown cell rendered to sanitised HTML.
+	Markdown  template.HTML
 	GraderID  string
 	ExecCount *int
 	Result    *domain.CellResult
@@ -66,6 +72,9 @@ func renderNotebook(raw []byte, results []domain.CellResult) ([]cellView, error)
 		}
 		g, _ := c.Grader()
 		cv := cellView{Index: i + 1, Type: c.CellType, Source: clip(string(c.Source)), GraderID: g.ID, ExecCount: c.ExecutionCount, Result: byID[g.ID]}
+		if c.CellType == "markdown" {
+			cv.Markdown = renderMarkdown(cv.Source)
+		}
 		for _, o := range c.Outputs {
 			if o != nil {
 				cv.Outputs = append(cv.Outputs, outputOf(o))
@@ -108,6 +117,32 @@ func outputOf(o *notebook.Output) outputView {
 	}
 	sort.Strings(kinds)
 	return outputView{Kind: "other", Text: strings.Join(kinds, ", ")}
+}
+
+// markdownPolicy keeps what Markdown produces (text structure, code,
+// tables, links) and drops everything else: scripts, styles, event
+// handlers, iframes, forms. Images are dropped too: an <img> could fetch
+// from anywhere (the page's CSP blocks it anyway) and notebook
+// attachments are not served.
+var markdownPolicy = func() *bluemonday.Policy {
+	p := bluemonday.UGCPolicy()
+	p.RequireNoFollowOnLinks(true)
+	p.AddTargetBlankToFullyQualifiedLinks(true)
+	p.AllowURLSchemes("http", "https", "mailto")
+	p.SkipElementsContent("img")
+	return p
+}()
+
+var markdown = goldmark.New(goldmark.WithExtensions(extension.GFM))
+
+// renderMarkdown renders a Markdown cell (GitHub flavour, raw HTML
+// escaped by goldmark's default and sanitised again after rendering).
+func renderMarkdown(src string) template.HTML {
+	var buf bytes.Buffer
+	if err := markdown.Convert([]byte(src), &buf); err != nil {
+		return template.HTML(template.HTMLEscapeString(src)) //nolint:gosec // escaped
+	}
+	return template.HTML(markdownPolicy.SanitizeBytes(buf.Bytes())) //nolint:gosec // sanitised by bluemonday
 }
 
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
