@@ -78,6 +78,7 @@ var feedbackPatterns = []feedbackPattern{
 	fb(`whitespace differs from the expected output at line `+fbNum+` \(after token `+fbNum+`\)`, `第 ${1} 行（第 ${2} 个词之后）的空白与期望输出不同`),
 	fb(`line `+fbNum+` \(token `+fbNum+`\): number (\S+) is outside the tolerance \((.+)\)`, `第 ${1} 行（第 ${2} 个词）：数值 ${3} 超出容差（${4}）`),
 	fb(`expected a number at line `+fbNum+` \(token `+fbNum+`\), got (.+)`, `第 ${1} 行（第 ${2} 个词）应为数值，实际为 ${3}`),
+	fb(`the cell wrote to stderr`, `该单元格向标准错误流输出了内容`),
 	fb(`the output is empty \(only whitespace\)`, `输出为空（只有空白）`),
 	fb(`the expected output is not a valid regular expression \(an error in the exercise, not in your answer\)`, `期望输出不是有效的正则表达式（这是练习的错误，不是你的答案的错误）`),
 	fb(`the expected output is not a valid regular expression: (.+)`, `期望输出不是有效的正则表达式：${1}`),
@@ -114,13 +115,19 @@ func translateFeedback(lang, msg string) string {
 	if lang != langZH || msg == "" {
 		return msg
 	}
-	parts := strings.Split(msg, "; ")
+	// The exercise author's own feedback follows the grader's on new lines.
+	head, authored, hasAuthored := strings.Cut(msg, "\n")
+	parts := strings.Split(head, "; ")
 	for i, p := range parts {
 		if zh, ok := feedbackClause(p); ok {
 			parts[i] = zh
 		}
 	}
-	return strings.Join(parts, "；")
+	out := strings.Join(parts, "；")
+	if hasAuthored {
+		out += "\n" + authored
+	}
+	return out
 }
 
 func feedbackClause(s string) (string, bool) {
