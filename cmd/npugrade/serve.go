@@ -74,6 +74,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 	q := queue.New(db, log)
 	metrics := httpapi.NewMetrics(q)
+	// A runner polls at least every 25 s; two minutes of silence is stale.
+	metrics.WatchRunners(db, 2*time.Minute)
 	disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *leaseTTL, JobTimeout: *jobTimeout,
 		CellTimeout: *cellTimeout, Log: log, OnGraded: metrics.Observe}
 	srv := &httpapi.Server{

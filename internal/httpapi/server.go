@@ -9,6 +9,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -145,15 +146,26 @@ func currentUser(c *gin.Context) domain.User {
 	return u
 }
 
+// logger writes the access log (one line per request: method, route,
+// status, duration in seconds, user id) and the request metrics. Routes
+// are gin's patterns, so ids do not multiply the label values; unknown
+// paths share the route "unmatched".
 func (s *Server) logger() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		s.Log.LogAttrs(c.Request.Context(), slog.LevelDebug, "http",
-			slog.String("method", c.Request.Method), slog.String("path", c.Request.URL.Path),
-			slog.Int("status", c.Writer.Status()), slog.Duration("took", time.Since(start)))
+		took := time.Since(start).Seconds()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		code := strconv.Itoa(c.Writer.Status())
+		s.Log.LogAttrs(c.Request.Context(), slog.LevelInfo, "access",
+			slog.String("method", c.Request.Method), slog.String("route", route), slog.Int("status", c.Writer.Status()),
+			slog.Float64("duration_s", took), slog.Int64("user_id", currentUser(c).ID))
 		if s.Metrics != nil {
-			s.Metrics.Requests.WithLabelValues(c.FullPath(), c.Request.Method, http.StatusText(c.Writer.Status())).Inc()
+			s.Metrics.Requests.WithLabelValues(route, c.Request.Method, code).Inc()
+			s.Metrics.Duration.WithLabelValues(route, c.Request.Method, code).Observe(took)
 		}
 	}
 }
@@ -180,22 +192,36 @@ func (s *Server) recoverer() gin.HandlerFunc {
 type Metrics struct {
 	Registry    *prometheus.Registry
 	Requests    *prometheus.CounterVec
+	Duration    *prometheus.HistogramVec
 	Submissions prometheus.Counter
 	Graded      *prometheus.CounterVec
 	Latency     prometheus.Histogram
+	QueueWait   *prometheus.HistogramVec
+	Execution   *prometheus.HistogramVec
 }
+
+// gradingBuckets span a second to ten minutes (notebook runs).
+var gradingBuckets = []float64{0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 300, 600}
 
 // NewMetrics registers the collectors; queue depth is read at scrape time.
 func NewMetrics(q *queue.Queue) *Metrics {
 	m := &Metrics{
 		Registry:    prometheus.NewRegistry(),
-		Requests:    prometheus.NewCounterVec(prometheus.CounterOpts{Name: "npugrade_http_requests_total", Help: "HTTP requests by route, method and status."}, []string{"route", "method", "status"}),
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "npugrade_http_requests_total",
+			Help: "HTTP requests by route pattern, method and status code."}, []string{"route", "method", "code"}),
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds",
+			Help: "HTTP request duration by route pattern, method and status code.", Buckets: prometheus.DefBuckets},
+			[]string{"route", "method", "code"}),
+		QueueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "npugrade_queue_wait_seconds",
+			Help: "Submit to execution start, by runner profile.", Buckets: gradingBuckets}, []string{"profile"}),
+		Execution: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "npugrade_execution_seconds",
+			Help: "Execution start to graded, by runner profile.", Buckets: gradingBuckets}, []string{"profile"}),
 		Submissions: prometheus.NewCounter(prometheus.CounterOpts{Name: "npugrade_submissions_total", Help: "Accepted submissions."}),
 		Graded:      prometheus.NewCounterVec(prometheus.CounterOpts{Name: "npugrade_graded_total", Help: "Graded submissions by exercise."}, []string{"exercise"}),
 		Latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "npugrade_grading_latency_seconds", Help: "Submit to graded.",
-			Buckets: []float64{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 300}}),
+			Buckets: gradingBuckets}),
 	}
-	m.Registry.MustRegister(m.Requests, m.Submissions, m.Graded, m.Latency,
+	m.Registry.MustRegister(m.Requests, m.Duration, m.Submissions, m.Graded, m.Latency, m.QueueWait, m.Execution,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
 		&depthCollector{q: q, desc: prometheus.NewDesc("npugrade_jobs", "Jobs by state.", []string{"state"}, nil)})
 	return m
@@ -205,6 +231,61 @@ func NewMetrics(q *queue.Queue) *Metrics {
 func (m *Metrics) Observe(sub domain.Submission, latency time.Duration) {
 	m.Graded.WithLabelValues(sub.ExerciseID).Inc()
 	m.Latency.Observe(latency.Seconds())
+	if sub.StartedAt != nil {
+		profile := sub.Profile
+		if profile == "" {
+			profile = "unknown"
+		}
+		m.QueueWait.WithLabelValues(profile).Observe(sub.StartedAt.Sub(sub.CreatedAt).Seconds())
+		if sub.GradedAt != nil {
+			m.Execution.WithLabelValues(profile).Observe(sub.GradedAt.Sub(*sub.StartedAt).Seconds())
+		}
+	}
+}
+
+// WatchRunners adds gauges of the runner fleet, read from db at scrape
+// time (so every server of a fleet reports the same): runners and slots
+// per profile and state (active, draining, or stale when not seen for
+// staleAfter).
+func (m *Metrics) WatchRunners(db *store.DB, staleAfter time.Duration) {
+	m.Registry.MustRegister(&runnerCollector{db: db, stale: staleAfter,
+		runners: prometheus.NewDesc("npugrade_runners", "Registered runners by profile and state.", []string{"profile", "state"}, nil),
+		slots:   prometheus.NewDesc("npugrade_runner_slots", "Runner slots by profile and state.", []string{"profile", "state"}, nil)})
+}
+
+type runnerCollector struct {
+	db             *store.DB
+	stale          time.Duration
+	runners, slots *prometheus.Desc
+}
+
+func (r *runnerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- r.runners; ch <- r.slots }
+
+func (r *runnerCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	list, err := r.db.Runners(ctx, time.Time{})
+	if err != nil {
+		return
+	}
+	type key struct{ profile, state string }
+	count, slots := map[key]int{}, map[key]int{}
+	now := r.db.Now()
+	for _, rn := range list {
+		k := key{rn.Profile, "active"}
+		switch {
+		case now.Sub(rn.LastSeen) > r.stale:
+			k.state = "stale"
+		case rn.Draining:
+			k.state = "draining"
+		}
+		count[k]++
+		slots[k] += rn.Slots
+	}
+	for k, n := range count {
+		ch <- prometheus.MustNewConstMetric(r.runners, prometheus.GaugeValue, float64(n), k.profile, k.state)
+		ch <- prometheus.MustNewConstMetric(r.slots, prometheus.GaugeValue, float64(slots[k]), k.profile, k.state)
+	}
 }
 
 type depthCollector struct {

@@ -201,7 +201,7 @@ func (r *Runner) run(ctx context.Context, slot int, l *domain.Lease) {
 		log.Error("complete failed", "err", err)
 		return
 	}
-	log.Info("job done", "duration_ms", res.DurationMS, "killed", res.Killed)
+	log.Info("job done", "duration_s", float64(res.DurationMS)/1000, "killed", res.Killed)
 }
 
 // completeTries is how often a result is sent when the server fails to

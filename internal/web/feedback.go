@@ -2,6 +2,7 @@ package web
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 )
 
@@ -101,6 +102,17 @@ var feedbackPatterns = []feedbackPattern{
 	fb(`(\S+): image `+fbNum+` is ([0-9]+x[0-9]+) pixels, not the expected size(?: \(([0-9]+x[0-9]+)\))?`, `${1}：第 ${2} 张图片为 ${3} 像素，与期望尺寸 ${4} 不符`),
 	fb(`(\S+): image `+fbNum+` differs from the expected image and is too large to compare perceptually`, `${1}：第 ${2} 张图片与期望图片不同，且太大无法做感知比较`),
 	fb(`(\S+): image `+fbNum+` differs from the expected image \(perceptual hash distance `+fbNum+`, at most `+fbNum+` allowed\)`, `${1}：第 ${2} 张图片与期望图片不同（感知哈希距离 ${3}，最多允许 ${4}）`),
+	// internal/domain and internal/envprobe: why a cell was not run here.
+	fb(`needs an NPU runner`, `需要 NPU 执行节点`),
+	fb(`needs an NPU runner \(Atlas (\S+)\)`, `需要 NPU 执行节点（Atlas ${1}）`),
+	fb(`needs a cpu runner`, `需要 CPU 执行节点`),
+	fb(`needs (.+)`, `需要 ${1}`),
+	fb(`this runner has the (\S+) profile`, `此执行节点的配置为 ${1}`),
+	fb(`this runner is (.+)`, `此执行节点为 ${1}`),
+	fb(`this runner's environment has not been validated`, `此执行节点的环境尚未验证`),
+	fb(`this runner's environment is unsupported(.*)`, `此执行节点的环境不受支持${1}`),
+	fb(`unknown feature (".*")`, `未知的功能 ${1}`),
+	fb(`contradictory requirement: accelerator cpu with an NPU product, TorchAir release or feature`, `矛盾的要求：加速器为 cpu，却指定了 NPU 型号、TorchAir 版本或功能`),
 	// internal/httpapi: the redaction of hidden questions.
 	fb(`details of this question are hidden`, `本题的详细信息已隐藏`),
 	fb(`details of this question are shown after the due date \((.+)\)`, `本题的详细信息将在截止时间（${1}）之后显示`),
@@ -130,10 +142,38 @@ func translateFeedback(lang, msg string) string {
 	return out
 }
 
+// targetPrefix is the output a comparison names before its message
+// ("stdout: …", "image/png: …").
+var targetPrefix = regexp.MustCompile(`^([A-Za-z0-9_.+-]+(?:/[A-Za-z0-9_.+-]+)?): (.+)$`)
+
 func feedbackClause(s string) (string, bool) {
+	return clause(s, 2)
+}
+
+// clause translates one clause; a captured reason that is itself a
+// grader message ("not run on this runner: needs an NPU runner") is
+// translated too, depth levels deep.
+func clause(s string, depth int) (string, bool) {
 	for _, p := range feedbackPatterns {
-		if m := p.re.FindStringSubmatchIndex(s); m != nil {
-			return string(p.re.ExpandString(nil, p.zh, s, m)), true
+		m := p.re.FindStringSubmatch(s)
+		if m == nil {
+			continue
+		}
+		tmpl := p.zh
+		for i := len(m) - 1; i >= 1; i-- {
+			v := m[i]
+			if depth > 0 {
+				if zh, ok := clause(v, depth-1); ok {
+					v = zh
+				}
+			}
+			tmpl = strings.ReplaceAll(tmpl, "${"+strconv.Itoa(i)+"}", v)
+		}
+		return tmpl, true
+	}
+	if m := targetPrefix.FindStringSubmatch(s); m != nil && depth > 0 {
+		if zh, ok := clause(m[2], depth-1); ok {
+			return m[1] + "：" + zh, true
 		}
 	}
 	return "", false
