@@ -204,6 +204,18 @@ func TestCLIUserNeedsDatabase(t *testing.T) {
 	if code != exitOK || !regexp.MustCompile(`(?m)^\d+\tbob\tinstructor$`).MatchString(stdout) {
 		t.Errorf("user list with NPUGRADE_DB: exit %d: %q %q", code, stdout, stderr)
 	}
+	// The command line's user changes are in the audit log, by "cli".
+	runCLI(t, "user", "revoke", "bob")
+	sdb, err := store.OpenExisting(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sdb.Close()
+	events, err := sdb.AuditEvents(context.Background(), 0)
+	if err != nil || len(events) != 2 || events[0].Actor != "cli" || events[0].Action != store.AuditTokensRevoked ||
+		events[1].Action != store.AuditUserCreated || events[1].Subject != "bob" {
+		t.Errorf("audit log after user add and revoke: %+v %v", events, err)
+	}
 }
 
 // TestCLIReadingCommandsDoNotCreate: `user list` (and token, revoke) on a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
@@ -90,6 +91,7 @@ func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, s
 		fmt.Fprintln(stderr, "npugrade user add:", err)
 		return exitError
 	}
+	auditCLI(ctx, db, store.AuditUserCreated, u.Name, "role "+string(u.Role), stderr)
 	fmt.Fprintf(stdout, "created %s user %q (id %d); its API token, shown only now:\n%s\n", u.Role, u.Name, u.ID, token)
 	return exitOK
 }
@@ -118,6 +120,7 @@ func userToken(ctx context.Context, db *store.DB, sub, name string, stdout, stde
 			fmt.Fprintln(stderr, "npugrade user revoke:", err)
 			return exitError
 		}
+		auditCLI(ctx, db, store.AuditTokensRevoked, u.Name, "", stderr)
 		fmt.Fprintf(stdout, "revoked every token of %q\n", u.Name)
 		return exitOK
 	}
@@ -126,6 +129,7 @@ func userToken(ctx context.Context, db *store.DB, sub, name string, stdout, stde
 		fmt.Fprintln(stderr, "npugrade user token:", err)
 		return exitError
 	}
+	auditCLI(ctx, db, store.AuditTokenCreated, u.Name, "", stderr)
 	fmt.Fprintf(stdout, "new API token for %q:\n%s\n", u.Name, token)
 	return exitOK
 }
@@ -153,4 +157,12 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stdout, "applied migrations %v\n", applied)
 	}
 	return exitOK
+}
+
+// auditCLI records a user command in the audit log (actor "cli"); a
+// failure is reported, and the command still succeeds (it has happened).
+func auditCLI(ctx context.Context, db *store.DB, action, subject, detail string, stderr io.Writer) {
+	if err := db.Audit(ctx, domain.User{}, action, subject, strings.TrimSpace(detail+" (npugrade user)")); err != nil {
+		fmt.Fprintln(stderr, "npugrade user: warning:", err)
+	}
 }

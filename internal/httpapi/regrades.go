@@ -59,7 +59,13 @@ func (s *Server) getRegrade(c *gin.Context) {
 
 func (s *Server) applyRegrade(c *gin.Context) {
 	if id, ok := s.regradeID(c); ok {
-		s.regradeReply(c, func() (store.Regrade, error) { return s.regrades().Apply(c.Request.Context(), id) })
+		s.regradeReply(c, func() (store.Regrade, error) {
+			rg, err := s.regrades().Apply(c.Request.Context(), id)
+			if err == nil {
+				s.audit(c, store.AuditRegradeApply, "regrade "+strconv.FormatInt(id, 10), "through the API")
+			}
+			return rg, err
+		})
 	}
 }
 

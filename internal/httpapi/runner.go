@@ -186,6 +186,7 @@ func (s *Server) drainRunner(c *gin.Context) {
 		return
 	}
 	s.Log.Info("runner draining", "runner", req.RunnerID)
+	s.audit(c, store.AuditRunnerDrain, req.RunnerID, "the runner announced it (SIGTERM)")
 	c.Status(http.StatusNoContent)
 }
 
@@ -309,4 +310,12 @@ func (s *Server) failJob(c *gin.Context) {
 func (s *Server) releaseJob(c *gin.Context) {
 	var req runnerproto.LeaseRequest
 	s.leaseCall(c, smallRunnerBody, &req, func() string { return req.LeaseToken }, s.Dispatch.Release)
+}
+
+// audit records an action of the request's user; a failure to record is
+// logged (the action itself has happened).
+func (s *Server) audit(c *gin.Context, action, subject, detail string) {
+	if err := s.DB.Audit(c.Request.Context(), currentUser(c), action, subject, detail); err != nil {
+		s.Log.Warn("audit log", "action", action, "err", err)
+	}
 }

@@ -63,6 +63,7 @@ func (h *handler) createUser(c *gin.Context) {
 		h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: domain.ErrorMessage(err)})
 		return
 	}
+	h.audit(c, store.AuditUserCreated, u.Name, "role "+string(u.Role))
 	h.renderUsers(c, http.StatusCreated, usersData{NewToken: token, NewFor: u.Name})
 }
 
@@ -84,6 +85,7 @@ func (h *handler) createToken(c *gin.Context) {
 				h.fail(c, err)
 				return
 			}
+			h.audit(c, store.AuditTokenCreated, u.Name, "")
 			h.renderUsers(c, http.StatusCreated, usersData{NewToken: token, NewFor: u.Name})
 			return
 		}
@@ -102,6 +104,7 @@ func (h *handler) revokeToken(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	h.audit(c, store.AuditTokenRevoked, "token "+c.Param("id"), "")
 	c.Redirect(http.StatusSeeOther, "/admin/users")
 }
 
@@ -116,9 +119,40 @@ func (h *handler) runnersPage(c *gin.Context) {
 }
 
 func (h *handler) drainRunner(c *gin.Context) {
-	if err := h.DB.SetRunnerDrain(c.Request.Context(), c.Param("id"), c.PostForm("drain") == "1"); err != nil {
+	drain := c.PostForm("drain") == "1"
+	if err := h.DB.SetRunnerDrain(c.Request.Context(), c.Param("id"), drain); err != nil {
 		h.fail(c, err)
 		return
 	}
+	action := store.AuditRunnerResume
+	if drain {
+		action = store.AuditRunnerDrain
+	}
+	h.audit(c, action, c.Param("id"), "from the admin page")
 	c.Redirect(http.StatusSeeOther, "/admin/runners")
+}
+
+// audit records an action of the signed-in user; a failure to record is
+// logged, not shown (the action itself has happened).
+func (h *handler) audit(c *gin.Context, action, subject, detail string) {
+	h.auditAs(c, sessionOf(c).User, action, subject, detail)
+}
+
+func (h *handler) auditAs(c *gin.Context, actor domain.User, action, subject, detail string) {
+	if err := h.DB.Audit(c.Request.Context(), actor, action, subject, detail); err != nil {
+		h.Log.Warn("audit log", "action", action, "err", err)
+	}
+}
+
+type auditData struct {
+	Events []store.AuditEvent
+}
+
+func (h *handler) auditPage(c *gin.Context) {
+	events, err := h.DB.AuditEvents(c.Request.Context(), 500)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	h.render(c, http.StatusOK, "audit", translate(c.GetString(ctxLang), "audit.title"), "audit", auditData{Events: events})
 }

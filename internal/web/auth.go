@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/store"
 )
 
 const sessionCookie = "npugrade_session"
@@ -129,6 +130,11 @@ func (h *handler) login(c *gin.Context) {
 		msg = "login.runner"
 	}
 	if msg != "" {
+		actor := u
+		if actor.Name == "" {
+			actor.Name = "anonymous" // an unknown token names nobody
+		}
+		h.auditAs(c, actor, store.AuditLoginFailed, u.Name, msg+" from "+c.ClientIP())
 		h.render(c, http.StatusUnauthorized, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: translate(lang, msg)})
 		return
 	}
@@ -140,6 +146,7 @@ func (h *handler) login(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	h.auditAs(c, u, store.AuditLogin, u.Name, "from "+c.ClientIP())
 	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
 	if next == "" {

@@ -91,6 +91,9 @@ func (h *handler) decideRegrade(apply bool) gin.HandlerFunc {
 			h.fail(c, err)
 			return
 		}
+		if apply {
+			h.audit(c, store.AuditRegradeApply, "regrade "+strconv.FormatInt(id, 10), "from the dashboard")
+		}
 		c.Redirect(http.StatusSeeOther, "/dashboard/regrades/"+strconv.FormatInt(id, 10))
 	}
 }

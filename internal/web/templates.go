@@ -9,7 +9,7 @@ import (
 )
 
 var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "submission",
-	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade"}
+	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade", "audit"}
 
 // mustParse builds every page once per language, each with its own
 // translation function, from the embedded templates.

@@ -117,6 +117,7 @@ func Mount(r gin.IRouter, d Deps) {
 	p.POST("/admin/tokens/:id/revoke", h.session(domain.RoleAdmin), h.csrf(), h.revokeToken)
 	p.GET("/admin/runners", h.session(domain.RoleAdmin), h.runnersPage)
 	p.POST("/admin/runners/:id/drain", h.session(domain.RoleAdmin), h.csrf(), h.drainRunner)
+	p.GET("/admin/audit", h.session(domain.RoleAdmin), h.auditPage)
 }
 
 // csp allows only this origin's script and style, images from this

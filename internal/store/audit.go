@@ -1,0 +1,81 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/domain"
+)
+
+// Audit actions: what the audit log records.
+const (
+	AuditLogin         = "login"
+	AuditLoginFailed   = "login-failed"
+	AuditUserCreated   = "user-created"
+	AuditTokenCreated  = "token-created"
+	AuditTokensRevoked = "tokens-revoked"
+	AuditTokenRevoked  = "token-revoked"
+	AuditRegradeApply  = "regrade-applied"
+	AuditRunnerDrain   = "runner-drain"
+	AuditRunnerResume  = "runner-resume"
+)
+
+// AuditEvent is one entry of the audit log.
+type AuditEvent struct {
+	ID      int64
+	At      time.Time
+	ActorID int64  // 0: no signed-in user (the command line, a failed sign-in)
+	Actor   string // the actor's name, or "cli"
+	Action  string
+	Subject string // whom or what it was done to
+	Detail  string
+}
+
+type auditRow struct {
+	ID      int64 `gorm:"primaryKey"`
+	At      time.Time
+	ActorID *int64
+	Actor   string
+	Action  string
+	Subject string
+	Detail  string
+}
+
+func (auditRow) TableName() string { return "audit_log" }
+
+// Audit records an event. Actor is the user who acted (zero for the
+// command line, which is recorded as "cli").
+func (db *DB) Audit(ctx context.Context, actor domain.User, action, subject, detail string) error {
+	row := auditRow{At: db.Now(), Actor: actor.Name, Action: action, Subject: subject, Detail: detail}
+	if actor.ID != 0 {
+		id := actor.ID
+		row.ActorID = &id
+	}
+	if row.Actor == "" {
+		row.Actor = "cli"
+	}
+	if err := db.Gorm.WithContext(ctx).Create(&row).Error; err != nil {
+		return fmt.Errorf("write the audit log (%s %s): %w", action, subject, err)
+	}
+	return nil
+}
+
+// AuditEvents lists the newest events first, at most limit (default 200).
+func (db *DB) AuditEvents(ctx context.Context, limit int) ([]AuditEvent, error) {
+	if limit <= 0 || limit > 5000 {
+		limit = 200
+	}
+	var rows []auditRow
+	if err := db.Gorm.WithContext(ctx).Order("at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the audit log: %w", err)
+	}
+	out := make([]AuditEvent, len(rows))
+	for i, r := range rows {
+		out[i] = AuditEvent{ID: r.ID, At: r.At, Actor: r.Actor, Action: r.Action, Subject: r.Subject, Detail: r.Detail}
+		if r.ActorID != nil {
+			out[i].ActorID = *r.ActorID
+		}
+	}
+	return out, nil
+}
