@@ -206,7 +206,7 @@ var gradingBuckets = []float64{0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 300,
 // NewMetrics registers the collectors; queue depth is read at scrape time.
 func NewMetrics(q *queue.Queue) *Metrics {
 	m := &Metrics{
-		Registry:    prometheus.NewRegistry(),
+		Registry: prometheus.NewRegistry(),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "npugrade_http_requests_total",
 			Help: "HTTP requests by route pattern, method and status code."}, []string{"route", "method", "code"}),
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "http_request_duration_seconds",
