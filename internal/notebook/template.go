@@ -216,14 +216,14 @@ func normalizeSource(s string) string {
 	return strings.TrimRight(strings.Join(lines, "\n"), "\n")
 }
 
-// edited reports whether the learner changed a locked graded cell. A cell
-// matched by nbgrader grade_id is judged by nbgrader's own checksum (its
-// source is nbgrader's release text, which may differ from the template,
-// e.g. generated AUTOTEST asserts); any other by its source. The template's
-// cell runs either way.
+// edited reports whether the learner changed a locked graded cell, which
+// then earns nothing. A cell matched by nbgrader grade_id never is: nbgrader
+// restores locked cells from the release and grades them as usual (its
+// OverwriteCells step), and so do we, so such a notebook scores what
+// nbgrader gives it. The template's cell runs either way.
 func edited(learner, template *Cell, viaNbgrader bool) bool {
-	if m, ok := learner.Nbgrader(); viaNbgrader && ok && m.Sum != "" {
-		return m.Checksum(learner) != m.Sum
+	if viaNbgrader {
+		return false
 	}
 	return normalizeSource(string(learner.Source)) != normalizeSource(string(template.Source))
 }
