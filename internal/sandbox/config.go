@@ -87,8 +87,13 @@ type Config struct {
 	// Env is the allow-listed environment. The kernel gets only these plus
 	// the fixed set of BaseEnv (Env wins on conflicts).
 	Env map[string]string
-	// Python is the interpreter that runs ipykernel (default /usr/bin/python3).
+	// Python is the interpreter that runs ipykernel (default /usr/bin/python3);
+	// with RootFS, a path inside that root filesystem.
 	Python string
+	// RootFS, when set, is the host path of an environment's root
+	// filesystem: the kernel sees its /usr, /bin, /lib* and /etc pieces
+	// instead of the host's (see rootfs.go). It needs ModeBwrap.
+	RootFS string
 	// UID/GID the kernel runs as when the runner is root (default 65534).
 	// Ignored when the runner is not root: the kernel keeps the runner's ids.
 	UID, GID int
@@ -182,6 +187,9 @@ func (c Config) validate() error {
 	}
 	if !filepath.IsAbs(c.BaseDir) || len(c.BaseDir) > 60 {
 		errs = append(errs, fmt.Errorf("base dir %q: must be an absolute path of at most 60 bytes", c.BaseDir))
+	}
+	if c.RootFS != "" && c.Mode != ModeBwrap {
+		errs = append(errs, fmt.Errorf("root filesystem %s: needs the bwrap sandbox (mode %q cannot run a kernel in an environment)", c.RootFS, c.Mode))
 	}
 	if !filepath.IsAbs(c.Python) {
 		errs = append(errs, fmt.Errorf("python %q: must be an absolute path", c.Python))

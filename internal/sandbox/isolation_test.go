@@ -14,6 +14,10 @@ import (
 func TestNoNetwork(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
+	testNoNetwork(t, nil)
+}
+
+func testNoNetwork(t *testing.T, mode func(*Config)) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +34,7 @@ func TestNoNetwork(t *testing.T) {
 		got <- string(b[:n])
 		c.Close()
 	}()
-	k, _, _ := prepare(t, testConfig(t, nil))
+	k, _, _ := prepare(t, testConfig(t, mode))
 	port := itoa(ln.Addr().(*net.TCPAddr).Port)
 	out := mustPy(t, k, `
 import socket
@@ -58,7 +62,11 @@ print("IFACES", sorted(n for _, n in socket.if_nameindex()))
 func TestCannotReadOutsideWorkDir(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
-	k, jobDir, secrets := prepare(t, testConfig(t, nil))
+	testCannotReadOutsideWorkDir(t, nil)
+}
+
+func testCannotReadOutsideWorkDir(t *testing.T, mode func(*Config)) {
+	k, jobDir, secrets := prepare(t, testConfig(t, mode))
 	cwd, _ := os.Getwd()
 	probe := append([]string{}, secrets...)
 	probe = append(probe, jobDir, filepath.Dir(jobDir), "/root", "/work", cwd,
@@ -113,7 +121,11 @@ func TestEnvironmentIsAllowListed(t *testing.T) {
 func TestWritesOnlyInWorkDir(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
-	k, _, _ := prepare(t, testConfig(t, nil))
+	testWritesOnlyInWorkDir(t, nil)
+}
+
+func testWritesOnlyInWorkDir(t *testing.T, mode func(*Config)) {
+	k, _, _ := prepare(t, testConfig(t, mode))
 	out := mustPy(t, k, `
 import os
 for p in ["/home/learner/ok.txt", "/tmp/ok.txt", "/dev/shm/ok.txt", "/usr/evil", "/etc/evil", "/evil", "/run/evil", "/home/evil", "/proc/sys/kernel/hostname"]:
@@ -177,7 +189,11 @@ print("DISK", [fill("f%d.bin" % i, 7) for i in range(4)])
 func TestMemoryBombIsKilledAndReported(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
-	k, _, _ := prepare(t, testConfig(t, func(c *Config) { c.MemoryLimit = 256 << 20 }))
+	testMemoryBomb(t, nil)
+}
+
+func testMemoryBomb(t *testing.T, mode func(*Config)) {
+	k, _, _ := prepare(t, testConfig(t, func(c *Config) { apply(c, mode); c.MemoryLimit = 256 << 20 }))
 	if !strings.HasPrefix(k.Limits.Memory, "cgroup") {
 		t.Skipf("cgroups unusable here (%s): the OOM report needs them", k.Limits.Memory)
 	}
@@ -211,7 +227,11 @@ while True:
 func TestForkBombIsContained(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
-	k, _, _ := prepare(t, testConfig(t, func(c *Config) { c.PidsLimit = 64 }))
+	testForkBomb(t, nil)
+}
+
+func testForkBomb(t *testing.T, mode func(*Config)) {
+	k, _, _ := prepare(t, testConfig(t, func(c *Config) { apply(c, mode); c.PidsLimit = 64 }))
 	if k.Limits.Pids != "cgroup" {
 		t.Skip("no pids cgroup here: fork bombs are not contained")
 	}

@@ -70,6 +70,9 @@ type Enforced struct {
 	CPUTime  bool   // RLIMIT_CPU
 	Network  bool   // true if the kernel has network access
 	UID, GID int    // identity of the kernel processes on the host
+	// RootFS is the environment's root filesystem the kernel sees as /
+	// ("" : the host's system, read-only).
+	RootFS string
 }
 
 // Stats reports resource usage and which limits were hit.
@@ -118,35 +121,19 @@ func (c Config) PrepareKernel(ctx context.Context, jobDir string) (_ *Kernel, er
 	if err := cfg.validate(); err != nil {
 		return nil, fmt.Errorf("sandbox config: %w", err)
 	}
-	jobDir, err = filepath.Abs(jobDir)
-	if err != nil {
+	if jobDir, err = filepath.Abs(jobDir); err != nil {
 		return nil, fmt.Errorf("job dir: %w", err)
 	}
 	if fi, err := os.Stat(jobDir); err != nil || !fi.IsDir() {
 		return nil, fmt.Errorf("job dir %s: not a directory (%v)", jobDir, err)
 	}
-	for _, d := range cfg.Devices {
-		if _, err := os.Stat(d); err != nil {
-			return nil, fmt.Errorf("device %s: %w", d, err)
-		}
-	}
-	for _, d := range append(append([]string{}, cfg.DriverDirs...), cfg.ExtraReadOnly...) {
-		if _, err := os.Stat(d); err != nil {
-			return nil, fmt.Errorf("read-only path %s: %w", d, err)
-		}
-	}
-	if cfg.Mode == ModeBwrap && os.Geteuid() == 0 {
-		for _, d := range append(append(append([]string{}, cfg.Devices...), cfg.DriverDirs...), cfg.ExtraReadOnly...) {
-			if err := checkSearchable(filepath.Dir(d)); err != nil {
-				return nil, fmt.Errorf("bind path: %w", err)
-			}
-		}
+	if err := cfg.checkBindSources(); err != nil {
+		return nil, err
 	}
 	tools, err := findTools(cfg)
 	if err != nil {
 		return nil, err
 	}
-
 	k := &Kernel{cfg: cfg, KernelName: KernelName}
 	base := strings.Trim(unsafeName.ReplaceAllString(filepath.Base(jobDir), "_"), "._")
 	if len(base) > 24 {
@@ -164,95 +151,152 @@ func (c Config) PrepareKernel(ctx context.Context, jobDir string) (_ *Kernel, er
 			}
 		}
 	}()
-
 	root := os.Geteuid() == 0
 	k.Limits = Enforced{Isolated: cfg.Mode == ModeBwrap, Memory: "none", Pids: "none", Disk: "none",
-		Network: cfg.AllowNetwork || cfg.Mode == ModeNone, UID: os.Geteuid(), GID: os.Getegid()}
+		Network: cfg.AllowNetwork || cfg.Mode == ModeNone, UID: os.Geteuid(), GID: os.Getegid(), RootFS: cfg.RootFS}
 	if root && cfg.Mode == ModeBwrap {
 		k.Limits.UID, k.Limits.GID = cfg.UID, cfg.GID
 	}
-	uid, gid := k.Limits.UID, k.Limits.GID
-
-	specDir := filepath.Join(k.priv, "jupyter", "kernels", KernelName)
-	runtimeDir := filepath.Join(k.priv, "runtime")
-	etcDir := filepath.Join(k.priv, "etc")
-	for _, d := range []string{specDir, runtimeDir, etcDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
+	if err := k.makeDirs(); err != nil {
+		return nil, err
+	}
+	if cfg.Mode == ModeBwrap {
+		k.applyLimits(root)
+	}
+	if root {
+		for _, d := range []string{k.WorkDir, k.ipcDir} {
+			if err := os.Chown(d, k.Limits.UID, k.Limits.GID); err != nil {
+				return nil, fmt.Errorf("chown %s: %w", d, err)
+			}
 		}
 	}
+	if err := k.writeLauncher(tools); err != nil {
+		return nil, err
+	}
+	slog.Debug("sandbox: kernel prepared", "job", k.id, "limits", k.Limits)
+	return k, nil
+}
 
+// checkBindSources checks that every host path bound into the sandbox
+// exists and that the unprivileged bwrap, which resolves the sources
+// itself, can reach it.
+func (c Config) checkBindSources() error {
+	extra := append(append([]string{}, c.DriverDirs...), c.ExtraReadOnly...)
+	for _, d := range c.Devices {
+		if _, err := os.Stat(d); err != nil {
+			return fmt.Errorf("device %s: %w", d, err)
+		}
+	}
+	for _, d := range extra {
+		if _, err := os.Stat(d); err != nil {
+			return fmt.Errorf("read-only path %s: %w", d, err)
+		}
+	}
+	if c.RootFS != "" {
+		if err := checkRootFS(c.RootFS, c.Python); err != nil {
+			return err
+		}
+	}
+	if c.Mode != ModeBwrap || os.Geteuid() != 0 {
+		return nil
+	}
+	for _, d := range append(append([]string{}, c.Devices...), extra...) {
+		if err := checkSearchable(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("bind path: %w", err)
+		}
+	}
+	if c.RootFS != "" {
+		if err := checkSearchable(c.RootFS); err != nil {
+			return fmt.Errorf("root filesystem: %w", err)
+		}
+	}
+	return nil
+}
+
+// makeDirs creates the private area (kernelspec, runtime dir, generated
+// /etc files) and the per-job directories under BaseDir.
+func (k *Kernel) makeDirs() error {
+	for _, d := range []string{k.specDir(), k.runtimeDir(), k.etcDir()} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
 	// Work and IPC dirs live under BaseDir/<id> (0711), which the
 	// unprivileged bwrap can traverse. The kernel creates the IPC sockets
 	// (it binds, the client connects), so the socket dir must be writable by
 	// it; it holds nothing else. It is bound at the same path inside the
 	// sandbox because the connection file carries the absolute socket path
 	// prefix.
-	if err := ensureBaseDir(cfg.BaseDir); err != nil {
-		return nil, err
+	if err := ensureBaseDir(k.cfg.BaseDir); err != nil {
+		return err
 	}
-	k.pub = filepath.Join(cfg.BaseDir, k.id)
+	k.pub = filepath.Join(k.cfg.BaseDir, k.id)
 	if err := os.Mkdir(k.pub, 0o711); err != nil {
-		return nil, fmt.Errorf("create job dir under base dir: %w", err)
+		return fmt.Errorf("create job dir under base dir: %w", err)
 	}
 	if err := os.Chmod(k.pub, 0o711); err != nil { // umask
-		return nil, fmt.Errorf("chmod %s: %w", k.pub, err)
+		return fmt.Errorf("chmod %s: %w", k.pub, err)
 	}
 	if err := writeOwner(k.pub); err != nil {
-		return nil, fmt.Errorf("record sandbox owner: %w", err)
+		return fmt.Errorf("record sandbox owner: %w", err)
 	}
 	k.WorkDir = filepath.Join(k.pub, "work")
 	k.ipcDir = filepath.Join(k.pub, "ipc")
 	for _, d := range []string{k.WorkDir, k.ipcDir} {
 		if err := os.Mkdir(d, 0o700); err != nil {
-			return nil, fmt.Errorf("create %s: %w", d, err)
+			return fmt.Errorf("create %s: %w", d, err)
 		}
 	}
+	return nil
+}
 
-	if cfg.Mode == ModeBwrap {
-		if root {
-			opts := fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", cfg.DiskLimit, uid, gid)
-			if err := syscall.Mount("tmpfs", k.WorkDir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
-				slog.Warn("sandbox: cannot mount tmpfs work dir, disk limit not enforced", "job", k.id, "err", err)
-			} else {
-				k.mounted = true
-				k.Limits.Disk = "tmpfs"
-			}
-		}
-		cg, err := newJobCgroup(cfg.CgroupParent, k.id, cfg.MemoryLimit, cfg.PidsLimit)
-		if err == nil && testDisableCgroups {
-			cg.remove()
-			err = errors.New("cgroups disabled by test")
-		}
-		if err != nil {
-			slog.Warn("sandbox: cgroups unusable, falling back to RLIMIT_AS (per process, no pids limit)", "job", k.id, "err", err)
-			k.Limits.Memory = "rlimit-as"
-		} else {
-			k.cg = cg
-			k.Limits.Memory = fmt.Sprintf("cgroup-v%d", cg.version)
-			if cg.pidsDir != "" {
-				k.Limits.Pids = "cgroup"
-			}
-		}
-		k.Limits.FileSize = true
-		k.Limits.CPUTime = cfg.CPUTimeLimit > 0
-	}
+func (k *Kernel) specDir() string    { return filepath.Join(k.priv, "jupyter", "kernels", KernelName) }
+func (k *Kernel) runtimeDir() string { return filepath.Join(k.priv, "runtime") }
+func (k *Kernel) etcDir() string     { return filepath.Join(k.priv, "etc") }
+
+// applyLimits mounts the size-limited work dir (root only) and creates the
+// job's cgroup, recording in k.Limits what is in force; what cannot be
+// set up degrades with a warning (Check reports it at start).
+func (k *Kernel) applyLimits(root bool) {
+	cfg := k.cfg
 	if root {
-		for _, d := range []string{k.WorkDir, k.ipcDir} {
-			if err := os.Chown(d, uid, gid); err != nil {
-				return nil, fmt.Errorf("chown %s: %w", d, err)
-			}
+		opts := fmt.Sprintf("size=%d,mode=0700,uid=%d,gid=%d", cfg.DiskLimit, k.Limits.UID, k.Limits.GID)
+		if err := syscall.Mount("tmpfs", k.WorkDir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, opts); err != nil {
+			slog.Warn("sandbox: cannot mount tmpfs work dir, disk limit not enforced", "job", k.id, "err", err)
+		} else {
+			k.mounted = true
+			k.Limits.Disk = "tmpfs"
 		}
 	}
+	cg, err := newJobCgroup(cfg.CgroupParent, k.id, cfg.MemoryLimit, cfg.PidsLimit)
+	if err == nil && testDisableCgroups {
+		cg.remove()
+		err = errors.New("cgroups disabled by test")
+	}
+	if err != nil {
+		slog.Warn("sandbox: cgroups unusable, falling back to RLIMIT_AS (per process, no pids limit)", "job", k.id, "err", err)
+		k.Limits.Memory = "rlimit-as"
+	} else {
+		k.cg = cg
+		k.Limits.Memory = fmt.Sprintf("cgroup-v%d", cg.version)
+		if cg.pidsDir != "" {
+			k.Limits.Pids = "cgroup"
+		}
+	}
+	k.Limits.FileSize = true
+	k.Limits.CPUTime = cfg.CPUTimeLimit > 0
+}
 
-	if err := writeEtc(etcDir, uid, gid); err != nil {
-		return nil, err
+// writeLauncher writes the generated /etc files, the wrapper script and
+// the kernelspec, and fills in Env and Args for nbconvert.
+func (k *Kernel) writeLauncher(tools toolPaths) error {
+	if err := writeEtc(k.etcDir(), k.Limits.UID, k.Limits.GID); err != nil {
+		return err
 	}
 	k.pidFile = filepath.Join(k.priv, "launch.pids")
 	k.launch = filepath.Join(k.priv, "launch.sh")
-	script := k.script(tools, etcDir)
-	if err := os.WriteFile(k.launch, []byte(script), 0o700); err != nil {
-		return nil, fmt.Errorf("write wrapper script: %w", err)
+	if err := os.WriteFile(k.launch, []byte(k.script(tools, k.etcDir())), 0o700); err != nil {
+		return fmt.Errorf("write wrapper script: %w", err)
 	}
 	spec := map[string]any{
 		"argv":         []string{"/bin/sh", k.launch, "{connection_file}"},
@@ -266,13 +310,12 @@ func (c Config) PrepareKernel(ctx context.Context, jobDir string) (_ *Kernel, er
 		"metadata":       map[string]any{"debugger": false},
 	}
 	b, _ := json.MarshalIndent(spec, "", "  ")
-	if err := os.WriteFile(filepath.Join(specDir, "kernel.json"), b, 0o600); err != nil {
-		return nil, fmt.Errorf("write kernelspec: %w", err)
+	if err := os.WriteFile(filepath.Join(k.specDir(), "kernel.json"), b, 0o600); err != nil {
+		return fmt.Errorf("write kernelspec: %w", err)
 	}
-
 	k.Env = []string{
 		"JUPYTER_PATH=" + filepath.Join(k.priv, "jupyter"),
-		"JUPYTER_RUNTIME_DIR=" + runtimeDir,
+		"JUPYTER_RUNTIME_DIR=" + k.runtimeDir(),
 	}
 	k.Args = []string{
 		"--ExecutePreprocessor.kernel_name=" + KernelName,
@@ -281,8 +324,7 @@ func (c Config) PrepareKernel(ctx context.Context, jobDir string) (_ *Kernel, er
 		// connection file in the root-only runtime dir.
 		"--KernelManager.ip=" + filepath.Join(k.ipcDir, "k"),
 	}
-	slog.Debug("sandbox: kernel prepared", "job", k.id, "limits", k.Limits)
-	return k, nil
+	return nil
 }
 
 type toolPaths struct{ sh, bwrap, prlimit, setpriv, env string }
@@ -310,8 +352,10 @@ func findTools(cfg Config) (toolPaths, error) {
 	} else {
 		look("env", &t.env)
 	}
-	if _, err := os.Stat(cfg.Python); err != nil {
-		errs = append(errs, fmt.Errorf("python: %w", err))
+	if cfg.RootFS == "" {
+		if _, err := os.Stat(cfg.Python); err != nil {
+			errs = append(errs, fmt.Errorf("python: %w", err))
+		}
 	}
 	if len(errs) > 0 {
 		return t, fmt.Errorf("sandbox tools: %w", errors.Join(errs...))
@@ -395,29 +439,7 @@ func (k *Kernel) bwrapArgs() []string {
 	for _, key := range keys {
 		a = append(a, "--setenv", key, env[key])
 	}
-	a = append(a, "--ro-bind", "/usr", "/usr")
-	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
-		fi, err := os.Lstat(d)
-		switch {
-		case err != nil:
-		case fi.Mode()&os.ModeSymlink != 0:
-			if target, err := os.Readlink(d); err == nil {
-				a = append(a, "--symlink", target, d)
-			}
-		case fi.IsDir():
-			a = append(a, "--ro-bind", d, d)
-		}
-	}
-	etc := append([]string{}, etcReadOnly...)
-	if m, _ := filepath.Glob("/etc/python3*"); len(m) > 0 {
-		etc = append(etc, m...)
-	}
-	if cfg.AllowNetwork {
-		etc = append(etc, "/etc/resolv.conf", "/etc/gai.conf", "/etc/host.conf")
-	}
-	for _, p := range etc {
-		a = append(a, "--ro-bind-try", p, p)
-	}
+	a = append(a, systemBinds(cfg)...)
 	a = append(a,
 		"--proc", "/proc",
 		"--dev", "/dev",
