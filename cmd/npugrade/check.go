@@ -28,7 +28,8 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "per-cell timeout (default: each exercise's)")
 	jobTimeout := fs.DurationMin("job-timeout", 5*time.Minute, time.Second, "limit for one notebook")
 	jupyter := fs.String("jupyter", "", "jupyter command")
-	setupExecutor := executorFlags(fs)
+	envFor := envFlags(fs)
+	setupExecutor := executorFlags(fs, envFor)
 	warmPool := warmFlags(fs.FlagSet)
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code

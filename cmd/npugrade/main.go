@@ -7,6 +7,7 @@
 //	npugrade user      manage users and tokens
 //	npugrade migrate   apply database migrations
 //	npugrade exercise  exercise tooling (generate starters, import notebooks)
+//	npugrade env       grading environments: build cpu, import NPU images, list
 //
 // Every command refuses unknown flags, stray words and invalid values
 // (exit 2 with its usage) and prints its flags and environment variables
@@ -53,6 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"user":     cmdUser,
 		"migrate":  cmdMigrate,
 		"exercise": cmdExercise,
+		"env":      cmdEnv,
 	}
 	f, ok := cmds[args[0]]
 	if !ok {
@@ -83,6 +85,7 @@ commands:
   user      add, list, re-token and revoke users (user add NAME --role ROLE)
   migrate   apply database migrations
   exercise  exercise tooling: starters from answers, import of other notebook formats
+  env       grading environments (root filesystems kernels run in): env build cpu, env import NAME --tar FILE, env list
 
 Run 'npugrade <command> --help' for the flags and environment variables of a command.
 Exit status: 0 success, 1 a mismatch or failed grade, 2 a usage or runtime error.

@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/envs"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerclient"
+	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
 func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -35,7 +37,8 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	jobTimeout := fs.DurationMin("job-timeout", 0, 0, "cap on a whole notebook run, whatever the server asks (0: the server's)")
 	drain := fs.DurationMin("drain-timeout", 30*time.Second, 0, "on SIGTERM, how long jobs in flight may finish before they are handed back")
 	devices := fs.String("devices", "", "NPU device ids to use, e.g. 0,1 (default: every /dev/davinciN); slot i runs on the i-th")
-	setupExecutor := executorFlags(fs)
+	envFor := envFlags(fs)
+	setupExecutor := executorFlags(fs, envFor)
 	warmPool := warmFlags(fs.FlagSet)
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
@@ -47,13 +50,10 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !*probe && (*server == "" || *token == "") {
 		return fs.usageError(stderr, "--server (or NPUGRADE_SERVER) and --token (or NPUGRADE_RUNNER_TOKEN) are required unless --probe")
 	}
-	rep, err := envprobe.Collect(ctx, envprobe.Options{Python: *python})
+	rep, env, err := runnerReport(ctx, *python, *profile, envFor, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade runner: environment probe:", err)
 		return exitError
-	}
-	if *profile != "" {
-		rep.Profile = *profile
 	}
 	if *probe {
 		enc := json.NewEncoder(stdout)
@@ -101,7 +101,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if *slots > len(npus) {
 			log.Warn("more slots than NPUs: slots share devices", "slots", *slots, "npus", len(npus))
 		}
-		for _, e := range slotExecutors(ex, npus, existing(npuManagerNodes), existing(npuDriverDirs), *slots) {
+		for _, e := range slotExecutors(ex, npus, existing(npuManagerNodes), existing(driverDirsFor(env)), *slots) {
 			se, stop := warmPool(e, 1, log)
 			defer stop()
 			r.SlotExecutors = append(r.SlotExecutors, se)
@@ -139,6 +139,59 @@ var (
 	npuManagerNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
 	npuDriverDirs   = []string{"/usr/local/Ascend/driver", "/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann"}
 )
+
+// driverDirsFor is what an NPU job binds from the host: the driver, and
+// the host's CANN toolkit only when the kernels run on the host (an
+// environment brings its own, the image's).
+func driverDirsFor(env *envs.Env) []string {
+	if env != nil {
+		return npuDriverDirs[:1]
+	}
+	return npuDriverDirs
+}
+
+// runnerReport is the environment report the runner registers with: the
+// probe run where the kernels run (inside the grading environment --env
+// picks for the profile, else on the host), with the profile --profile
+// forces. The host is probed first to learn the profile and the NPUs.
+func runnerReport(ctx context.Context, python, profile string, envFor envChooser, stderr io.Writer) (envprobe.Report, *envs.Env, error) {
+	host, hostErr := envprobe.Collect(ctx, envprobe.Options{Python: python})
+	p := profile
+	if p == "" {
+		if hostErr != nil {
+			return envprobe.Report{}, nil, hostErr
+		}
+		p = host.Profile
+	}
+	env, err := envFor(p, stderr)
+	if err != nil {
+		return envprobe.Report{}, nil, err
+	}
+	rep := host
+	if env == nil {
+		if hostErr != nil {
+			return envprobe.Report{}, nil, hostErr
+		}
+		rep.Environment = envs.Host
+	} else {
+		sb := sandbox.DefaultConfig()
+		if npus, err := listNPUs("/dev", ""); err == nil && hostErr == nil && host.HasNPU() {
+			sb.Devices = append([]string{npus[0].Node}, existing(npuManagerNodes)...)
+			sb.DriverDirs = existing(driverDirsFor(env))
+		}
+		if rep, err = envs.Probe(ctx, *env, sb, p == envprobe.ProfileCPU); err != nil {
+			return envprobe.Report{}, nil, err
+		}
+		if hostErr == nil && host.Driver != "" && rep.Driver == "" {
+			rep.Driver = host.Driver // npu-smi is the host's
+		}
+	}
+	if profile != "" {
+		rep.Profile = profile
+	}
+	rep.Fingerprint = envprobe.Fingerprint(rep)
+	return rep, env, nil
+}
 
 // npuDevice is one NPU as the runner's host sees it: /dev/davinci<ID>.
 type npuDevice struct {

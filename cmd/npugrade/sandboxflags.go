@@ -5,20 +5,21 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/npugrade/npugrade/internal/envs"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
 // sandboxFlags registers the isolation and limit flags shared by serve,
 // runner and check, and returns a function that builds the config.
-func sandboxFlags(fs *command) func(stderr io.Writer) (*sandbox.Config, error) {
+func sandboxFlags(fs *command) func(stderr io.Writer, env *envs.Env) (*sandbox.Config, error) {
 	def := sandbox.DefaultConfig()
 	mode := fs.Choice("sandbox", envOr("NPUGRADE_SANDBOX", sandbox.ModeBwrap), []string{sandbox.ModeBwrap, sandbox.ModeNone}, "kernel isolation: bwrap, or none (development only: learner code runs with the runner's rights)")
 	mem := fs.String("memory-limit", sandbox.FormatSize(def.MemoryLimit), "memory limit per job, e.g. 512MiB or 2GiB")
 	pids := fs.IntMin("pids-limit", def.PidsLimit, 1, "process limit per job")
 	fsize := fs.String("file-size-limit", sandbox.FormatSize(def.FileSizeLimit), "largest file a job may write")
 	disk := fs.String("disk-limit", sandbox.FormatSize(def.DiskLimit), "writable space per job")
-	return func(stderr io.Writer) (*sandbox.Config, error) {
+	return func(stderr io.Writer, env *envs.Env) (*sandbox.Config, error) {
 		cfg := def
 		cfg.Mode = *mode
 		if cfg.Mode != sandbox.ModeBwrap && cfg.Mode != sandbox.ModeNone {
@@ -36,6 +37,12 @@ func sandboxFlags(fs *command) func(stderr io.Writer) (*sandbox.Config, error) {
 			return nil, fmt.Errorf("--disk-limit: %w", err)
 		}
 		cfg.PidsLimit = *pids
+		if env != nil {
+			if cfg.Mode == sandbox.ModeNone {
+				return nil, fmt.Errorf("--env %s needs the sandbox: --sandbox=none runs kernels on the host (use --env host)", env.Name)
+			}
+			cfg = env.Sandbox(cfg)
+		}
 		if cfg.Mode == sandbox.ModeNone {
 			fmt.Fprintln(stderr, "npugrade: WARNING: --sandbox=none: learner code runs unisolated with this process's rights")
 			return &cfg, nil
@@ -83,15 +90,24 @@ func outputLimitFlags(fs *command) func(ex *execution.Executor) error {
 
 // executorFlags registers the isolation and output-limit flags that serve,
 // runner and check share, and returns the function that applies them to an
-// executor and checks that the executor can run notebooks here.
-func executorFlags(fs *command) func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error {
+// executor (its kernels in the grading environment envFor picks for its
+// profile) and checks that the executor can run notebooks here.
+func executorFlags(fs *command, envFor envChooser) func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error {
 	sandboxConfig := sandboxFlags(fs)
 	applyOutputLimits := outputLimitFlags(fs)
 	return func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error {
 		if err := applyOutputLimits(ex); err != nil {
 			return err
 		}
-		sb, err := sandboxConfig(stderr)
+		profile := ex.Profile
+		if profile == "" {
+			profile = "cpu"
+		}
+		env, err := envFor(profile, stderr)
+		if err != nil {
+			return err
+		}
+		sb, err := sandboxConfig(stderr, env)
 		if err != nil {
 			return err
 		}

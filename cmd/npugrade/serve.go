@@ -18,12 +18,14 @@ import (
 	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/envs"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/runner"
+	"github.com/npugrade/npugrade/internal/sandbox"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
@@ -44,7 +46,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	logLevel := fs.LogLevel()
 	jupyter := fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
-	setupExecutor := executorFlags(fs)
+	envFor := envFlags(fs)
+	setupExecutor := executorFlags(fs, envFor)
 	warmPool := warmFlags(fs.FlagSet)
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
@@ -114,7 +117,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		host, _ := os.Hostname()
 		localID := "local-" + host
-		registerLocalRunner(ctx, db, localID, host, *local, log)
+		env, err := envFor("cpu", io.Discard)
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade serve:", err)
+			return exitError
+		}
+		registerLocalRunner(ctx, db, localID, host, *local, env, ex.Sandbox, log)
 		slotsEx, stopWarm := warmPool(ex, *local, log.With("component", "runner"))
 		r := &runner.Runner{
 			Source:         &dispatch.Local{D: disp, RunnerID: localID, Match: domain.Matcher(domain.CPUMatcher)},
@@ -170,8 +178,15 @@ func adminToken(ctx context.Context, db *store.DB) (string, error) {
 // registerLocalRunner lists the in-process runner in the runner fleet with
 // its attested environment, like a remote runner's registration, so that
 // instructors see what grades their learners' work.
-func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slots int, log *slog.Logger) {
-	rep, err := envprobe.Collect(ctx, envprobe.Options{CPUOnly: true})
+func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slots int, env *envs.Env, sb *sandbox.Config, log *slog.Logger) {
+	var rep envprobe.Report
+	var err error
+	if env != nil && sb != nil {
+		rep, err = envs.Probe(ctx, *env, *sb, true)
+	} else {
+		rep, err = envprobe.Collect(ctx, envprobe.Options{CPUOnly: true})
+		rep.Environment = envs.Host
+	}
 	if err != nil {
 		log.Warn("environment probe of the local runner failed", "err", err)
 		rep = envprobe.Validate(envprobe.Report{Profile: "cpu", Arch: runtime.GOARCH})

@@ -52,9 +52,21 @@ type Options struct {
 	ProbeTimeout time.Duration
 	// CommandTimeout bounds npu-smi. Default 30 seconds.
 	CommandTimeout time.Duration
+	// Command, when set, builds the command that runs the Python probe
+	// (name is Python, args its arguments): a grading environment runs it
+	// inside its sandbox, so that the report is the environment's, not the
+	// host's. Its environment is the command's own.
+	Command func(ctx context.Context, name string, args ...string) *exec.Cmd
+	// Root is the host path of the environment's root filesystem when the
+	// kernels run in one: CANN files (AscendRoot, ASCEND_HOME_PATH) are
+	// read under it. Empty: the host's.
+	Root string
 }
 
 func (o Options) withDefaults() (Options, error) {
+	if o.Python == "" && o.Command != nil {
+		o.Python = "/usr/bin/python3"
+	}
 	if o.Python == "" {
 		if st, err := os.Stat("/usr/bin/python3"); err == nil && !st.IsDir() {
 			o.Python = "/usr/bin/python3"
@@ -71,7 +83,7 @@ func (o Options) withDefaults() (Options, error) {
 		o.Getenv = os.Getenv
 	}
 	if o.AscendRoot == "" {
-		o.AscendRoot = "/usr/local/Ascend"
+		o.AscendRoot = filepath.Join("/", o.Root, "usr/local/Ascend")
 	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 5 * time.Minute
@@ -125,7 +137,9 @@ func Collect(ctx context.Context, opts Options) (Report, error) {
 	}
 	if opts.CPUOnly {
 		// The probe was told to skip NPU queries; ignore anything NPU-shaped
-		// it reports anyway, so the attestation is a plain cpu runner.
+		// it reports anyway, so the attestation is a plain cpu runner (whose
+		// environment may register the CPU stand-in of the backend).
+		r.NPUGraphExBackend = pr.NPUGraphExBackend
 		return Validate(r), nil
 	}
 	r.TorchNPU, r.NPUGraphExBackend, r.SmokeOK = pr.TorchNPU, pr.NPUGraphExBackend, pr.SmokeOK
@@ -193,8 +207,13 @@ func runProbe(ctx context.Context, opts Options) (probeResult, error) {
 	if opts.CPUOnly {
 		args = append(args, "--cpu-only")
 	}
-	cmd := exec.CommandContext(ctx, opts.Python, args...)
-	cmd.Env = append(os.Environ(), "PYTHONIOENCODING=utf-8", "PYTHONDONTWRITEBYTECODE=1")
+	var cmd *exec.Cmd
+	if opts.Command != nil {
+		cmd = opts.Command(ctx, opts.Python, args...)
+	} else {
+		cmd = exec.CommandContext(ctx, opts.Python, args...)
+		cmd.Env = append(os.Environ(), "PYTHONIOENCODING=utf-8", "PYTHONDONTWRITEBYTECODE=1")
+	}
 	cmd.WaitDelay = 5 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -265,7 +284,8 @@ func smiDeviceName(name string) string {
 // exist, since then the newest may not be the one in use.
 func ascendHomes(opts Options) (homes []string, note string) {
 	for _, env := range []string{"ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME"} {
-		if v := opts.Getenv(env); v != "" && !slices.Contains(homes, v) {
+		if v := opts.Getenv(env); v != "" && !slices.Contains(homes, filepath.Join("/", opts.Root, v)) {
+			v = filepath.Join("/", opts.Root, v)
 			homes = append(homes, v)
 		}
 	}

@@ -47,6 +47,10 @@ type Report struct {
 	AICoreCount       int      `json:"ai_core_count,omitempty"`
 	VectorCoreCount   int      `json:"vector_core_count,omitempty"`
 	Fingerprint       string   `json:"fingerprint"`
+	// Environment is the grading environment the kernels run in (a root
+	// filesystem built or imported with `npugrade env`, e.g. "cpu"), or
+	// "host" for the runner's own system; empty in reports from before.
+	Environment string `json:"environment,omitempty"`
 
 	// collected holds what Collect learnt that the fields above cannot
 	// express (a failed import, an unreadable file). Validate merges it into
@@ -209,6 +213,11 @@ func Fingerprint(r Report) string {
 		"device_name=" + r.DeviceName,
 		"driver=" + r.Driver,
 		"profile=" + r.Profile,
+	}
+	if r.Environment != "" && r.Environment != "host" {
+		// Only for an environment, so that host runners keep the
+		// fingerprints they had before environments existed.
+		fields = append(fields, "environment="+r.Environment)
 	}
 	sum := sha256.Sum256([]byte(strings.Join(fields, "\n")))
 	return hex.EncodeToString(sum[:])[:12]

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/npugrade/npugrade/internal/envs"
+)
+
+// envChooser resolves --env for a profile: the environment its kernels
+// run in, or nil for the host's own system.
+type envChooser func(profile string, stderr io.Writer) (*envs.Env, error)
+
+var (
+	envEnv     = envVar{"NPUGRADE_ENV", "grading environment(s), the default of --env (host, NAME or PROFILE=NAME,...)"}
+	envEnvsDir = envVar{"NPUGRADE_ENVS_DIR", "directory of the grading environments, the default of --envs-dir/--dir"}
+)
+
+// envFlags registers --env and --envs-dir (serve, runner and check).
+func envFlags(fs *command) envChooser {
+	fs.env = append(fs.env, envEnv, envEnvsDir)
+	spec := fs.String("env", envOr("NPUGRADE_ENV", envs.Host), "grading environment the kernels run in: one name for every profile, or per profile (cpu=cpu,npu-a2=npu-a2); host runs them on this machine's own Python (see `npugrade env list`)")
+	dir := fs.String("envs-dir", envOr("NPUGRADE_ENVS_DIR", envs.DefaultDir), "directory of the grading environments")
+	return func(profile string, stderr io.Writer) (*envs.Env, error) {
+		name, err := envForProfile(*spec, profile)
+		if err != nil {
+			return nil, err
+		}
+		if name == envs.Host {
+			fmt.Fprintf(stderr, "npugrade: profile %s: kernels run on the host's own Python (--env host), not in a grading environment\n", profile)
+			return nil, nil
+		}
+		e, err := envs.Store{Dir: *dir}.Get(name)
+		if err != nil {
+			return nil, fmt.Errorf("--env: %w", err)
+		}
+		fmt.Fprintf(stderr, "npugrade: profile %s: kernels run in the grading environment %s (%s)\n", profile, e.Name, e.Root())
+		return &e, nil
+	}
+}
+
+// envForProfile reads an --env value: "NAME" for every profile, or
+// "PROFILE=NAME,..." (profiles not listed run on the host).
+func envForProfile(spec, profile string) (string, error) {
+	spec = strings.TrimSpace(spec)
+	if spec == "" {
+		return envs.Host, nil
+	}
+	if !strings.Contains(spec, "=") {
+		if spec != envs.Host {
+			if err := envs.CheckName(spec); err != nil {
+				return "", fmt.Errorf("--env: %w", err)
+			}
+		}
+		return spec, nil
+	}
+	name := envs.Host
+	var errs []string
+	for _, kv := range strings.Split(spec, ",") {
+		p, n, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || p == "" || n == "" {
+			errs = append(errs, fmt.Sprintf("%q is not PROFILE=NAME", kv))
+			continue
+		}
+		if n != envs.Host {
+			if err := envs.CheckName(n); err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+		}
+		if p == profile {
+			name = n
+		}
+	}
+	if len(errs) > 0 {
+		return "", fmt.Errorf("--env %q: %s", spec, strings.Join(errs, "; "))
+	}
+	return name, nil
+}
