@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/envs/envtest"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
@@ -161,6 +162,20 @@ func requireExecution(t testing.TB) {
 func TestHostileCorpus(t *testing.T) {
 	requireExecution(t)
 	t.Parallel()
+	runHostileCorpus(t, "")
+}
+
+// TestHostileCorpusInEnvironment runs the corpus with the kernels in the
+// cpu grading environment (its root filesystem as their system): every
+// limit and isolation property holds there too.
+func TestHostileCorpusInEnvironment(t *testing.T) {
+	requireExecution(t)
+	rootfs := filepath.Join(envtest.RequireCPU(t), "rootfs")
+	t.Parallel()
+	runHostileCorpus(t, rootfs)
+}
+
+func runHostileCorpus(t *testing.T, rootfs string) {
 	cat, err := exercise.Load(hostileExercises, hostileAnswers)
 	if err != nil {
 		t.Fatal(err)
@@ -227,7 +242,7 @@ func TestHostileCorpus(t *testing.T) {
 			if strings.Contains(src, "%[") {
 				src = fmt.Sprintf(src, port, forbidden, workRoot, ans)
 			}
-			out, res := gradeHostile(t, ex, src, workRoot, tc.opts, tc.output, tc.warm)
+			out, res := gradeHostile(t, ex, src, workRoot, rootfs, tc.opts, tc.output, tc.warm)
 			byID := map[string]domain.CellResult{}
 			for _, c := range out.Cells {
 				byID[c.CellID] = c
@@ -276,7 +291,7 @@ func TestHostileCorpus(t *testing.T) {
 
 // gradeHostile puts q2 into the starter, rebuilds, executes in the sandbox
 // and scores, as the server does.
-func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot string, opt execution.Options, lim execution.OutputLimits, warm bool) (scoring.Output, domain.ExecutionResult) {
+func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot, rootfs string, opt execution.Options, lim execution.OutputLimits, warm bool) (scoring.Output, domain.ExecutionResult) {
 	t.Helper()
 	up := ex.StarterNB.Clone()
 	for _, c := range up.Cells {
@@ -302,6 +317,7 @@ func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot string, opt 
 	cfg.PidsLimit = 64
 	cfg.DiskLimit = 64 << 20
 	cfg.BaseDir = filepath.Join(shortTemp(t), "b")
+	cfg.RootFS = rootfs
 	e := &execution.Executor{Profile: "cpu", WorkRoot: workRoot, Sandbox: &cfg, Output: lim, InterruptGrace: 2 * time.Second}
 	if opt.CellTimeout == 0 {
 		opt.CellTimeout = 2 * time.Second
