@@ -10,7 +10,11 @@ DB ?= sqlite://data/npugrade.db
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/npugrade/npugrade/internal/buildinfo.version=$(VERSION)
 
-.PHONY: all build deps run test test-go test-check test-fuzz bench cross lint clean
+# ENV is the grading environment `make run` grades in: host (this machine's
+# Python) or cpu (data/envs/cpu, built on first use).
+ENV ?= host
+
+.PHONY: all build deps env run test test-go test-check test-fuzz bench cross lint clean
 
 all: build
 
@@ -22,9 +26,14 @@ build:
 deps:
 	@bash scripts/deps.sh
 
-run: deps build
+# env builds the cpu grading environment when missing (minutes the first
+# time, progress printed) and reuses it after.
+env: deps build
+	@bash scripts/env.sh
+
+run: deps build env
 	@mkdir -p data
-	$(BIN) serve --addr $(ADDR) --db $(DB) --local-runner 1 --print-admin-token
+	$(BIN) serve --addr $(ADDR) --db $(DB) --local-runner 1 --print-admin-token --env $(ENV)
 
 test: deps
 	@bash scripts/test.sh

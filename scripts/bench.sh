@@ -16,6 +16,12 @@ go test -run '^$' -bench 'BenchmarkIntake' -benchtime 400x ./cmd/npugrade/ | tee
 # against a plain nbconvert run side by side; then graded submissions per
 # minute at 1 and 2 slots; then execution alone (hand-over to result).
 go test -run '^$' -bench 'BenchmarkGrading(Latency|Throughput)' -benchtime 1x -timeout 40m ./cmd/npugrade/ | tee out/bench-grading.txt
+# The same in the cpu grading environment (built if missing): a notebook
+# running torch.compile graded warm vs a raw nbconvert --execute inside the
+# environment (target ratio <= 0.3).
+go build -o bin/npugrade ./cmd/npugrade
+bash scripts/env.sh
+NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1 go test -run '^$' -bench 'BenchmarkGradingLatencyInEnvironment' -benchtime 1x -timeout 20m ./cmd/npugrade/ | tee out/bench-env.txt
 go test -run '^$' -bench 'BenchmarkExecute' -benchtime 3x -timeout 20m ./internal/execution/ | tee out/bench-execute.txt
 go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-units.txt
 # Claim latency p50/p99: 10,000 queued jobs, 64 concurrent long-polling runners, Postgres.

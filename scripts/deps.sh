@@ -6,6 +6,8 @@ need=()
 /usr/bin/python3 -c 'import nbconvert, nbclient, ipykernel' 2>/dev/null || need+=(jupyter-nbconvert python3-nbconvert python3-nbclient python3-ipykernel)
 /usr/bin/python3 -c 'import torch' 2>/dev/null || need+=(python3-torch)
 command -v bwrap >/dev/null || need+=(bubblewrap)
+# debootstrap builds the cpu grading environment (npugrade env build cpu).
+command -v debootstrap >/dev/null || need+=(debootstrap)
 [ -x /usr/bin/jupyter ] || need+=(jupyter-core)
 if [ "${NPUGRADE_NEED_POSTGRES:-}" = 1 ] && ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
   need+=(postgresql)

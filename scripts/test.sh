@@ -11,6 +11,11 @@ trap cleanup EXIT
 export NPUGRADE_TEST_POSTGRES_DSN=$(bash scripts/testpg.sh start "$pg_dir" | tail -1)
 echo "== Postgres for the tests: $NPUGRADE_TEST_POSTGRES_DSN"
 mkdir -p out
+echo "== the cpu grading environment (built once, reused while its packages and stand-in are unchanged)"
+go build -o bin/npugrade ./cmd/npugrade
+bash scripts/env.sh
+# The tests that run kernels in it fail, rather than skip, without it.
+export NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1
 echo "== go vet"
 go vet ./...
 echo "== redocly lint api/openapi.yaml"
@@ -24,7 +29,6 @@ go test -count=1 -timeout 20m ./... 2>&1 | tee out/go-test.log
 echo "== fuzz (brief)"
 bash scripts/fuzz.sh 5s
 echo "== npugrade check --profile cpu"
-go build -o bin/npugrade ./cmd/npugrade
 ./bin/npugrade check --profile cpu --jobs 2 --junit out/check-junit.xml
 echo "== cross-compile runner for linux/arm64 and linux/amd64"
 GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -o /dev/null ./cmd/npugrade

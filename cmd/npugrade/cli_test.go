@@ -103,6 +103,7 @@ func TestCLIHelpExitsZero(t *testing.T) {
 		{"migrate", "--help"}, {"user", "--help"}, {"user", "add", "--help"}, {"user", "list", "--help"},
 		{"user", "token", "--help"}, {"user", "revoke", "-help"},
 		{"exercise", "--help"}, {"exercise", "starter", "--help"}, {"exercise", "import", "--help"},
+		{"env", "--help"}, {"env", "build", "--help"}, {"env", "import", "--help"}, {"env", "list", "--help"}, {"env", "rm", "--help"},
 	} {
 		code, stdout, stderr := runCLI(t, args...)
 		if code != exitOK || !strings.Contains(stdout, "usage: npugrade") || stderr != "" {
@@ -152,12 +153,14 @@ func TestCLIHelpListsEnvironment(t *testing.T) {
 		t.Fatalf("found only %d NPUGRADE_ variables in the sources: %v", len(read), read)
 	}
 	helps := map[string][]string{
-		"serve":    {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX"},
-		"runner":   {"NPUGRADE_SERVER", "NPUGRADE_RUNNER_TOKEN", "NPUGRADE_SANDBOX"},
-		"check":    {"NPUGRADE_SANDBOX"},
-		"submit":   {"NPUGRADE_SERVER", "NPUGRADE_TOKEN"},
-		"migrate":  {"NPUGRADE_DB"},
-		"user add": {"NPUGRADE_DB"},
+		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
+		"runner":    {"NPUGRADE_SERVER", "NPUGRADE_RUNNER_TOKEN", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
+		"check":     {"NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
+		"env build": {"NPUGRADE_ENVS_DIR", "NPUGRADE_DEBIAN_MIRROR"},
+		"env list":  {"NPUGRADE_ENVS_DIR"},
+		"submit":    {"NPUGRADE_SERVER", "NPUGRADE_TOKEN"},
+		"migrate":   {"NPUGRADE_DB"},
+		"user add":  {"NPUGRADE_DB"},
 	}
 	listed := map[string]bool{}
 	for cmd, vars := range helps {

@@ -31,6 +31,11 @@
 // when the runner is root) is bound at /home/learner, the only writable
 // host directory; it is HOME and the cwd.
 //
+// With Config.RootFS (environment mode, rootfs.go) the read-only system is
+// a grading environment's root filesystem instead of the host's: its /usr,
+// /bin, /lib* and /etc pieces are bound, nothing of the host's system is,
+// and everything else above is unchanged.
+//
 // Without network namespaces in common, executor and kernel talk ZeroMQ
 // over unix sockets (--KernelManager.transport=ipc). The kernel creates the
 // sockets in a private per-job directory bound at the same path inside the
