@@ -102,30 +102,8 @@ func TestBuildIsCachedByKey(t *testing.T) {
 
 	env := build(opts, "built", 1)
 	root := env.Root()
-	if env.Meta.Python != "/usr/bin/python3" || env.Meta.Source != SourceDebootstrap || env.Meta.Key == "" {
-		t.Errorf("meta = %+v", env.Meta)
-	}
-	args, _ := os.ReadFile(runs)
-	for _, want := range []string{"--variant=minbase", "--include=python3-torch,", "python3-ipykernel", "trixie", opts.Mirror} {
-		if !strings.Contains(string(args), want) {
-			t.Errorf("debootstrap args %q lack %q", args, want)
-		}
-	}
-	logged, _ := os.ReadFile(chrootLog)
-	if !strings.Contains(string(logged), root[:len(root)-len("rootfs")]) || !strings.Contains(string(logged), "apt-get install -y -q python3-cffi-backend") ||
-		!strings.Contains(string(logged), "dpkg --configure -a") {
-		t.Errorf("python3-zmq was not fixed in the chroot: %q", logged)
-	}
 	installed := filepath.Join(root, "usr/lib/python3/dist-packages", StandInPackage)
-	if b, err := os.ReadFile(filepath.Join(installed, "__init__.py")); err != nil || string(b) != "VERSION = 1\n" {
-		t.Errorf("stand-in not installed: %q %v", b, err)
-	}
-	if _, err := os.Stat(filepath.Join(installed, "__pycache__")); err == nil {
-		t.Error("bytecode was installed")
-	}
-	if b, err := os.ReadFile(filepath.Join(root, "etc/ipython/ipython_kernel_config.py")); err != nil || !strings.Contains(string(b), "import "+StandInPackage) {
-		t.Errorf("kernels do not import the stand-in: %q %v", b, err)
-	}
+	checkFirstBuild(t, env, opts, runs, chrootLog)
 	firstKey := env.Meta.Key
 
 	// Same inputs: reused, nothing runs.
@@ -223,5 +201,36 @@ func TestNamesAndHostMirror(t *testing.T) {
 	}
 	if _, err := (Store{Dir: t.TempDir()}).Get("cpu"); err == nil || !strings.Contains(err.Error(), "npugrade env build cpu") {
 		t.Errorf("Get of a missing environment: %v", err)
+	}
+}
+
+// checkFirstBuild checks what a fresh build did: debootstrap's arguments,
+// the python3-zmq fix in the chroot, the stand-in and the kernel startup.
+func checkFirstBuild(t *testing.T, env Env, opts BuildOptions, runs, chrootLog string) {
+	t.Helper()
+	root := env.Root()
+	if env.Meta.Python != "/usr/bin/python3" || env.Meta.Source != SourceDebootstrap || env.Meta.Key == "" {
+		t.Errorf("meta = %+v", env.Meta)
+	}
+	args, _ := os.ReadFile(runs)
+	for _, want := range []string{"--variant=minbase", "--include=python3-torch,", "python3-ipykernel", "trixie", opts.Mirror} {
+		if !strings.Contains(string(args), want) {
+			t.Errorf("debootstrap args %q lack %q", args, want)
+		}
+	}
+	logged, _ := os.ReadFile(chrootLog)
+	if !strings.Contains(string(logged), root[:len(root)-len("rootfs")]) || !strings.Contains(string(logged), "apt-get install -y -q python3-cffi-backend") ||
+		!strings.Contains(string(logged), "dpkg --configure -a") {
+		t.Errorf("python3-zmq was not fixed in the chroot: %q", logged)
+	}
+	installed := filepath.Join(root, "usr/lib/python3/dist-packages", StandInPackage)
+	if b, err := os.ReadFile(filepath.Join(installed, "__init__.py")); err != nil || string(b) != "VERSION = 1\n" {
+		t.Errorf("stand-in not installed: %q %v", b, err)
+	}
+	if _, err := os.Stat(filepath.Join(installed, "__pycache__")); err == nil {
+		t.Error("bytecode was installed")
+	}
+	if b, err := os.ReadFile(filepath.Join(root, "etc/ipython/ipython_kernel_config.py")); err != nil || !strings.Contains(string(b), "import "+StandInPackage) {
+		t.Errorf("kernels do not import the stand-in: %q %v", b, err)
 	}
 }
