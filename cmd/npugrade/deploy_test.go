@@ -116,7 +116,7 @@ func TestDockerfileAndCompose(t *testing.T) {
 	byName := map[string]dockerStage{}
 	for i, st := range stages {
 		for _, l := range st.lines {
-			if from, ok := strings.CutPrefix(strings.Fields(l+" x")[1], "--from="); ok && strings.HasPrefix(l, "COPY") {
+			if from, ok := strings.CutPrefix(strings.Fields(l + " x")[1], "--from="); ok && strings.HasPrefix(l, "COPY") {
 				if _, earlier := byName[from]; !earlier {
 					t.Errorf("stage %d (%s): COPY --from=%s names no earlier stage", i, st.name, from)
 				}
@@ -167,12 +167,12 @@ func TestDockerfileAndCompose(t *testing.T) {
 	}
 	var compose struct {
 		Services map[string]struct {
-			Build composeBuild `yaml:"build"`
-			Image    string   `yaml:"image"`
-			Platform string   `yaml:"platform"`
-			Profiles []string `yaml:"profiles"`
-			Command  []string `yaml:"command"`
-			Devices  []string `yaml:"devices"`
+			Build    composeBuild `yaml:"build"`
+			Image    string       `yaml:"image"`
+			Platform string       `yaml:"platform"`
+			Profiles []string     `yaml:"profiles"`
+			Command  []string     `yaml:"command"`
+			Devices  []string     `yaml:"devices"`
 		} `yaml:"services"`
 	}
 	if err := yaml.Unmarshal(raw, &compose); err != nil {
