@@ -111,6 +111,7 @@ func TestEnvCommands(t *testing.T) {
 	for _, tc := range []struct{ spec, profile, want string }{
 		{"", "cpu", envs.Host}, {"host", "cpu", envs.Host}, {"cpu", "npu-a2", "cpu"},
 		{"cpu=cpu,npu-a2=cann9", "npu-a2", "cann9"}, {"cpu=cpu,npu-a2=cann9", "cpu", "cpu"}, {"npu-a2=cann9", "cpu", envs.Host},
+		{"auto", "cpu", envAuto}, {"cpu=auto,npu-a2=host", "cpu", envAuto},
 	} {
 		if got, err := envForProfile(tc.spec, tc.profile); err != nil || got != tc.want {
 			t.Errorf("envForProfile(%q, %q) = %q, %v; want %q", tc.spec, tc.profile, got, err, tc.want)
@@ -131,7 +132,24 @@ func TestEnvCommands(t *testing.T) {
 	if code := run(context.Background(), []string{"env", "build", "npu-a2"}, &out, &errb); code == 0 {
 		t.Error("env build of an NPU environment succeeded")
 	}
+	// auto: the environment named like the profile, when there is one.
+	var errs bytes.Buffer
+	choose := envFlags(newCommand("t", "", ""))
+	if e, err := choose("cpu", &errs); err != nil || e != nil || !strings.Contains(errs.String(), "host's own Python") {
+		t.Errorf("default --env: %v %v %q", e, err, errs.String())
+	}
 	dir := envtest.RequireCPU(t)
+	auto := newCommand("t", "", "")
+	choose = envFlags(auto)
+	if err := auto.Parse([]string{"--env", "auto", "--envs-dir", filepath.Dir(dir)}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := choose(filepath.Base(dir), &errs); err != nil || e == nil || e.Name != filepath.Base(dir) {
+		t.Errorf("--env auto for profile %s: %v %v", filepath.Base(dir), e, err)
+	}
+	if e, err := choose("npu-a2", &errs); err != nil || e != nil {
+		t.Errorf("--env auto for a profile without an environment: %v %v", e, err)
+	}
 	out.Reset()
 	if code := run(context.Background(), []string{"env", "list", "--dir", filepath.Dir(dir)}, &out, &errb); code != 0 {
 		t.Fatalf("env list: %d %s", code, errb.String())

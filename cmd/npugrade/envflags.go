@@ -17,15 +17,29 @@ var (
 	envEnvsDir = envVar{"NPUGRADE_ENVS_DIR", "directory of the grading environments, the default of --envs-dir/--dir"}
 )
 
+// envAuto picks, per profile, the environment of the profile's name when
+// it has been built or imported, else the host.
+const envAuto = "auto"
+
+// defaultEnv is --env's default: the host until the exercises are written
+// for the cpu environment's PyTorch 2.x.
+const defaultEnv = envs.Host
+
 // envFlags registers --env and --envs-dir (serve, runner and check).
 func envFlags(fs *command) envChooser {
 	fs.env = append(fs.env, envEnv, envEnvsDir)
-	spec := fs.String("env", envOr("NPUGRADE_ENV", envs.Host), "grading environment the kernels run in: one name for every profile, or per profile (cpu=cpu,npu-a2=npu-a2); host runs them on this machine's own Python (see `npugrade env list`)")
+	spec := fs.String("env", envOr("NPUGRADE_ENV", defaultEnv), "grading environment the kernels run in: one name for every profile, or per profile (cpu=cpu,npu-a2=npu-a2); host runs them on this machine's own Python; auto is the environment named like the profile when it exists, else host (see `npugrade env list`)")
 	dir := fs.String("envs-dir", envOr("NPUGRADE_ENVS_DIR", envs.DefaultDir), "directory of the grading environments")
 	return func(profile string, stderr io.Writer) (*envs.Env, error) {
 		name, err := envForProfile(*spec, profile)
 		if err != nil {
 			return nil, err
+		}
+		if name == envAuto {
+			name = envs.Host
+			if e, err := (envs.Store{Dir: *dir}).Get(profile); err == nil {
+				name = e.Name
+			}
 		}
 		if name == envs.Host {
 			fmt.Fprintf(stderr, "npugrade: profile %s: kernels run on the host's own Python (--env host), not in a grading environment\n", profile)
@@ -48,7 +62,7 @@ func envForProfile(spec, profile string) (string, error) {
 		return envs.Host, nil
 	}
 	if !strings.Contains(spec, "=") {
-		if spec != envs.Host {
+		if spec != envs.Host && spec != envAuto {
 			if err := envs.CheckName(spec); err != nil {
 				return "", fmt.Errorf("--env: %w", err)
 			}
@@ -63,7 +77,7 @@ func envForProfile(spec, profile string) (string, error) {
 			errs = append(errs, fmt.Sprintf("%q is not PROFILE=NAME", kv))
 			continue
 		}
-		if n != envs.Host {
+		if n != envs.Host && n != envAuto {
 			if err := envs.CheckName(n); err != nil {
 				errs = append(errs, err.Error())
 				continue
