@@ -158,3 +158,30 @@ func TestEnvCommands(t *testing.T) {
 		t.Errorf("env list:\n%s", out.String())
 	}
 }
+
+// TestRunnerProbeInEnvironment: `npugrade runner --probe --env NAME`
+// reports the environment the kernels run in, probed from inside it, not
+// the host's Python; with --env host it says host.
+func TestRunnerProbeInEnvironment(t *testing.T) {
+	dir := envtest.RequireCPU(t)
+	t.Parallel()
+	probe := func(args ...string) map[string]any {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"runner", "--probe", "--envs-dir", filepath.Dir(dir)}, args...), &out, &errb)
+		var rep map[string]any
+		if err := json.Unmarshal(out.Bytes(), &rep); code != 0 || err != nil {
+			t.Fatalf("runner --probe %v: exit %d, %v: %s %s", args, code, err, out.String(), errb.String())
+		}
+		return rep
+	}
+	inEnv := probe("--env", filepath.Base(dir))
+	host := probe("--env", "host")
+	t.Logf("in the environment: %v\non the host: %v", inEnv, host)
+	if inEnv["environment"] != filepath.Base(dir) || !strings.HasPrefix(inEnv["torch"].(string), "2.") || inEnv["profile"] != "cpu" {
+		t.Errorf("runner --probe --env %s: %v", filepath.Base(dir), inEnv)
+	}
+	if host["environment"] != "host" || host["python"] == inEnv["python"] || host["fingerprint"] == inEnv["fingerprint"] {
+		t.Errorf("runner --probe --env host: %v", host)
+	}
+}
