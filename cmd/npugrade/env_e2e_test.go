@@ -16,7 +16,8 @@ import (
 
 // TestGradeTorchCompileInEnvironment grades, through the server and its
 // in-process runner on the cpu profile with --env, a notebook whose
-// learner cell runs torch.compile(f, fullgraph=True) for real: the
+// learner cell runs torch.compile(f, backend="npugraph_ex",
+// fullgraph=True) for real, on the environment's CPU stand-in: the
 // kernel's torch is the environment's 2.x (the host's, 1.13, has no
 // torch.compile), and the runner fleet reports that environment.
 func TestGradeTorchCompileInEnvironment(t *testing.T) {
@@ -28,13 +29,13 @@ func TestGradeTorchCompileInEnvironment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The stand-in's backend once the environment has it; Dynamo's own
-	// eager backend until then.
-	backend := "eager"
-	if env.Meta.StandIn != "" && env.Meta.StandIn != "absent" {
-		backend = "npugraph_ex"
+	// The kernel imports the stand-in at start: the learner's cell names
+	// the backend without importing anything but torch.
+	want, err := envs.HashStandIn(envs.EmbeddedStandIn())
+	if err != nil || want == "absent" || env.Meta.StandIn != want {
+		t.Fatalf("environment %s has stand-in %q, this build embeds %q (%v): rebuild it with `npugrade env build cpu`", env.Name, env.Meta.StandIn, want, err)
 	}
-	t.Logf("environment %s, stand-in %q: backend=%q", env.Name, env.Meta.StandIn, backend)
+	backend := "npugraph_ex"
 	t.Parallel()
 	fixtures := filepath.Join("testdata", "envcompile")
 	for _, d := range storetest.Dialects(t) {
