@@ -16,6 +16,8 @@ go build -o bin/npugrade ./cmd/npugrade
 bash scripts/env.sh
 # The tests that run kernels in it fail, rather than skip, without it.
 export NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1
+# Where --env finds it from every test's working directory.
+export NPUGRADE_ENVS_DIR="$PWD/data/envs"
 echo "== go vet"
 go vet ./...
 echo "== redocly lint api/openapi.yaml"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -133,11 +134,15 @@ func TestEnvCommands(t *testing.T) {
 	if code := run(context.Background(), []string{"env", "build", "npu-a2"}, &out, &errb); code == 0 {
 		t.Error("env build of an NPU environment succeeded")
 	}
-	// auto: the environment named like the profile, when there is one.
+	// The default (auto or host) runs on the host where no environment is.
 	var errs bytes.Buffer
-	choose := envFlags(newCommand("t", "", ""))
-	if e, err := choose("cpu", &errs); err != nil || e != nil || !strings.Contains(errs.String(), "host's own Python") {
-		t.Errorf("default --env: %v %v %q", e, err, errs.String())
+	none := newCommand("t", "", "")
+	choose := envFlags(none)
+	if err := none.Parse([]string{"--envs-dir", t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if e, err := choose("cpu", &errs); os.Getenv("NPUGRADE_ENV") == "" && (err != nil || e != nil || !strings.Contains(errs.String(), "host's own Python")) {
+		t.Errorf("default --env without environments: %v %v %q", e, err, errs.String())
 	}
 	dir := envtest.RequireCPU(t)
 	auto := newCommand("t", "", "")
