@@ -1,10 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"encoding/csv"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -27,7 +29,8 @@ type dashboardData struct {
 	Recent    []domain.Submission
 }
 
-var jobStates = []string{domain.JobQueued, domain.JobLeased, domain.JobSucceeded, domain.JobFailed, domain.JobCanceled}
+// queueNow are the job states the queue's depth is made of.
+var queueNow = []string{domain.JobQueued, domain.JobLeased}
 
 func (h *handler) dashboard(c *gin.Context) {
 	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
@@ -41,16 +44,27 @@ func (h *handler) dashboard(c *gin.Context) {
 	for _, dc := range d.PerDay {
 		days = append(days, bar{Label: dc.Day.Format("01-02"), Value: float64(dc.Count)})
 	}
-	d.PerDaySVG = columnChart(translate(lang, "dash.per_day"), days, "#2f6fb0")
+	d.PerDaySVG = columnChart(chart{Title: translate(lang, "dash.per_day"), XLabel: translate(lang, "axis.day"),
+		YLabel: translate(lang, "axis.submissions"), Bars: days, Fill: "#2f6fb0"})
 	depth, err := h.Queue.Depth(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	for _, st := range jobStates {
-		d.Queue = append(d.Queue, bar{Label: st, Value: float64(depth[st])})
+	for _, st := range queueNow {
+		d.Queue = append(d.Queue, bar{Label: translate(lang, "job."+st), Value: float64(depth[st])})
 	}
-	d.QueueSVG = columnChart(translate(lang, "dash.queue"), d.Queue, "#7a5cb0")
+	hist, err := h.DB.QueueHistory(ctx, 24*time.Hour, time.Hour)
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	var points []bar
+	for _, p := range hist {
+		points = append(points, bar{Label: p.At.UTC().Format("15:04"), Value: float64(p.Waiting)})
+	}
+	d.QueueSVG = columnChart(chart{Title: translate(lang, "dash.queue24"), XLabel: translate(lang, "axis.hour"),
+		YLabel: translate(lang, "axis.waiting"), Bars: points, Fill: "#7a5cb0"})
 	if d.Latency, err = h.DB.GradingLatency(ctx, 500); err != nil {
 		h.fail(c, err)
 		return
@@ -136,11 +150,14 @@ func (h *handler) exerciseStats(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	d.Histogram = columnChart(translate(lang, "ex.hist"), bins, "#2f8f5b")
+	d.Histogram = columnChart(chart{Title: translate(lang, "ex.hist"), XLabel: translate(lang, "axis.score_pct"),
+		YLabel: translate(lang, "axis.learners"), Bars: bins, Fill: "#2f8f5b"})
 	if d.Questions, err = h.DB.QuestionStats(ctx, ex.ID); err != nil {
 		h.fail(c, err)
 		return
 	}
+	// Hardest questions first: the lowest pass rate at the top.
+	slices.SortStableFunc(d.Questions, func(a, b store.QuestionStat) int { return cmp.Compare(passRate(a), passRate(b)) })
 	var rates []bar
 	for _, q := range d.Questions {
 		pct := 0.0
@@ -149,12 +166,19 @@ func (h *handler) exerciseStats(c *gin.Context) {
 		}
 		rates = append(rates, bar{Label: q.CellID, Value: pct, Text: fmt.Sprintf("%.0f%% (%d/%d)", pct, q.Passed, q.Total)})
 	}
-	d.PassRate = rowChart(translate(lang, "ex.passrate"), rates, "#2f6fb0")
+	d.PassRate = rowChart(chart{Title: translate(lang, "ex.passrate"), XLabel: translate(lang, "axis.pass_pct"), Bars: rates, Fill: "#2f6fb0"})
 	if d.Failures, err = h.DB.CommonFailures(ctx, ex.ID, 10); err != nil {
 		h.fail(c, err)
 		return
 	}
 	h.render(c, http.StatusOK, "exercise_stats", translate(lang, "ex.title")+" · "+d.Title, "dashboard", d)
+}
+
+func passRate(q store.QuestionStat) float64 {
+	if q.Total == 0 {
+		return 0
+	}
+	return float64(q.Passed) / float64(q.Total)
 }
 
 type gradebookData struct {

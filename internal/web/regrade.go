@@ -23,6 +23,7 @@ type regradeData struct {
 	Regrade   *store.Regrade
 	Open      bool // staged or ready: may still be applied or discarded
 	Ready     bool
+	Past      []store.RegradeSummary
 }
 
 func (h *handler) regradePage(c *gin.Context) {
@@ -35,6 +36,14 @@ func (h *handler) renderRegrade(c *gin.Context, status int, d regradeData) {
 		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang)})
 	}
 	d.Modes = []string{store.RegradeRecompare, store.RegradeReexecute}
+	if d.Regrade == nil {
+		past, err := h.DB.Regrades(c.Request.Context(), 50)
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		d.Past = past
+	}
 	h.render(c, status, "regrade", translate(lang, "rg.title"), "regrades", d)
 }
 

@@ -375,6 +375,13 @@ func TestRegradePages(t *testing.T) {
 			if resp, _ := do(t, c, "GET", e.srv.URL+"/dashboard/regrades/x", nil, nil); resp.StatusCode != 404 {
 				t.Errorf("bad id: %d", resp.StatusCode)
 			}
+			// Past regrades are listed under the form, with their outcome.
+			_, body = do(t, c, "GET", e.srv.URL+"/dashboard/regrades", nil, nil)
+			id := strings.TrimPrefix(loc, "/dashboard/regrades/")
+			if !strings.Contains(body, `id="rg-past"`) || !strings.Contains(body, `<a href="`+loc+`">`+id+`</a>`) ||
+				!strings.Contains(between(body, `<a href="`+loc+`">`, "</tr>"), "discarded") {
+				t.Errorf("past regrades not listed")
+			}
 		})
 	}
 }

@@ -1,0 +1,122 @@
+package web_test
+
+import (
+	"context"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+)
+
+func between(s, start, end string) string {
+	i := strings.Index(s, start)
+	if i < 0 {
+		return ""
+	}
+	s = s[i+len(start):]
+	if j := strings.Index(s, end); j >= 0 {
+		return s[:j]
+	}
+	return s
+}
+
+// TestDashboardCharts: every chart label is at least 11 px and the
+// charts name their axes with units; the queue shows what waits now and
+// over the last 24 hours (not all-time job states); the per-question
+// pass rates list the hardest question first.
+func TestDashboardCharts(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, d)
+			teacher := e.user(t, "teacher", domain.RoleInstructor)
+			e.user(t, "ada", domain.RoleLearner)
+			ctx := context.Background()
+			u, _ := e.db.UserByName(ctx, "ada")
+			q := queue.New(e.db, nil)
+			var ids []string
+			for range 3 {
+				sub, _, err := e.db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
+					Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1, Enqueue: q.Enqueue})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ids = append(ids, sub.ID)
+			}
+			// Two graded: q1 passes both times, q2 once, q3 never.
+			for i, id := range ids[:2] {
+				cells := []domain.CellResult{
+					{CellID: "q1", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true},
+					{CellID: "q2", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true},
+					{CellID: "q3", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true},
+				}
+				if i == 0 {
+					cells[1].Verdict, cells[1].Points = domain.VerdictPass, 1
+				}
+				err := e.db.Gorm.Transaction(func(tx *gorm.DB) error {
+					return e.db.SaveGrade(tx, store.Grade{SubmissionID: id, Score: 1, MaxScore: 3, Cells: cells})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := client()
+			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			_, dash := do(t, c, "GET", e.srv.URL+"/dashboard?lang=en", nil, nil)
+			_, stats := do(t, c, "GET", e.srv.URL+"/dashboard/exercises/ch1?lang=en", nil, nil)
+			for name, page := range map[string]string{"dashboard": dash, "exercise statistics": stats} {
+				sizes := regexp.MustCompile(`font-size="([0-9.]+)"`).FindAllStringSubmatch(page, -1)
+				if len(sizes) < 10 {
+					t.Errorf("%s: only %d chart labels", name, len(sizes))
+				}
+				for _, m := range sizes {
+					if v, _ := strconv.ParseFloat(m[1], 64); v < 11 {
+						t.Errorf("%s: a chart label of %s px", name, m[1])
+					}
+				}
+				if strings.Contains(page, `width="100%"`) {
+					t.Errorf("%s: a chart scales with the page (its labels shrink)", name)
+				}
+			}
+			for _, want := range []string{"day (UTC, month-day)", "submissions waiting", "hour (UTC)", `id="queue-now"`,
+				"Submissions waiting for a runner, last 24 hours"} {
+				if !strings.Contains(dash, want) {
+					t.Errorf("dashboard lacks %q", want)
+				}
+			}
+			// Three jobs wait now; of the submissions, one was never
+			// graded, so the last hourly point of the chart shows 1 waiting.
+			if now := between(dash, `id="queue-now"`, "</table>"); !strings.Contains(now, "waiting</th><td>3</td>") {
+				t.Errorf("queue now: %s", now)
+			}
+			queue24 := between(dash, "Submissions waiting for a runner, last 24 hours", "</svg>")
+			if n := strings.Count(queue24, "<rect"); n != 25 {
+				t.Errorf("the 24-hour queue chart has %d points, want 25", n)
+			}
+			if !strings.HasSuffix(strings.TrimSpace(between(queue24[strings.LastIndex(queue24, "<title>"):], "<title>", "</title>")), ": 1") {
+				t.Errorf("the last point of the queue chart does not show the waiting submission")
+			}
+			if strings.Contains(dash, ">succeeded<") {
+				t.Error("the queue still shows all-time job states")
+			}
+			for _, want := range []string{"counted score (% of the maximum)", "learners", "hardest first"} {
+				if !strings.Contains(stats, want) {
+					t.Errorf("exercise statistics lack %q", want)
+				}
+			}
+			i3, i2, i1 := strings.Index(stats, ">q3<"), strings.Index(stats, ">q2<"), strings.Index(stats, ">q1<")
+			if i3 < 0 || !(i3 < i2 && i2 < i1) {
+				t.Errorf("pass rates not hardest first (q3 %d, q2 %d, q1 %d)", i3, i2, i1)
+			}
+		})
+	}
+}
