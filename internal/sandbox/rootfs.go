@@ -59,7 +59,16 @@ func systemBinds(cfg Config) []string {
 		etc = append(etc, "/etc/resolv.conf", "/etc/gai.conf", "/etc/host.conf")
 	}
 	for _, p := range etc {
-		a = append(a, "--ro-bind-try", src(p), p)
+		from := src(p)
+		if root != "" {
+			// bwrap follows a source symlink on the host: resolve the
+			// environment's own (/etc/localtime -> /usr/share/zoneinfo/...)
+			// inside it, so that no host file shows through.
+			if r, err := ResolveIn(root, p); err == nil {
+				from = r
+			}
+		}
+		a = append(a, "--ro-bind-try", from, p)
 	}
 	return a
 }

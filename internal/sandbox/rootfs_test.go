@@ -62,6 +62,33 @@ func TestResolveIn(t *testing.T) {
 	if err := checkRootFS(filepath.Join(root, "etc"), "/usr/bin/python3"); err == nil || !strings.Contains(err.Error(), "no /usr") {
 		t.Errorf("checkRootFS of a dir without /usr: %v", err)
 	}
+	// bwrap follows a bind source's symlinks on the host: an absolute one
+	// in the environment's /etc must be resolved inside the environment.
+	if err := os.MkdirAll(filepath.Join(root, "usr/share/zoneinfo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr/share/zoneinfo/UTC"), []byte("TZif"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/share/zoneinfo/UTC", filepath.Join(root, "etc/localtime")); err != nil {
+		t.Fatal(err)
+	}
+	args := systemBinds(Config{RootFS: root})
+	found := false
+	for i := 0; i+2 < len(args); i++ {
+		if args[i+2] == "/etc/localtime" {
+			found = true
+			if args[i+1] != filepath.Join(root, "usr/share/zoneinfo/UTC") {
+				t.Errorf("/etc/localtime bound from %s, not the environment's zone file", args[i+1])
+			}
+		}
+		if args[i] == "--ro-bind" && !strings.HasPrefix(args[i+1], root) {
+			t.Errorf("host path %s bound in environment mode", args[i+1])
+		}
+	}
+	if !found {
+		t.Errorf("/etc/localtime not bound: %q", args)
+	}
 	cfg := DefaultConfig()
 	cfg.Mode, cfg.RootFS = ModeNone, root
 	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "needs the bwrap sandbox") {
