@@ -21,6 +21,7 @@ var (
 	envDB            = envVar{"NPUGRADE_DB", "database URL, the default of --db"}
 	envAddr          = envVar{"NPUGRADE_ADDR", "listen address, the default of --addr"}
 	envSandbox       = envVar{"NPUGRADE_SANDBOX", "kernel isolation, the default of --sandbox (bwrap or none)"}
+	envMetricsToken  = envVar{"NPUGRADE_METRICS_TOKEN", "bearer token for /metrics on the main listener, the default of --metrics-token"}
 	envServer        = envVar{"NPUGRADE_SERVER", "server URL, the default of --server"}
 	envToken         = envVar{"NPUGRADE_TOKEN", "API token, the default of --token"}
 	envRunnerToken   = envVar{"NPUGRADE_RUNNER_TOKEN", "runner token, the default of --token"}

@@ -153,7 +153,7 @@ func TestCLIHelpListsEnvironment(t *testing.T) {
 		t.Fatalf("found only %d NPUGRADE_ variables in the sources: %v", len(read), read)
 	}
 	helps := map[string][]string{
-		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
+		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR", "NPUGRADE_METRICS_TOKEN"},
 		"runner":    {"NPUGRADE_SERVER", "NPUGRADE_RUNNER_TOKEN", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
 		"check":     {"NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
 		"env build": {"NPUGRADE_ENVS_DIR", "NPUGRADE_DEBIAN_MIRROR"},

@@ -177,7 +177,7 @@ func TestEndToEnd(t *testing.T) {
 			bob := addUser(t, dbURL, "bob", "learner")
 			teacher := addUser(t, dbURL, "teacher", "instructor")
 			runnerTok := addUser(t, dbURL, "runner1", "runner")
-			s := startServer(t, dbURL, "--local-runner", "1")
+			s := startServer(t, dbURL, "--local-runner", "1", "--metrics-token", "metrics-secret")
 
 			// Authentication.
 			if resp, _ := request(t, "GET", s.url+"/api/v1/exercises", "", nil, "", nil); resp.StatusCode != 401 {
@@ -277,12 +277,18 @@ func TestEndToEnd(t *testing.T) {
 				t.Fatalf("submit exit %d:\n%s\n%s", code, out.String(), errb.String())
 			}
 
-			for _, ep := range []string{"/healthz", "/readyz", "/metrics"} {
+			for _, ep := range []string{"/healthz", "/readyz"} {
 				if resp, b := request(t, "GET", s.url+ep, "", nil, "", nil); resp.StatusCode != 200 {
 					t.Fatalf("%s: %d %s", ep, resp.StatusCode, b)
 				}
 			}
-			_, metrics := request(t, "GET", s.url+"/metrics", "", nil, "", nil)
+			// /metrics is not public: it needs the metrics token.
+			for _, tok := range []string{"", ada} {
+				if resp, _ := request(t, "GET", s.url+"/metrics", tok, nil, "", nil); resp.StatusCode != 401 {
+					t.Fatalf("/metrics with token %q: %d, want 401", tok, resp.StatusCode)
+				}
+			}
+			_, metrics := request(t, "GET", s.url+"/metrics", "metrics-secret", nil, "", nil)
 			if !bytes.Contains(metrics, []byte("npugrade_graded_total")) {
 				t.Fatal("metrics lack npugrade_graded_total")
 			}

@@ -32,7 +32,7 @@ import (
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
-		envAddr, envDB, envSandbox)
+		envAddr, envDB, envSandbox, envMetricsToken)
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
 	local := fs.IntMin("local-runner", 1, 0, "in-process runner slots (0 = none)")
@@ -42,6 +42,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "per-cell timeout (default: each exercise's)")
 	jobTimeout := fs.DurationMin("job-timeout", 5*time.Minute, time.Second, "limit for a whole notebook run")
 	maxUpload := fs.Int64Min("max-upload", 8<<20, 1024, "largest accepted notebook in bytes")
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics without authentication on this separate listener HOST:PORT (keep it off the public network)")
+	metricsToken := fs.String("metrics-token", envOr("NPUGRADE_METRICS_TOKEN", ""), "bearer token that GET /metrics needs on the main listener (default: /metrics is not served there)")
 	uploadLimit := fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	logLevel := fs.LogLevel()
@@ -82,7 +84,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *leaseTTL, JobTimeout: *jobTimeout,
 		CellTimeout: *cellTimeout, Log: log, OnGraded: metrics.Observe}
 	srv := &httpapi.Server{
-		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: log, Metrics: metrics, MaxUpload: *maxUpload,
+		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: log, Metrics: metrics, MaxUpload: *maxUpload, MetricsToken: *metricsToken,
 		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *maxUpload}, UploadLimit: uploadWindow},
 	}
 
@@ -140,6 +142,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	stopping := make(chan struct{})
 	srv.Stopping = stopping
 	hs := srv.HTTPServer(httpapi.DefaultTimeouts())
+	if *metricsAddr != "" {
+		ms, err := serveMetrics(*metricsAddr, srv.MetricsHandler())
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade serve: --metrics-addr:", err)
+			return exitError
+		}
+		defer ms.Close()
+		log.Info("metrics served", "addr", *metricsAddr)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
@@ -210,4 +221,18 @@ func parseUploadLimit(v string) (store.UploadWindow, error) {
 		return store.UploadWindow{}, fmt.Errorf("%q: want COUNT/DURATION such as 30/10m, or 0", v)
 	}
 	return store.UploadWindow{Count: count, Per: d}, nil
+}
+
+// serveMetrics serves h at /metrics on its own listener.
+func serveMetrics(addr string, h http.Handler) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	t := httpapi.DefaultTimeouts()
+	ms := &http.Server{Handler: mux, ReadHeaderTimeout: t.ReadHeader, ReadTimeout: t.Read, WriteTimeout: t.Write, IdleTimeout: t.Idle}
+	go func() { _ = ms.Serve(ln) }()
+	return ms, nil
 }

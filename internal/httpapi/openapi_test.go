@@ -72,7 +72,7 @@ func TestOpenAPIValid(t *testing.T) {
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
 
-	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(nil)}
+	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(nil), MetricsToken: "m"}
 	engine, ok := s.Handler().(*gin.Engine)
 	if !ok {
 		t.Fatalf("Handler() returned %T, want *gin.Engine", s.Handler())

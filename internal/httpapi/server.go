@@ -6,8 +6,10 @@ package httpapi
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/npugrade/npugrade/internal/authguard"
 	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
@@ -41,6 +44,15 @@ type Server struct {
 	// Stopping is closed when the server shuts down; long polls end then.
 	Stopping <-chan struct{}
 
+	// Auth resolves bearer tokens and throttles addresses that keep
+	// presenting bad ones (nil: one with the defaults).
+	Auth *authguard.Guard
+	// MetricsToken, when set, is the bearer token GET /metrics needs on
+	// this handler; without it /metrics is served only by MetricsHandler
+	// (serve --metrics-addr), never publicly.
+	MetricsToken string
+
+	authOnce    sync.Once
 	runnersOnce sync.Once
 	runners     *runnerState
 	polls       pollLimiter
@@ -50,6 +62,9 @@ type Server struct {
 func (s *Server) Handler() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
+	// The client address is the connection's: X-Forwarded-For is not
+	// trusted, so a client cannot pick the address it is throttled by.
+	_ = r.SetTrustedProxies(nil)
 	r.Use(s.recoverer(), s.logger())
 	r.HandleMethodNotAllowed = true
 	r.NoRoute(func(c *gin.Context) {
@@ -61,8 +76,8 @@ func (s *Server) Handler() http.Handler {
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "version": buildinfo.Version()}) })
 	r.GET("/readyz", s.ready)
-	if s.Metrics != nil {
-		r.GET("/metrics", gin.WrapH(promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{})))
+	if s.Metrics != nil && s.MetricsToken != "" {
+		r.GET("/metrics", s.metricsAuth, gin.WrapH(s.MetricsHandler()))
 	}
 
 	api := r.Group("/api/v1", s.authenticate(false))
@@ -91,6 +106,33 @@ func (s *Server) ready(c *gin.Context) {
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "database": s.DB.Dialect})
 }
 
+// guard is s.Auth, or one with the defaults.
+func (s *Server) guard() *authguard.Guard {
+	s.authOnce.Do(func() {
+		if s.Auth == nil {
+			s.Auth = &authguard.Guard{DB: s.DB, Log: s.Log}
+		}
+	})
+	return s.Auth
+}
+
+// MetricsHandler serves the Prometheus metrics; serve mounts it on its own
+// listener (--metrics-addr), which operators keep off the public network.
+func (s *Server) MetricsHandler() http.Handler {
+	return promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{})
+}
+
+// metricsAuth admits GET /metrics on the public listener only with
+// MetricsToken (compared in constant time).
+func (s *Server) metricsAuth(c *gin.Context) {
+	token, _ := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if subtle.ConstantTimeCompare([]byte(token), []byte(s.MetricsToken)) != 1 {
+		c.Header("WWW-Authenticate", `Bearer realm="npugrade-metrics"`)
+		s.problem(c, domain.Errorf(domain.EUNAUTHORIZED, "/metrics needs the metrics token"))
+		c.Abort()
+	}
+}
+
 const userKey = "npugrade.user"
 
 // authenticate resolves the bearer token. Runner tokens are accepted only
@@ -105,9 +147,14 @@ func (s *Server) authenticate(runnerRoutes bool) gin.HandlerFunc {
 			c.Abort()
 			return
 		}
-		u, err := s.DB.UserByToken(c.Request.Context(), strings.TrimSpace(token))
+		u, err := s.guard().User(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, strings.TrimSpace(token))
 		if err != nil {
-			c.Header("WWW-Authenticate", `Bearer realm="npugrade", error="invalid_token"`)
+			var th *authguard.Throttled
+			if errors.As(err, &th) {
+				c.Header("Retry-After", strconv.Itoa(int(math.Ceil(th.RetryAfter.Seconds()))))
+			} else {
+				c.Header("WWW-Authenticate", `Bearer realm="npugrade", error="invalid_token"`)
+			}
 			s.problem(c, err)
 			c.Abort()
 			return

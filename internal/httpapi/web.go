@@ -10,7 +10,7 @@ import (
 // webRoutes mounts the pages of package web and GET /api/v1/gradebook.csv.
 func (s *Server) webRoutes(r *gin.Engine) {
 	deps := web.Deps{DB: s.DB, Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
-		MaxUpload: s.MaxUpload, Problem: s.problem}
+		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User}
 	// Learners see the same feedback on the pages as through the API: the
 	// details of hidden questions are redacted by the API's own rule.
 	deps.Redact = func(u domain.User, sub domain.Submission) domain.Submission {

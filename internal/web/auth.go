@@ -118,9 +118,12 @@ func (h *handler) login(c *gin.Context) {
 		h.csrfFail(c)
 		return
 	}
-	u, err := h.DB.UserByToken(c.Request.Context(), strings.TrimSpace(c.PostForm("token")))
+	u, err := h.userByToken(c, strings.TrimSpace(c.PostForm("token")))
 	msg := ""
 	switch {
+	case domain.ErrorCode(err) == domain.ERATELIMIT:
+		h.render(c, http.StatusTooManyRequests, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: domain.ErrorMessage(err)})
+		return
 	case domain.ErrorCode(err) == domain.EUNAUTHORIZED:
 		msg = "login.bad"
 	case err != nil:

@@ -238,7 +238,7 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 		if !ok {
 			err = domain.Errorf(domain.EUNAUTHORIZED, "an Authorization: Bearer <token> header is required")
 		} else {
-			u, err = h.DB.UserByToken(ctx, strings.TrimSpace(token))
+			u, err = h.userByToken(c, strings.TrimSpace(token))
 		}
 	} else {
 		id, _ := c.Cookie(sessionCookie)

@@ -13,6 +13,7 @@
 package web
 
 import (
+	"context"
 	"embed"
 	"html/template"
 	"io/fs"
@@ -57,8 +58,20 @@ type Deps struct {
 	Redact func(u domain.User, sub domain.Submission) domain.Submission
 	// OnSubmitted is called for every accepted upload (metrics); may be nil.
 	OnSubmitted func()
+	// Tokens resolves an API token presented from a client address for a
+	// path, throttling addresses that keep failing (authguard); nil looks
+	// tokens up directly.
+	Tokens func(ctx context.Context, addr, path, token string) (domain.User, error)
 	// SessionTTL is how long a sign-in lasts (default 12 hours).
 	SessionTTL time.Duration
+}
+
+// userByToken resolves token through Tokens when set.
+func (h *handler) userByToken(c *gin.Context, token string) (domain.User, error) {
+	if h.Tokens != nil {
+		return h.Tokens(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, token)
+	}
+	return h.DB.UserByToken(c.Request.Context(), token)
 }
 
 type handler struct {
