@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,7 +42,13 @@ func (db *DB) RecordUpload(ctx context.Context, userID int64, exerciseID string,
 		if err := db.lockUser(tx, userID); err != nil {
 			return err
 		}
+		// Write first: on SQLite the write lock is then taken (waiting
+		// for another process's) before anything is read, so two servers
+		// on one file cannot both read a window with one place left.
 		now := db.Now()
+		if err := db.insertUpload(tx, userID, exerciseID, now); err != nil {
+			return err
+		}
 		for _, w := range windows {
 			if w.Count <= 0 || w.Per <= 0 {
 				continue
@@ -51,23 +58,29 @@ func (db *DB) RecordUpload(ctx context.Context, userID int64, exerciseID string,
 				q = q.Where("exercise_id = ?", w.Exercise)
 			}
 			var times []time.Time
-			if err := q.Order("created_at DESC").Limit(w.Count).Pluck("created_at", &times).Error; err != nil {
+			if err := q.Order("created_at DESC").Limit(w.Count + 1).Pluck("created_at", &times).Error; err != nil {
 				return fmt.Errorf("count uploads of user %d: %w", userID, err)
 			}
-			if len(times) >= w.Count {
-				// The window frees up when the oldest of the last Count leaves it.
-				wait := times[w.Count-1].Add(w.Per).Sub(now)
+			if len(times) > w.Count {
+				// Over with this one: undo it. The window frees up when
+				// the oldest of the last Count leaves it.
+				wait := times[w.Count].Add(w.Per).Sub(now)
 				refused = &UploadRefused{Window: w, RetryAfter: max(wait, time.Second)}
-				return nil
+				return errUploadRefused
 			}
 		}
-		return db.insertUpload(tx, userID, exerciseID, now)
+		return nil
 	})
+	if errors.Is(err, errUploadRefused) {
+		return refused, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	return refused, nil
+	return nil, nil
 }
+
+var errUploadRefused = errors.New("upload refused")
 
 // CountRefusedUpload records an upload refused before it could be
 // checked (too large, not a form): it counts against the rate limits.
