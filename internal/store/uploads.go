@@ -58,7 +58,7 @@ func (db *DB) RecordUpload(ctx context.Context, userID int64, exerciseID string,
 				q = q.Where("exercise_id = ?", w.Exercise)
 			}
 			var times []time.Time
-			if err := q.Order("created_at DESC").Limit(w.Count + 1).Pluck("created_at", &times).Error; err != nil {
+			if err := q.Order("created_at DESC").Limit(w.Count+1).Pluck("created_at", &times).Error; err != nil {
 				return fmt.Errorf("count uploads of user %d: %w", userID, err)
 			}
 			if len(times) > w.Count {
