@@ -37,7 +37,7 @@ func TestMetricsAndAccessLog(t *testing.T) {
 			logBuf := &syncWriter{w: &bytes.Buffer{}}
 			m := httpapi.NewMetrics(q)
 			m.WatchRunners(db, time.Minute)
-			srv := &httpapi.Server{DB: db, Queue: q, Metrics: m, Log: slog.New(slog.NewJSONHandler(logBuf, nil))}
+			srv := &httpapi.Server{DB: db, Queue: q, Metrics: m, MetricsToken: "metrics-token", Log: slog.New(slog.NewJSONHandler(logBuf, nil))}
 			ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))
 			defer ts.Close()
 			u, tok, err := db.CreateUser(ctx, "tom", domain.RoleInstructor)
@@ -67,7 +67,7 @@ func TestMetricsAndAccessLog(t *testing.T) {
 			}
 			get("/api/v1/submissions/nope", tok)
 			get("/api/v1/queue", tok)
-			_, metrics := get("/metrics", "")
+			_, metrics := get("/metrics", "metrics-token")
 			for _, want := range []string{
 				`npugrade_http_requests_total{code="404",method="GET",route="/api/v1/submissions/:id"} 1`,
 				`npugrade_http_requests_total{code="200",method="GET",route="/api/v1/queue"} 1`,
