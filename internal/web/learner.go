@@ -26,15 +26,15 @@ func exerciseTitle(ex *exercise.Exercise, lang string) string {
 }
 
 type exerciseRow struct {
-	ID, Title  string
-	MaxPoints  float64
-	Status     string // latest submission's status, "" when none
-	Best       float64
-	BestMax    float64
-	Graded     int
-	HasGrade   bool
-	LatestID   string
-	LatestTime string
+	ID, Title string
+	MaxPoints float64
+	Status    string // latest submission's status, "" when none
+	Best      float64
+	BestMax   float64
+	Graded    int
+	HasGrade  bool
+	LatestID  string
+	LatestAt  time.Time
 }
 
 func (h *handler) exercises(c *gin.Context) {
@@ -53,7 +53,7 @@ func (h *handler) exercises(c *gin.Context) {
 	for _, ex := range h.Catalog.List() {
 		r := exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil)}
 		if s, ok := latest[ex.ID]; ok {
-			r.Status, r.LatestID, r.LatestTime = s.Status, s.ID, fmtTime(s.CreatedAt)
+			r.Status, r.LatestID, r.LatestAt = s.Status, s.ID, s.CreatedAt
 		}
 		if sc, ok := scores[ex.ID]; ok {
 			r.Best, r.BestMax, r.Graded, r.HasGrade = sc.Best, sc.MaxScore, sc.Graded, true
