@@ -112,4 +112,11 @@ func TestEnvImportTarAndList(t *testing.T) {
 			t.Errorf("env list lacks %q", want)
 		}
 	}
+	if code := run(context.Background(), []string{"env", "rm", "npu-a2", "--dir", dir}, &out, &errb); code != exitOK {
+		t.Fatalf("env rm: exit %d: %s", code, errb.String())
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"env", "list", "--dir", dir}, &out, &errb); code != exitOK || !strings.Contains(out.String(), "no grading environments") {
+		t.Errorf("env list after env rm: exit %d: %s", code, out.String())
+	}
 }
