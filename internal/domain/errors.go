@@ -15,6 +15,11 @@ const (
 	ETOOLARGE     = "too_large"
 	ERATELIMIT    = "rate_limited"
 	EINTERNAL     = "internal"
+	// EUNAVAILABLE: the database (or another dependency) does not answer
+	// now; the request may be retried (503 with Retry-After).
+	EUNAVAILABLE = "unavailable"
+	// ESTORAGE: the database cannot store more (disk full, read-only): 507.
+	ESTORAGE = "insufficient_storage"
 )
 
 // Error is an application error with a code and a message meant for users.

@@ -2,10 +2,12 @@ package httpapi
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Problem is an RFC 9457 problem detail. Problems lists every individual
@@ -27,17 +29,47 @@ var codeStatus = map[string]int{
 	domain.ECONFLICT:     http.StatusConflict,
 	domain.ETOOLARGE:     http.StatusRequestEntityTooLarge,
 	domain.ERATELIMIT:    http.StatusTooManyRequests,
+	domain.EUNAVAILABLE:  http.StatusServiceUnavailable,
+	domain.ESTORAGE:      http.StatusInsufficientStorage,
 }
 
-// problem writes err as problem+json; internal errors are logged and not shown.
+// problem writes err as problem+json. A database fault becomes 503 (with
+// Retry-After) or 507 with its reason; other internal errors are 500,
+// logged (identical ones once per interval, with a count) and not shown.
 func (s *Server) problem(c *gin.Context, err error) {
 	code := domain.ErrorCode(err)
+	if code == domain.EINTERNAL {
+		if f := store.Fault(err); f != nil {
+			// One line per kind of fault and interval: a database that is
+			// down fails every request, in a few different words.
+			s.errorLog().log(c.Request.Context(), f.Code, "database fault", err, "method", c.Request.Method, "path", c.Request.URL.Path, "code", f.Code)
+			if f.Code == domain.ESTORAGE {
+				s.storageFault.Store(time.Now().UnixNano())
+			}
+			err, code = f, f.Code
+		}
+	}
 	status, ok := codeStatus[code]
 	if !ok {
 		status = http.StatusInternalServerError
-		s.Log.Error("request failed", "method", c.Request.Method, "path", c.Request.URL.Path, "err", err)
+		s.errorLog().log(c.Request.Context(), "", "request failed", err, "method", c.Request.Method, "path", c.Request.URL.Path)
+	}
+	if status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", "5")
 	}
 	writeProblem(c, status, http.StatusText(status), domain.ErrorMessage(err), domain.ErrorProblems(err))
+}
+
+// Status is the HTTP status of err as problem writes it, for the pages.
+func Status(err error) int {
+	code := domain.ErrorCode(err)
+	if f := store.Fault(err); code == domain.EINTERNAL && f != nil {
+		code = f.Code
+	}
+	if st, ok := codeStatus[code]; ok {
+		return st
+	}
+	return http.StatusInternalServerError
 }
 
 func writeProblem(c *gin.Context, status int, title, detail string, problems []string) {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -52,10 +53,15 @@ type Server struct {
 	// (serve --metrics-addr), never publicly.
 	MetricsToken string
 
-	authOnce    sync.Once
-	runnersOnce sync.Once
-	runners     *runnerState
-	polls       pollLimiter
+	authOnce   sync.Once
+	errLogOnce sync.Once
+	errLog     *repeatLog
+	// storageFault is when (unix ns) a write last failed for lack of
+	// storage; /readyz answers 503 for a while after.
+	storageFault atomic.Int64
+	runnersOnce  sync.Once
+	runners      *runnerState
+	polls        pollLimiter
 }
 
 // Handler builds the router.
@@ -100,11 +106,22 @@ func (s *Server) ready(c *gin.Context) {
 	ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.DB.Ping(ctx); err != nil {
+		c.Header("Retry-After", "5")
 		writeProblem(c, http.StatusServiceUnavailable, "Service Unavailable", "the database does not answer", nil)
+		return
+	}
+	// A database that answers but cannot store is not ready either: every
+	// submission would fail.
+	if t := s.storageFault.Load(); t != 0 && time.Since(time.Unix(0, t)) < storageFaultReady {
+		c.Header("Retry-After", "30")
+		writeProblem(c, http.StatusServiceUnavailable, "Service Unavailable", "the database could not store data recently (disk full or read-only)", nil)
 		return
 	}
 	c.JSON(http.StatusOK, gin.H{"status": "ready", "database": s.DB.Dialect})
 }
+
+// storageFaultReady is how long /readyz reports a failed write.
+const storageFaultReady = time.Minute
 
 // guard is s.Auth, or one with the defaults.
 func (s *Server) guard() *authguard.Guard {

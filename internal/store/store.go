@@ -123,6 +123,13 @@ func Connect(ctx context.Context, url string) (*DB, error) {
 					return nil, fmt.Errorf("create database directory %s: %w", dir, err)
 				}
 			}
+			// SQLite reports an unwritable file as "out of memory (14)";
+			// say what is wrong instead.
+			f, err := os.OpenFile(dsn, os.O_RDWR|os.O_CREATE, 0o640)
+			if err != nil {
+				return nil, fmt.Errorf("the SQLite database file %s cannot be opened for writing (check the path, its permissions and free space): %w", dsn, err)
+			}
+			f.Close()
 		}
 		// WAL lets readers proceed during a write; busy_timeout waits for the
 		// single writer instead of failing; foreign_keys is per connection.

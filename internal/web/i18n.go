@@ -66,6 +66,8 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"login.runner":          {"Runner tokens cannot sign in to the pages.", "执行节点令牌不能登录网页。"},
 	"forbidden":             {"You may not open this page.", "你无权打开此页面。"},
 	"notfound":              {"Not found.", "未找到。"},
+	"unavailable":           {"The database is unavailable right now; please try again in a few seconds.", "数据库暂时不可用，请几秒后重试。"},
+	"storagefull":           {"The server cannot store anything right now (its storage is full); nothing was saved. Please tell your instructor.", "服务器存储空间已满，暂时无法保存任何内容（本次未保存）。请告知教师。"},
 	"error.title":           {"Something went wrong", "出错了"},
 	"csrf":                  {"The form expired or came from another site; reload the page and try again.", "表单已过期或来自其他网站，请刷新页面后重试。"},
 	"exercises.title":       {"Your exercises", "我的练习"},

@@ -226,7 +226,18 @@ func langURL(u *url.URL, lang string) string {
 func (h *handler) fail(c *gin.Context, err error) {
 	lang := c.GetString(ctxLang)
 	status, msg := http.StatusInternalServerError, translate(lang, "error.title")
-	switch domain.ErrorCode(err) {
+	code := domain.ErrorCode(err)
+	if f := store.Fault(err); code == domain.EINTERNAL && f != nil {
+		code = f.Code // a database fault is 503 or 507 with its reason, not 500
+	}
+	switch code {
+	case domain.EUNAVAILABLE:
+		status, msg = http.StatusServiceUnavailable, translate(lang, "unavailable")
+		c.Header("Retry-After", "5")
+		h.Log.Warn("page failed: database unavailable", "path", c.Request.URL.Path, "err", err)
+	case domain.ESTORAGE:
+		status, msg = http.StatusInsufficientStorage, translate(lang, "storagefull")
+		h.Log.Error("page failed: database storage", "path", c.Request.URL.Path, "err", err)
 	case domain.ENOTFOUND:
 		status, msg = http.StatusNotFound, translate(lang, "notfound")
 	case domain.EFORBIDDEN:
