@@ -250,7 +250,7 @@ func TestCLIReadingCommandsDoNotCreate(t *testing.T) {
 		}
 		defer db.Close()
 		var tables int64
-		if err := db.Gorm.Raw("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'").Scan(&tables).Error; err != nil {
+		if err := db.RawScan(context.Background(), &tables, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'"); err != nil {
 			t.Fatal(err)
 		}
 		if tables != 0 {

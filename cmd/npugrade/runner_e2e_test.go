@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"syscall"
@@ -113,11 +114,11 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 				SubmissionID string
 				N            int
 			}
-			if err := db.Gorm.Raw("SELECT submission_id, COUNT(*) AS n FROM cell_results GROUP BY submission_id HAVING COUNT(*) <> 1").Scan(&dup).Error; err != nil {
+			if err := db.RawScan(context.Background(), &dup, "SELECT submission_id, COUNT(*) AS n FROM cell_results GROUP BY submission_id HAVING COUNT(*) <> 1"); err != nil {
 				t.Fatal(err)
 			}
 			var scored int64
-			db.Gorm.Raw("SELECT COUNT(DISTINCT submission_id) FROM cell_results").Scan(&scored)
+			db.RawScan(context.Background(), &scored, "SELECT COUNT(DISTINCT submission_id) FROM cell_results")
 			if len(dup) > 0 || scored != int64(n) {
 				t.Fatalf("cell results: %d submissions scored (want %d), duplicates %v", scored, n, dup)
 			}

@@ -134,7 +134,7 @@ type jobRow struct {
 func jobs(t *testing.T, db *store.DB) []jobRow {
 	t.Helper()
 	var rows []jobRow
-	if err := db.Gorm.Raw("SELECT id, submission_id, kind, state, attempt, max_attempts, lease_token, runner_id, last_error FROM jobs ORDER BY id").Scan(&rows).Error; err != nil {
+	if err := db.RawScan(context.Background(), &rows, "SELECT id, submission_id, kind, state, attempt, max_attempts, lease_token, runner_id, last_error FROM jobs ORDER BY id"); err != nil {
 		t.Fatal(err)
 	}
 	return rows

@@ -16,7 +16,6 @@ import (
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
-	"gorm.io/gorm"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -453,8 +452,8 @@ func seedHostileSubmission(t *testing.T, dbURL, learner string) string {
 	if _, err := base64.StdEncoding.DecodeString(onePixelPNG); err != nil {
 		t.Fatal(err)
 	}
-	err = db.Gorm.Transaction(func(tx *gorm.DB) error {
-		return db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: 0, MaxScore: 1, Profile: "cpu", RunnerID: "test",
+	err = db.InTx(context.Background(), func(tx *store.Tx) error {
+		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: 0, MaxScore: 1, Profile: "cpu", RunnerID: "test",
 			Executed: []byte(executed), Cells: []domain.CellResult{{
 				CellID: "q1", Verdict: domain.VerdictMismatch, Points: 0, MaxPoints: 1, Counted: true,
 				Message:  `<img src=x onerror=window.pwned=5>`,

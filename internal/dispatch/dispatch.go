@@ -7,13 +7,10 @@ package dispatch
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
@@ -57,8 +54,6 @@ func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match domain.Ma
 		_ = d.Queue.Fail(ctx, c.Job.ID, c.Job.LeaseToken, "exercise "+c.Job.ExerciseID+" no longer exists")
 		return nil, fmt.Errorf("claim job %d: %w", c.Job.ID, err)
 	}
-	var req domain.Requirement
-	_ = json.Unmarshal([]byte(c.Job.Requires), &req)
 	cell := time.Duration(ex.CellTimeout * float64(time.Second))
 	if d.CellTimeout > 0 {
 		cell = d.CellTimeout
@@ -73,13 +68,10 @@ func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match domain.Ma
 	l := &domain.Lease{
 		JobID: c.Job.ID, Token: c.Job.LeaseToken, Attempt: c.Job.Attempt, Kind: c.Job.Kind,
 		ExerciseID: c.Job.ExerciseID, Notebook: c.Payload, CellTimeout: cell.Seconds(),
-		JobTimeout: job.Seconds(), Requires: req, ExerciseDigest: ex.Version,
+		JobTimeout: job.Seconds(), Requires: c.Job.Requires, ExerciseDigest: ex.Version, SubmissionID: c.Job.SubmissionID,
 	}
 	if c.Job.LeaseExpiresAt != nil {
 		l.ExpiresAt = *c.Job.LeaseExpiresAt
-	}
-	if c.Job.SubmissionID != nil {
-		l.SubmissionID = *c.Job.SubmissionID
 	}
 	d.Log.Info("job leased", "job", l.JobID, "submission", l.SubmissionID, "runner", runnerID, "attempt", l.Attempt)
 	return l, nil
@@ -110,7 +102,7 @@ func (d *Dispatcher) Fail(ctx context.Context, jobID int64, token, reason string
 // Complete scores a runner's result and stores it, fenced by the lease.
 func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID string, res domain.ExecutionResult) error {
 	job, err := d.Queue.Job(ctx, jobID)
-	if errors.Is(err, gorm.ErrRecordNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("complete job %d: no such job: %w", jobID, domain.ErrLeaseLost)
 	}
 	if err != nil {
@@ -128,7 +120,7 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 	if job.Kind == domain.JobRegrade {
 		return d.completeRegrade(ctx, job, token, runnerID, res)
 	}
-	if job.SubmissionID == nil {
+	if job.SubmissionID == "" {
 		return d.Queue.Complete(ctx, jobID, token, nil)
 	}
 	grade, err := d.grade(ctx, job, res)
@@ -141,7 +133,7 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 		return nil
 	}
 	grade.RunnerID = runnerID
-	if err := d.store(ctx, jobID, token, func(tx *gorm.DB) error { return d.DB.SaveGrade(tx, grade) }); err != nil {
+	if err := d.store(ctx, jobID, token, func(tx *store.Tx) error { return tx.SaveGrade(grade) }); err != nil {
 		return err
 	}
 	sub, err := d.DB.Submission(ctx, grade.SubmissionID)
@@ -167,7 +159,7 @@ var (
 // run out and the submission to say "no heartbeat". Only when even that
 // write fails is the error returned (the runner tries again, and the
 // reaper is the last resort).
-func (d *Dispatcher) store(ctx context.Context, jobID int64, token string, save func(tx *gorm.DB) error) error {
+func (d *Dispatcher) store(ctx context.Context, jobID int64, token string, save func(tx *store.Tx) error) error {
 	var err error
 	for i := 0; i < storeAttempts; i++ {
 		if i > 0 {
@@ -193,8 +185,8 @@ func (d *Dispatcher) store(ctx context.Context, jobID int64, token string, save 
 	return nil
 }
 
-func (d *Dispatcher) grade(ctx context.Context, job store.JobRow, res domain.ExecutionResult) (store.Grade, error) {
-	sub, err := d.DB.Submission(ctx, *job.SubmissionID)
+func (d *Dispatcher) grade(ctx context.Context, job domain.Job, res domain.ExecutionResult) (store.Grade, error) {
+	sub, err := d.DB.Submission(ctx, job.SubmissionID)
 	if err != nil {
 		return store.Grade{}, err
 	}

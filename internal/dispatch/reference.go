@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"gorm.io/gorm"
-
 	"github.com/npugrade/npugrade/internal/compare"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
@@ -76,11 +74,10 @@ func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile s
 		// questions ungradable. Say so instead of storing half a reference.
 		return 0, domain.Errorf(domain.EINVALID, "exercise %s has hidden probes; record its %s references with `npugrade check --profile %s --update-reference` on a host of that profile and commit them", ex.ID, profile, profile)
 	}
-	reqJSON, _ := json.Marshal(req)
-	job := &store.JobRow{Kind: domain.JobReference, ExerciseID: ex.ID, Requires: string(reqJSON),
+	job := &domain.Job{Kind: domain.JobReference, ExerciseID: ex.ID, Requires: req,
 		MaxAttempts: ex.MaxAttempts, Profile: profile}
-	err = d.DB.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sha, err := d.DB.PutBlob(tx, ex.AnswerBytes)
+	err = d.DB.InTx(ctx, func(tx *store.Tx) error {
+		sha, err := tx.PutBlob(ex.AnswerBytes)
 		if err != nil {
 			return err
 		}
@@ -97,7 +94,7 @@ func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile s
 
 // completeReference turns a reference job's executed answer into the
 // profile's stored reference, in the transaction that completes the job.
-func (d *Dispatcher) completeReference(ctx context.Context, job store.JobRow, token, runnerID string, res domain.ExecutionResult) error {
+func (d *Dispatcher) completeReference(ctx context.Context, job domain.Job, token, runnerID string, res domain.ExecutionResult) error {
 	ref, err := d.referenceFrom(job, res)
 	if err != nil {
 		d.Log.Warn("reference run unusable", "job", job.ID, "exercise", job.ExerciseID, "profile", job.Profile, "err", err)
@@ -107,8 +104,8 @@ func (d *Dispatcher) completeReference(ctx context.Context, job store.JobRow, to
 	if err != nil {
 		return fmt.Errorf("encode reference of job %d: %w", job.ID, err)
 	}
-	err = d.store(ctx, job.ID, token, func(tx *gorm.DB) error {
-		return d.DB.SaveReference(tx, store.StoredReference{ExerciseID: ref.Exercise, Profile: ref.Profile,
+	err = d.store(ctx, job.ID, token, func(tx *store.Tx) error {
+		return tx.SaveReference(store.StoredReference{ExerciseID: ref.Exercise, Profile: ref.Profile,
 			AnswerSHA256: ref.AnswerSHA256, Cells: cells, JobID: job.ID, RunnerID: runnerID, EnvFingerprint: res.EnvFingerprint})
 	})
 	if err != nil {
@@ -118,7 +115,7 @@ func (d *Dispatcher) completeReference(ctx context.Context, job store.JobRow, to
 	return nil
 }
 
-func (d *Dispatcher) referenceFrom(job store.JobRow, res domain.ExecutionResult) (*exercise.Reference, error) {
+func (d *Dispatcher) referenceFrom(job domain.Job, res domain.ExecutionResult) (*exercise.Reference, error) {
 	ex, err := d.Catalog.Get(job.ExerciseID)
 	if err != nil {
 		return nil, err

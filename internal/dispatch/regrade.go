@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"gorm.io/gorm"
-
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -13,13 +11,13 @@ import (
 // completeRegrade scores a regrade job's run of a submission against the
 // exercise's current version and records it in the staged regrade, not in
 // the submission: the instructor applies or discards it (package regrade).
-func (d *Dispatcher) completeRegrade(ctx context.Context, job store.JobRow, token, runnerID string, res domain.ExecutionResult) error {
+func (d *Dispatcher) completeRegrade(ctx context.Context, job domain.Job, token, runnerID string, res domain.ExecutionResult) error {
 	subID, err := d.DB.RegradeJobSubmission(ctx, job.ID)
 	if err != nil {
 		return d.Fail(ctx, job.ID, token, err.Error())
 	}
 	j := job
-	j.SubmissionID = &subID
+	j.SubmissionID = subID
 	g, err := d.grade(ctx, j, res)
 	if err != nil {
 		d.Log.Error("grade regrade job", "job", job.ID, "submission", subID, "err", err)
@@ -29,7 +27,7 @@ func (d *Dispatcher) completeRegrade(ctx context.Context, job store.JobRow, toke
 		return nil
 	}
 	g.RunnerID = runnerID
-	if err := d.store(ctx, job.ID, token, func(tx *gorm.DB) error { return d.DB.SaveRegradeResult(tx, job.ID, g) }); err != nil {
+	if err := d.store(ctx, job.ID, token, func(tx *store.Tx) error { return tx.SaveRegradeResult(job.ID, g) }); err != nil {
 		return err
 	}
 	d.Log.Info("regrade run scored", "job", job.ID, "submission", subID, "score", g.Score, "max", g.MaxScore)

@@ -28,7 +28,7 @@ func refuseCellResults(t *testing.T, db *store.DB) {
 		}
 	}
 	for _, s := range stmts {
-		if err := db.Gorm.Exec(s).Error; err != nil {
+		if err := db.RawExec(context.Background(), s); err != nil {
 			t.Fatal(err)
 		}
 	}

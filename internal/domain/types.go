@@ -172,3 +172,31 @@ type ExecutionResult struct {
 	InfraError     string `json:"infra_error,omitempty"`
 	DurationMS     int64  `json:"duration_ms"`
 }
+
+// Job is one unit of runner work: execute a notebook (a learner's
+// submission, a staged regrade's re-execution, or an answer whose outputs
+// become a reference). Package queue decides its transitions; package
+// store keeps it in the jobs table.
+type Job struct {
+	ID int64
+	// SubmissionID is the submission a grade job scores ("" for reference
+	// and regrade jobs: a regrade's result goes to the regrade).
+	SubmissionID   string
+	Kind           string
+	ExerciseID     string
+	State          string
+	Requires       Requirement
+	Priority       int
+	Attempt        int
+	MaxAttempts    int
+	PayloadSHA256  string // the notebook the runner executes (a blob)
+	LeaseToken     string
+	RunnerID       string
+	LeaseExpiresAt *time.Time
+	NotBefore      time.Time
+	LastError      string
+	// Profile is the runner profile a reference job records.
+	Profile   string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}

@@ -124,7 +124,9 @@ func TestRedactionEveryResponseShape(t *testing.T) {
 				{CellID: "closed", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "HIDDEN-OBS", Expected: "HIDDEN-EXP", Diff: "HIDDEN-DIFF"},
 				{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "LATER-OBS", Expected: "LATER-EXP", Diff: "LATER-DIFF"},
 			}
-			if err := e.db.SaveGrade(e.db.Gorm, store.Grade{SubmissionID: id, MaxScore: 3, Profile: "cpu", Cells: cells}); err != nil {
+			if err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
+				return tx.SaveGrade(store.Grade{SubmissionID: id, MaxScore: 3, Profile: "cpu", Cells: cells})
+			}); err != nil {
 				t.Fatal(err)
 			}
 			secrets := []string{"HIDDEN-OBS", "HIDDEN-EXP", "HIDDEN-DIFF", "LATER-OBS", "LATER-EXP", "LATER-DIFF"}

@@ -102,7 +102,9 @@ func TestGradingPolicyHTTP(t *testing.T) {
 				{CellID: "closed", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "3"},
 				{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "4"},
 			}
-			if err := db.SaveGrade(db.Gorm, store.Grade{SubmissionID: first.ID, MaxScore: 3, Profile: "cpu", Cells: cells}); err != nil {
+			if err := db.InTx(context.Background(), func(tx *store.Tx) error {
+				return tx.SaveGrade(store.Grade{SubmissionID: first.ID, MaxScore: 3, Profile: "cpu", Cells: cells})
+			}); err != nil {
 				t.Fatal(err)
 			}
 			get := func(token string) map[string]domain.CellResult {

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -32,31 +30,31 @@ func BenchmarkClaimLatency(b *testing.B) {
 	db := storetest.Open(b, "postgres")
 	q := queue.New(db, nil)
 	sha := ""
-	err := db.Gorm.Transaction(func(tx *gorm.DB) error {
+	err := db.InTx(context.Background(), func(tx *store.Tx) error {
 		var err error
-		sha, err = db.PutBlob(tx, []byte(`{"cells":[]}`))
+		sha, err = tx.PutBlob([]byte(`{"cells":[]}`))
 		return err
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	fill := func(n int) {
-		rows := make([]store.JobRow, n)
+		rows := make([]map[string]any, n)
 		now := db.Now()
 		for i := range rows {
 			req := "{}"
 			if i%10 == 0 {
 				req = `{"accelerator":"npu"}`
 			}
-			rows[i] = store.JobRow{Kind: domain.JobReference, ExerciseID: "ch1", State: domain.JobQueued, Requires: req,
-				MaxAttempts: 3, PayloadSHA256: sha, NotBefore: now, CreatedAt: now, UpdatedAt: now}
+			rows[i] = map[string]any{"kind": domain.JobReference, "exercise_id": "ch1", "state": domain.JobQueued, "requires": req,
+				"max_attempts": 3, "payload_sha256": sha, "not_before": now, "created_at": now, "updated_at": now}
 		}
-		if err := db.Gorm.CreateInBatches(rows, 1000).Error; err != nil {
+		if err := db.InTx(context.Background(), func(tx *store.Tx) error { return tx.RawInsert("jobs", rows) }); err != nil {
 			b.Fatal(err)
 		}
 	}
 	var have int64
-	db.Gorm.Model(&store.JobRow{}).Where("state = ? AND requires = ?", domain.JobQueued, "{}").Count(&have)
+	_ = db.RawScan(context.Background(), &have, "SELECT COUNT(*) FROM jobs WHERE state = ? AND requires = ?", domain.JobQueued, "{}")
 	fill(queued - int(have))
 	cpu := func(req domain.Requirement) (bool, string) { return !req.NeedsNPU(), "needs an NPU" }
 

@@ -2,13 +2,12 @@ package queue_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
-
-	"gorm.io/gorm"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -34,13 +33,17 @@ func setup(t *testing.T, dialect string) *testBundle {
 // enqueue adds n jobs with the given requirement JSON.
 func (b *testBundle) enqueue(t *testing.T, n int, requires string) {
 	t.Helper()
-	err := b.db.Gorm.Transaction(func(tx *gorm.DB) error {
+	var req domain.Requirement
+	if err := json.Unmarshal([]byte(requires), &req); err != nil {
+		t.Fatal(err)
+	}
+	err := b.db.InTx(context.Background(), func(tx *store.Tx) error {
 		for i := 0; i < n; i++ {
-			sha, err := b.db.PutBlob(tx, []byte(fmt.Sprintf("payload %d %s", i, requires)))
+			sha, err := tx.PutBlob([]byte(fmt.Sprintf("payload %d %s", i, requires)))
 			if err != nil {
 				return err
 			}
-			if err := b.q.Enqueue(tx, &store.JobRow{Kind: domain.JobReference, ExerciseID: "ch1", Requires: requires, PayloadSHA256: sha, MaxAttempts: 2}); err != nil {
+			if err := b.q.Enqueue(tx, &domain.Job{Kind: domain.JobReference, ExerciseID: "ch1", Requires: req, PayloadSHA256: sha, MaxAttempts: 2}); err != nil {
 				return err
 			}
 		}
@@ -137,7 +140,7 @@ func TestQueue(t *testing.T) {
 					t.Fatalf("stale heartbeat: %v", err)
 				}
 				wrote := false
-				err = b.q.Complete(ctx, c.Job.ID, c.Job.LeaseToken, func(*gorm.DB) error { wrote = true; return nil })
+				err = b.q.Complete(ctx, c.Job.ID, c.Job.LeaseToken, func(*store.Tx) error { wrote = true; return nil })
 				if !errors.Is(err, domain.ErrLeaseLost) || wrote {
 					t.Fatalf("stale complete: %v, wrote=%v", err, wrote)
 				}
@@ -200,7 +203,7 @@ func TestQueue(t *testing.T) {
 				b.enqueue(t, 1, `{"accelerator":"npu","product":"A2"}`)
 				b.enqueue(t, 1, `{}`)
 				c, err := b.q.Claim(ctx, "cpu-runner", cpuOnly, time.Minute)
-				if err != nil || c == nil || c.Job.Requires != "{}" {
+				if err != nil || c == nil || !c.Job.Requires.IsZero() {
 					t.Fatalf("cpu runner got %+v, %v", c, err)
 				}
 				c2, err := b.q.Claim(ctx, "cpu-runner", cpuOnly, time.Minute)

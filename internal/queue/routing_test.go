@@ -24,8 +24,8 @@ func TestLongNPUHeadDoesNotStarveCPURunner(t *testing.T) {
 			if err != nil || c == nil {
 				t.Fatalf("CPU claim behind 100 NPU jobs: %v %v", c, err)
 			}
-			if c.Job.Requires != "{}" || c.Job.ID != 101 {
-				t.Fatalf("claimed job %d requiring %s", c.Job.ID, c.Job.Requires)
+			if !c.Job.Requires.IsZero() || c.Job.ID != 101 {
+				t.Fatalf("claimed job %d requiring %+v", c.Job.ID, c.Job.Requires)
 			}
 			if c, err := b.q.Claim(context.Background(), "cpu-1", cpuOnly, time.Minute); err != nil || c != nil {
 				t.Fatalf("a CPU runner got an NPU job: %+v %v", c, err)

@@ -12,11 +12,8 @@ package regrade
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-
-	"gorm.io/gorm"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
@@ -65,7 +62,7 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store
 	}
 	version := scoring.GraderVersion(ex)
 	var items []store.NewRegradeItem
-	payloads := map[*store.JobRow][]byte{}
+	payloads := map[*domain.Job][]byte{}
 	for _, sub := range subs {
 		if !req.All && sub.GraderVersion == version {
 			continue
@@ -89,8 +86,8 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store
 			items = append(items, store.NewRegradeItem{Submission: sub, Job: job})
 		}
 	}
-	enqueue := func(tx *gorm.DB, job *store.JobRow) error {
-		sha, err := s.DB.PutBlob(tx, payloads[job])
+	enqueue := func(tx *store.Tx, job *domain.Job) error {
+		sha, err := tx.PutBlob(payloads[job])
 		if err != nil {
 			return err
 		}
@@ -164,7 +161,7 @@ func (s *Service) upload(ctx context.Context, sub domain.Submission) (*notebook.
 
 // job builds the re-execution job of a submission: its upload rebuilt from
 // the current answer, with a fresh probe seed from the current pool.
-func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub domain.Submission) (*store.JobRow, []byte, error) {
+func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub domain.Submission) (*domain.Job, []byte, error) {
 	upload, err := s.upload(ctx, sub)
 	if err != nil {
 		return nil, nil, err
@@ -177,8 +174,7 @@ func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub domain.Sub
 	if err != nil {
 		return nil, nil, err
 	}
-	req, _ := json.Marshal(ex.Requires)
-	return &store.JobRow{Kind: domain.JobRegrade, ExerciseID: ex.ID, Requires: string(req), MaxAttempts: ex.MaxAttempts}, payload, nil
+	return &domain.Job{Kind: domain.JobRegrade, ExerciseID: ex.ID, Requires: ex.Requires, MaxAttempts: ex.MaxAttempts}, payload, nil
 }
 
 // Get returns a regrade with its per-learner score changes.

@@ -111,11 +111,13 @@ func (e env) graded(t *testing.T, cat *exercise.Catalog, user domain.User, q2 st
 	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Executed: nb,
 		Integrity: notebook.Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}})
 	// The job is done; write the grade as dispatch would.
-	if err := e.db.Gorm.Model(&store.JobRow{}).Where("submission_id = ?", sub.ID).Update("state", domain.JobSucceeded).Error; err != nil {
+	if err := e.db.RawExec(ctx, "UPDATE jobs SET state = ? WHERE submission_id = ?", domain.JobSucceeded, sub.ID); err != nil {
 		t.Fatal(err)
 	}
-	err = e.db.SaveGrade(e.db.Gorm, store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
-		Profile: "cpu", EnvFingerprint: "fp-1", GraderVersion: scoring.GraderVersion(ex), Executed: raw, Cells: out.Cells})
+	err = e.db.InTx(ctx, func(tx *store.Tx) error {
+		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
+			Profile: "cpu", EnvFingerprint: "fp-1", GraderVersion: scoring.GraderVersion(ex), Executed: raw, Cells: out.Cells})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 	}
 	q := "SELECT u.id, u.name, s.id, s.exercise_id, s.score, s.max_score, s.graded_at FROM users u " + join +
 		" WHERE " + where + " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"
-	rows, err := db.Gorm.WithContext(ctx).Raw(q, args...).Rows()
+	rows, err := db.gorm.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return fmt.Errorf("gradebook query: %w", err)
 	}

@@ -18,7 +18,7 @@ func (db *DB) SubmissionByKey(ctx context.Context, userID int64, key string) (do
 // reasons (they are not the learner's attempts).
 func (db *DB) CountSubmissions(ctx context.Context, userID int64, exerciseID string, since time.Time) (int64, error) {
 	var n int64
-	q := db.Gorm.WithContext(ctx).Model(&submissionRow{}).
+	q := db.gorm.WithContext(ctx).Model(&submissionRow{}).
 		Where("user_id = ? AND exercise_id = ? AND status <> ?", userID, exerciseID, domain.StatusFailed)
 	if !since.IsZero() {
 		q = q.Where("created_at >= ?", since)
@@ -33,7 +33,7 @@ func (db *DB) CountSubmissions(ctx context.Context, userID int64, exerciseID str
 // exercise since a time, oldest first (all of them count toward a rate limit).
 func (db *DB) SubmissionTimes(ctx context.Context, userID int64, exerciseID string, since time.Time) ([]time.Time, error) {
 	var times []time.Time
-	err := db.Gorm.WithContext(ctx).Model(&submissionRow{}).
+	err := db.gorm.WithContext(ctx).Model(&submissionRow{}).
 		Where("user_id = ? AND exercise_id = ? AND created_at >= ?", userID, exerciseID, since).
 		Order("created_at").Pluck("created_at", &times).Error
 	if err != nil {
@@ -45,7 +45,7 @@ func (db *DB) SubmissionTimes(ctx context.Context, userID int64, exerciseID stri
 // GradedSubmissions lists the graded submissions of an exercise (optionally
 // of one user), oldest first, without cell results.
 func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]domain.Submission, error) {
-	q := db.Gorm.WithContext(ctx).Where("exercise_id = ? AND status = ?", exerciseID, domain.StatusGraded)
+	q := db.gorm.WithContext(ctx).Where("exercise_id = ? AND status = ?", exerciseID, domain.StatusGraded)
 	if userID != 0 {
 		q = q.Where("user_id = ?", userID)
 	}
@@ -58,7 +58,7 @@ func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID i
 	for i, r := range rows {
 		if _, ok := names[r.UserID]; !ok {
 			var u userRow
-			_ = db.Gorm.WithContext(ctx).Where("id = ?", r.UserID).Take(&u).Error // a name is cosmetic
+			_ = db.gorm.WithContext(ctx).Where("id = ?", r.UserID).Take(&u).Error // a name is cosmetic
 			names[r.UserID] = u.Name
 		}
 		out[i] = toSubmission(r, names[r.UserID])

@@ -75,32 +75,6 @@ type cellResultRow struct {
 
 func (cellResultRow) TableName() string { return "cell_results" }
 
-// JobRow is the jobs table, shared with package queue.
-type JobRow struct {
-	ID             int64
-	SubmissionID   *string
-	Kind           string
-	ExerciseID     string
-	State          string
-	Requires       string
-	Priority       int
-	Attempt        int
-	MaxAttempts    int
-	PayloadSHA256  string `gorm:"column:payload_sha256"`
-	LeaseToken     string
-	RunnerID       string
-	LeaseExpiresAt *time.Time
-	NotBefore      time.Time
-	LastError      string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
-	// Profile is the runner profile a reference job records (migration 00003).
-	Profile string
-}
-
-// TableName names the table.
-func (JobRow) TableName() string { return "jobs" }
-
 type runnerRow struct {
 	ID        string `gorm:"primaryKey"`
 	Name      string

@@ -39,14 +39,14 @@ type StoredReference struct {
 
 // SaveReference stores (or replaces) a profile's reference inside tx, the
 // lease-fenced transaction that completes the reference job.
-func (db *DB) SaveReference(tx *gorm.DB, ref StoredReference) error {
+func (tx *Tx) SaveReference(ref StoredReference) error {
 	row := referenceRow{ExerciseID: ref.ExerciseID, Profile: ref.Profile, AnswerSHA256: ref.AnswerSHA256,
-		Cells: string(ref.Cells), RunnerID: ref.RunnerID, EnvFingerprint: ref.EnvFingerprint, RecordedAt: db.Now()}
+		Cells: string(ref.Cells), RunnerID: ref.RunnerID, EnvFingerprint: ref.EnvFingerprint, RecordedAt: tx.db.Now()}
 	if ref.JobID != 0 {
 		id := ref.JobID
 		row.JobID = &id
 	}
-	err := tx.Clauses(clause.OnConflict{
+	err := tx.g.Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "exercise_id"}, {Name: "profile"}},
 		DoUpdates: clause.AssignmentColumns([]string{"answer_sha256", "cells", "job_id", "runner_id", "env_fingerprint", "recorded_at"}),
 	}).Create(&row).Error
@@ -59,7 +59,7 @@ func (db *DB) SaveReference(tx *gorm.DB, ref StoredReference) error {
 // Reference returns the stored reference of exercise on profile, or ErrNotFound.
 func (db *DB) Reference(ctx context.Context, exerciseID, profile string) (StoredReference, error) {
 	var row referenceRow
-	err := db.Gorm.WithContext(ctx).Where("exercise_id = ? AND profile = ?", exerciseID, profile).Take(&row).Error
+	err := db.gorm.WithContext(ctx).Where("exercise_id = ? AND profile = ?", exerciseID, profile).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return StoredReference{}, fmt.Errorf("reference %s/%s: %w", exerciseID, profile, ErrNotFound)
 	}
@@ -72,7 +72,7 @@ func (db *DB) Reference(ctx context.Context, exerciseID, profile string) (Stored
 // References lists the stored references of one exercise, by profile.
 func (db *DB) References(ctx context.Context, exerciseID string) ([]StoredReference, error) {
 	var rows []referenceRow
-	if err := db.Gorm.WithContext(ctx).Where("exercise_id = ?", exerciseID).Order("profile").Find(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("exercise_id = ?", exerciseID).Order("profile").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list references of %s: %w", exerciseID, err)
 	}
 	out := make([]StoredReference, len(rows))

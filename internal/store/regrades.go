@@ -118,12 +118,12 @@ type NewRegradeItem struct {
 	// Result is set when the new score is known at once (recompare).
 	Result *Grade
 	// Job is set for a re-execution: the job is enqueued in the same transaction.
-	Job *JobRow
+	Job *domain.Job
 }
 
 // CreateRegrade writes a regrade and its items (and the re-execution jobs)
 // in one transaction. The regrade is ready at once when no item waits for a job.
-func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, items []NewRegradeItem, enqueue func(tx *gorm.DB, job *JobRow) error) (int64, error) {
+func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, items []NewRegradeItem, enqueue func(tx *Tx, job *domain.Job) error) (int64, error) {
 	row := regradeRow{ExerciseID: r.ExerciseID, Mode: r.Mode, State: RegradeReady, ExerciseVersion: r.ExerciseVersion,
 		GraderVersion: r.GraderVersion, CreatedAt: db.Now()}
 	if createdBy != 0 {
@@ -134,7 +134,8 @@ func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, ite
 			row.State = RegradeStaged
 		}
 	}
-	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.InTx(ctx, func(t *Tx) error {
+		tx := t.g
 		if err := tx.Create(&row).Error; err != nil {
 			return fmt.Errorf("insert regrade: %w", err)
 		}
@@ -143,7 +144,7 @@ func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, ite
 			ir := regradeItemRow{RegradeID: row.ID, SubmissionID: s.ID, UserID: s.UserID, State: ItemPending,
 				OldScore: s.Score, OldMaxScore: s.MaxScore, OldVersion: s.GraderVersion, Cells: "[]"}
 			if it.Job != nil {
-				if err := enqueue(tx, it.Job); err != nil {
+				if err := enqueue(t, it.Job); err != nil {
 					return err
 				}
 				id := it.Job.ID
@@ -174,7 +175,7 @@ func (db *DB) fillItem(tx *gorm.DB, ir *regradeItemRow, g Grade) error {
 	ir.State, ir.NewScore, ir.NewMaxScore, ir.Message = ItemDone, g.Score, g.MaxScore, g.Message
 	ir.Profile, ir.EnvFingerprint, ir.Cells = g.Profile, g.EnvFingerprint, string(cells)
 	if g.Executed != nil {
-		sha, err := db.PutBlob(tx, g.Executed)
+		sha, err := db.putBlob(tx, g.Executed)
 		if err != nil {
 			return err
 		}
@@ -186,7 +187,11 @@ func (db *DB) fillItem(tx *gorm.DB, ir *regradeItemRow, g Grade) error {
 // SaveRegradeResult records the new score of the item waiting for jobID,
 // inside the queue's lease-fenced completion transaction, and marks the
 // regrade ready when it was the last one.
-func (db *DB) SaveRegradeResult(tx *gorm.DB, jobID int64, g Grade) error {
+func (tx *Tx) SaveRegradeResult(jobID int64, g Grade) error {
+	return tx.db.saveRegradeResult(tx.g, jobID, g)
+}
+
+func (db *DB) saveRegradeResult(tx *gorm.DB, jobID int64, g Grade) error {
 	var ir regradeItemRow
 	if err := tx.Where("job_id = ?", jobID).Take(&ir).Error; err != nil {
 		return fmt.Errorf("regrade item of job %d: %w", jobID, err)
@@ -211,7 +216,7 @@ func (db *DB) SaveRegradeResult(tx *gorm.DB, jobID int64, g Grade) error {
 // that failed for good are reported failed (and the regrade ready).
 func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 	var row regradeRow
-	err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return Regrade{}, domain.Errorf(domain.ENOTFOUND, "regrade %d not found", id)
 	}
@@ -219,7 +224,7 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 		return Regrade{}, fmt.Errorf("read regrade %d: %w", id, err)
 	}
 	var items []regradeItemRow
-	if err := db.Gorm.WithContext(ctx).Where("regrade_id = ?", id).Order("submission_id").Find(&items).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("regrade_id = ?", id).Order("submission_id").Find(&items).Error; err != nil {
 		return Regrade{}, fmt.Errorf("read items of regrade %d: %w", id, err)
 	}
 	r := Regrade{ID: row.ID, ExerciseID: row.ExerciseID, Mode: row.Mode, State: row.State, ExerciseVersion: row.ExerciseVersion,
@@ -231,8 +236,8 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 			NewMaxScore: ir.NewMaxScore, Message: ir.Message, Profile: ir.Profile, EnvFingerprint: ir.EnvFingerprint}
 		_ = json.Unmarshal([]byte(ir.Cells), &it.Cells)
 		if it.State == ItemPending && ir.JobID != nil {
-			var job JobRow
-			if err := db.Gorm.WithContext(ctx).Where("id = ?", *ir.JobID).Take(&job).Error; err == nil &&
+			var job jobRow
+			if err := db.gorm.WithContext(ctx).Where("id = ?", *ir.JobID).Take(&job).Error; err == nil &&
 				(job.State == domain.JobFailed || job.State == domain.JobCanceled) {
 				it.State, it.Message = ItemFailed, "re-execution failed: "+job.LastError
 			}
@@ -244,7 +249,7 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 			it.Change = it.NewScore - it.OldScore
 		}
 		var u userRow
-		_ = db.Gorm.WithContext(ctx).Where("id = ?", ir.UserID).Take(&u).Error
+		_ = db.gorm.WithContext(ctx).Where("id = ?", ir.UserID).Take(&u).Error
 		it.Learner = u.Name
 		r.Items = append(r.Items, it)
 	}
@@ -266,7 +271,7 @@ func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
 		return r, domain.Errorf(domain.ECONFLICT, "regrade %d is %s; only a ready regrade can be applied", id, r.State)
 	}
 	now := db.Now()
-	err = db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Claim the regrade first so that two concurrent applies cannot both write.
 		res := tx.Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{RegradeReady, RegradeStaged}).
 			Updates(map[string]any{"state": RegradeApplied, "decided_at": now})
@@ -320,7 +325,7 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 	}
 	g := Grade{SubmissionID: sub.ID, Score: it.NewScore, MaxScore: it.NewMaxScore, Message: it.Message,
 		Profile: profile, RunnerID: sub.RunnerID, EnvFingerprint: env, GraderVersion: graderVersion, Cells: it.Cells}
-	if err := db.SaveGrade(tx, g); err != nil {
+	if err := db.saveGrade(tx, g); err != nil {
 		return err
 	}
 	// SaveGrade was given no notebook: point at the re-executed one, or keep
@@ -338,7 +343,7 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 
 // DiscardRegrade drops a regrade that is not applied; scores stay as they are.
 func (db *DB) DiscardRegrade(ctx context.Context, id int64) (Regrade, error) {
-	res := db.Gorm.WithContext(ctx).Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{RegradeStaged, RegradeReady}).
+	res := db.gorm.WithContext(ctx).Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{RegradeStaged, RegradeReady}).
 		Updates(map[string]any{"state": RegradeDiscarded, "decided_at": db.Now()})
 	if res.Error != nil {
 		return Regrade{}, fmt.Errorf("discard regrade %d: %w", id, res.Error)
@@ -368,7 +373,7 @@ type ScoreHistoryEntry struct {
 // ScoreHistory lists a submission's earlier scores, oldest first.
 func (db *DB) ScoreHistory(ctx context.Context, submissionID string) ([]ScoreHistoryEntry, error) {
 	var rows []scoreHistoryRow
-	if err := db.Gorm.WithContext(ctx).Where("submission_id = ?", submissionID).Order("recorded_at, id").Find(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("submission_id = ?", submissionID).Order("recorded_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read score history of %s: %w", submissionID, err)
 	}
 	out := make([]ScoreHistoryEntry, len(rows))
@@ -384,7 +389,7 @@ func (db *DB) ScoreHistory(ctx context.Context, submissionID string) ([]ScoreHis
 // RegradeJobSubmission returns the submission a regrade job re-executes.
 func (db *DB) RegradeJobSubmission(ctx context.Context, jobID int64) (string, error) {
 	var ir regradeItemRow
-	if err := db.Gorm.WithContext(ctx).Where("job_id = ?", jobID).Take(&ir).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("job_id = ?", jobID).Take(&ir).Error; err != nil {
 		return "", fmt.Errorf("regrade item of job %d: %w", jobID, err)
 	}
 	return ir.SubmissionID, nil

@@ -39,7 +39,7 @@ func (db *DB) UpsertRunner(ctx context.Context, reg RunnerRegistration) error {
 	}
 	row := runnerRow{ID: reg.ID, Name: reg.Name, UserID: userID, Labels: string(lb), Profile: reg.Profile, Report: string(rb),
 		Verdict: reg.Verdict, Slots: reg.Slots, LastSeen: now, CreatedAt: now}
-	err := db.Gorm.WithContext(ctx).Clauses(clause.OnConflict{
+	err := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "id"}},
 		DoUpdates: clause.AssignmentColumns([]string{"labels", "profile", "report", "verdict", "slots", "last_seen", "draining"}),
 	}).Create(&row).Error
@@ -53,11 +53,11 @@ func (db *DB) UpsertRunner(ctx context.Context, reg RunnerRegistration) error {
 // draining (it announced a shutdown, or an admin drained it): a draining
 // runner gets no new jobs.
 func (db *DB) TouchRunner(ctx context.Context, id string) (draining bool, err error) {
-	if err := db.Gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).Update("last_seen", db.Now()).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).Update("last_seen", db.Now()).Error; err != nil {
 		return false, fmt.Errorf("touch runner %s: %w", id, err)
 	}
 	var row runnerRow
-	if err := db.Gorm.WithContext(ctx).Select("draining").Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Select("draining").Where("id = ?", id).Take(&row).Error; err != nil {
 		return false, fmt.Errorf("read runner %s: %w", id, err)
 	}
 	return row.Draining, nil
@@ -67,7 +67,7 @@ func (db *DB) TouchRunner(ctx context.Context, id string) (draining bool, err er
 // finishing or handing back the ones it holds). It reports whether the
 // runner exists.
 func (db *DB) SetRunnerDraining(ctx context.Context, id string) (bool, error) {
-	res := db.Gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).
+	res := db.gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).
 		Updates(map[string]any{"draining": true, "last_seen": db.Now()})
 	if res.Error != nil {
 		return false, fmt.Errorf("mark runner %s draining: %w", id, res.Error)
@@ -78,7 +78,7 @@ func (db *DB) SetRunnerDraining(ctx context.Context, id string) (bool, error) {
 // RunnerReport returns the environment report a runner registered with.
 func (db *DB) RunnerReport(ctx context.Context, id string) (envprobe.Report, bool) {
 	var row runnerRow
-	if err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return envprobe.Report{}, false
 	}
 	var rep envprobe.Report
@@ -106,7 +106,7 @@ type Runner struct {
 // recently seen first.
 func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
 	var rows []runnerRow
-	q := db.Gorm.WithContext(ctx).Order("last_seen DESC, id")
+	q := db.gorm.WithContext(ctx).Order("last_seen DESC, id")
 	if !since.IsZero() {
 		q = q.Where("last_seen >= ?", since)
 	}

@@ -39,11 +39,11 @@ func (db *DB) CreateWebSession(ctx context.Context, userID int64, ttl time.Durat
 	id := auth.RandomID(32)
 	now := db.Now()
 	row := webSessionRow{IDHash: auth.HashToken(id), UserID: userID, CSRFToken: auth.RandomID(24), CreatedAt: now, ExpiresAt: now.Add(ttl)}
-	if err := db.Gorm.WithContext(ctx).Create(&row).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {
 		return "", WebSession{}, fmt.Errorf("create session for user %d: %w", userID, err)
 	}
 	var u userRow
-	if err := db.Gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error; err != nil {
 		return "", WebSession{}, fmt.Errorf("read user %d: %w", userID, err)
 	}
 	return id, WebSession{User: toUser(u), CSRFToken: row.CSRFToken, ExpiresAt: row.ExpiresAt}, nil
@@ -64,7 +64,7 @@ func (db *DB) WebSessionByID(ctx context.Context, id string) (WebSession, error)
 		UserRole      string    `gorm:"column:user_role"`
 		UserCreatedAt time.Time `gorm:"column:user_created_at"`
 	}
-	err := db.Gorm.WithContext(ctx).Table("web_sessions").
+	err := db.gorm.WithContext(ctx).Table("web_sessions").
 		Select("web_sessions.csrf_token, web_sessions.expires_at, users.id AS user_id, users.name AS user_name, "+
 			"users.role AS user_role, users.created_at AS user_created_at").
 		Joins("JOIN users ON users.id = web_sessions.user_id").
@@ -83,7 +83,7 @@ func (db *DB) WebSessionByID(ctx context.Context, id string) (WebSession, error)
 
 // DeleteWebSession signs a browser out; an unknown id is not an error.
 func (db *DB) DeleteWebSession(ctx context.Context, id string) error {
-	if err := db.Gorm.WithContext(ctx).Where("id_hash = ?", auth.HashToken(id)).Delete(&webSessionRow{}).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("id_hash = ?", auth.HashToken(id)).Delete(&webSessionRow{}).Error; err != nil {
 		return fmt.Errorf("delete session: %w", err)
 	}
 	return nil
@@ -91,7 +91,7 @@ func (db *DB) DeleteWebSession(ctx context.Context, id string) error {
 
 // DeleteExpiredWebSessions removes sessions past their expiry.
 func (db *DB) DeleteExpiredWebSessions(ctx context.Context) (int64, error) {
-	res := db.Gorm.WithContext(ctx).Where("expires_at <= ?", db.Now()).Delete(&webSessionRow{})
+	res := db.gorm.WithContext(ctx).Where("expires_at <= ?", db.Now()).Delete(&webSessionRow{})
 	if res.Error != nil {
 		return 0, fmt.Errorf("delete expired sessions: %w", res.Error)
 	}

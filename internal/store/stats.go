@@ -28,7 +28,7 @@ func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, erro
 	for i := range out {
 		out[i].Day = start.AddDate(0, 0, i)
 	}
-	rows, err := db.Gorm.WithContext(ctx).Raw("SELECT created_at FROM submissions WHERE created_at >= ?", start).Rows()
+	rows, err := db.gorm.WithContext(ctx).Raw("SELECT created_at FROM submissions WHERE created_at >= ?", start).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("submissions per day: %w", err)
 	}
@@ -55,7 +55,7 @@ type Latency struct {
 
 // GradingLatency computes latency percentiles over the last n graded submissions.
 func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
-	rows, err := db.Gorm.WithContext(ctx).Raw(
+	rows, err := db.gorm.WithContext(ctx).Raw(
 		"SELECT created_at, graded_at FROM submissions WHERE status = ? AND graded_at IS NOT NULL ORDER BY graded_at DESC LIMIT ?",
 		domain.StatusGraded, n).Rows()
 	if err != nil {
@@ -96,7 +96,7 @@ type QuestionStat struct {
 // QuestionStats returns pass counts per graded cell of an exercise, in notebook order.
 func (db *DB) QuestionStats(ctx context.Context, exerciseID string) ([]QuestionStat, error) {
 	var out []QuestionStat
-	err := db.Gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, MIN(cr.position) AS position, COUNT(*) AS total,
+	err := db.gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, MIN(cr.position) AS position, COUNT(*) AS total,
 		SUM(CASE WHEN cr.verdict = ? THEN 1 ELSE 0 END) AS passed
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
 		WHERE s.exercise_id = ? AND s.status = ? AND cr.counted = ?
@@ -119,7 +119,7 @@ type FailureStat struct {
 // CommonFailures returns the most frequent failing verdicts and messages of an exercise.
 func (db *DB) CommonFailures(ctx context.Context, exerciseID string, limit int) ([]FailureStat, error) {
 	var out []FailureStat
-	err := db.Gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, cr.verdict AS verdict, cr.message AS message, COUNT(*) AS count
+	err := db.gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, cr.verdict AS verdict, cr.message AS message, COUNT(*) AS count
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
 		WHERE s.exercise_id = ? AND s.status = ? AND cr.counted = ? AND cr.verdict <> ?
 		GROUP BY cr.cell_id, cr.verdict, cr.message ORDER BY COUNT(*) DESC, cr.cell_id, cr.verdict, cr.message LIMIT ?`,
@@ -133,7 +133,7 @@ func (db *DB) CommonFailures(ctx context.Context, exerciseID string, limit int) 
 // SetRunnerDrain sets or clears a runner's drain flag from the admin page
 // (SetRunnerDraining is the runner announcing its own drain).
 func (db *DB) SetRunnerDrain(ctx context.Context, id string, drain bool) error {
-	res := db.Gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).Update("draining", drain)
+	res := db.gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).Update("draining", drain)
 	if res.Error != nil {
 		return fmt.Errorf("set drain of runner %s: %w", id, res.Error)
 	}
@@ -156,7 +156,7 @@ type TokenInfo struct {
 // Tokens lists every token, by user and age.
 func (db *DB) Tokens(ctx context.Context) ([]TokenInfo, error) {
 	var rows []tokenRow
-	if err := db.Gorm.WithContext(ctx).Order("user_id, id").Find(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Order("user_id, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
 	out := make([]TokenInfo, len(rows))
@@ -169,10 +169,10 @@ func (db *DB) Tokens(ctx context.Context) ([]TokenInfo, error) {
 // RevokeToken revokes one token; revoking a revoked token is a no-op.
 func (db *DB) RevokeToken(ctx context.Context, tokenID int64) error {
 	var row tokenRow
-	if err := db.Gorm.WithContext(ctx).Where("id = ?", tokenID).Take(&row).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("id = ?", tokenID).Take(&row).Error; err != nil {
 		return domain.Errorf(domain.ENOTFOUND, "token %d not found", tokenID)
 	}
-	err := db.Gorm.WithContext(ctx).Model(&tokenRow{}).Where("id = ? AND revoked_at IS NULL", tokenID).Update("revoked_at", db.Now()).Error
+	err := db.gorm.WithContext(ctx).Model(&tokenRow{}).Where("id = ? AND revoked_at IS NULL", tokenID).Update("revoked_at", db.Now()).Error
 	if err != nil {
 		return fmt.Errorf("revoke token %d: %w", tokenID, err)
 	}
@@ -183,7 +183,7 @@ func (db *DB) RevokeToken(ctx context.Context, tokenID int64) error {
 // user, by exercise id (for the learner's exercise list).
 func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]domain.Submission, error) {
 	var rows []submissionRow
-	err := db.Gorm.WithContext(ctx).Raw(`SELECT s.* FROM submissions s WHERE s.user_id = ? AND s.id = (
+	err := db.gorm.WithContext(ctx).Raw(`SELECT s.* FROM submissions s WHERE s.user_id = ? AND s.id = (
 		SELECT s2.id FROM submissions s2 WHERE s2.user_id = s.user_id AND s2.exercise_id = s.exercise_id
 		ORDER BY s2.created_at DESC, s2.id DESC LIMIT 1)`, userID).Scan(&rows).Error
 	if err != nil {
@@ -207,7 +207,7 @@ type LearnerScore struct {
 // LearnerScores returns the best graded score of a user per exercise.
 func (db *DB) LearnerScores(ctx context.Context, userID int64) (map[string]LearnerScore, error) {
 	var rows []LearnerScore
-	err := db.Gorm.WithContext(ctx).Raw(`SELECT exercise_id AS exercise_id, MAX(score) AS best, MAX(max_score) AS max_score, COUNT(*) AS graded
+	err := db.gorm.WithContext(ctx).Raw(`SELECT exercise_id AS exercise_id, MAX(score) AS best, MAX(max_score) AS max_score, COUNT(*) AS graded
 		FROM submissions WHERE user_id = ? AND status = ? GROUP BY exercise_id`, userID, domain.StatusGraded).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("scores of user %d: %w", userID, err)
@@ -223,7 +223,7 @@ func (db *DB) LearnerScores(ctx context.Context, userID int64) (map[string]Learn
 // learner's name, without cell results.
 func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]domain.Submission, error) {
 	var rows []submissionRow
-	if err := db.Gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("recent submissions: %w", err)
 	}
 	ids := map[int64]bool{}
@@ -237,7 +237,7 @@ func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]domain.Submis
 	names := map[int64]string{}
 	if len(list) > 0 {
 		var users []userRow
-		if err := db.Gorm.WithContext(ctx).Where("id IN ?", list).Find(&users).Error; err != nil {
+		if err := db.gorm.WithContext(ctx).Where("id IN ?", list).Find(&users).Error; err != nil {
 			return nil, fmt.Errorf("recent submissions: %w", err)
 		}
 		for _, u := range users {

@@ -1,14 +1,17 @@
 // Package store opens npugrade's database (SQLite embedded by default,
 // Postgres in production), applies the versioned migrations, and holds the
-// repositories for users, tokens, blobs, submissions and results. The job
-// table's state machine lives in package queue.
+// repositories for users, tokens, blobs, submissions, results, regrades and
+// jobs. It is the only package that imports gorm (internal/archtest checks
+// it): row types and the *gorm.DB stay unexported, transactions are the
+// store's own (DB.InTx, Tx), and database errors leave it translated into
+// the domain's codes (ErrNotFound, ErrConflict). The job table's SQL is in
+// jobs.go; when a job moves from state to state is package queue's call.
 package store
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -30,7 +33,7 @@ import (
 
 // DB is an open database.
 type DB struct {
-	Gorm    *gorm.DB
+	gorm    *gorm.DB
 	Dialect string // "sqlite" or "postgres"
 	// Now is the clock; tests replace it.
 	Now func() time.Time
@@ -92,7 +95,7 @@ func OpenExisting(ctx context.Context, url string) (*DB, error) {
 		return nil, err
 	}
 	var n int64
-	if err := db.Gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM schema_migrations").Scan(&n).Error; err != nil || n == 0 {
+	if err := db.gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM schema_migrations").Scan(&n).Error; err != nil || n == 0 {
 		db.Close()
 		return nil, fmt.Errorf("the %s database has no npugrade schema (run npugrade migrate or serve on it first)", dialect)
 	}
@@ -160,12 +163,12 @@ func Connect(ctx context.Context, url string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
-	return &DB{Gorm: gdb, Dialect: dialect, Now: func() time.Time { return time.Now().UTC() }}, nil
+	return &DB{gorm: gdb, Dialect: dialect, Now: func() time.Time { return time.Now().UTC() }}, nil
 }
 
 // Close closes the connection pool.
 func (db *DB) Close() error {
-	sqlDB, err := db.Gorm.DB()
+	sqlDB, err := db.gorm.DB()
 	if err != nil {
 		return err
 	}
@@ -174,7 +177,7 @@ func (db *DB) Close() error {
 
 // Ping checks that the database answers (for /readyz).
 func (db *DB) Ping(ctx context.Context) error {
-	sqlDB, err := db.Gorm.DB()
+	sqlDB, err := db.gorm.DB()
 	if err != nil {
 		return err
 	}
@@ -210,7 +213,7 @@ func (db *DB) Migrate(ctx context.Context) ([]int, error) {
 	sort.Slice(all, func(i, j int) bool { return all[i].version < all[j].version })
 
 	var applied []int
-	err = db.Gorm.WithContext(ctx).Connection(func(conn *gorm.DB) error {
+	err = db.gorm.WithContext(ctx).Connection(func(conn *gorm.DB) error {
 		if db.Dialect == "postgres" {
 			// Two servers starting at once must not both migrate.
 			if err := conn.Exec("SELECT pg_advisory_lock(727274)").Error; err != nil {
@@ -285,8 +288,5 @@ func SHA256(b []byte) string {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
-
-// ErrNotFound is wrapped by lookups that find nothing.
-var ErrNotFound = errors.New("not found")
 
 func randomHex(n int) string { return auth.RandomID(n) }

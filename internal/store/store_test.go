@@ -18,12 +18,12 @@ func columns(t *testing.T, db *store.DB) []string {
 	switch db.Dialect {
 	case "sqlite":
 		var tables []string
-		if err := db.Gorm.Raw("SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'").Scan(&tables).Error; err != nil {
+		if err := db.RawScan(context.Background(), &tables, "SELECT name FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'"); err != nil {
 			t.Fatal(err)
 		}
 		for _, tb := range tables {
 			var cols []struct{ Name string }
-			if err := db.Gorm.Raw("SELECT name FROM pragma_table_info(?)", tb).Scan(&cols).Error; err != nil {
+			if err := db.RawScan(context.Background(), &cols, "SELECT name FROM pragma_table_info(?)", tb); err != nil {
 				t.Fatal(err)
 			}
 			for _, c := range cols {
@@ -32,7 +32,7 @@ func columns(t *testing.T, db *store.DB) []string {
 		}
 	case "postgres":
 		var rows []struct{ TableName, ColumnName string }
-		if err := db.Gorm.Raw("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema='public'").Scan(&rows).Error; err != nil {
+		if err := db.RawScan(context.Background(), &rows, "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema='public'"); err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rows {
@@ -83,7 +83,7 @@ func TestUsersAndTokens(t *testing.T) {
 				t.Fatalf("UserByToken = %+v, %v", got, err)
 			}
 			var stored int64
-			db.Gorm.Raw("SELECT count(*) FROM tokens WHERE hash = ?", token).Scan(&stored)
+			db.RawScan(context.Background(), &stored, "SELECT count(*) FROM tokens WHERE hash = ?", token)
 			if stored != 0 {
 				t.Fatal("the plain token is stored")
 			}

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,7 +14,9 @@ import (
 
 // PutBlob stores data under its sha256 (content-addressed; storing the
 // same bytes twice is a no-op) and returns the key.
-func (db *DB) PutBlob(tx *gorm.DB, data []byte) (string, error) {
+func (tx *Tx) PutBlob(data []byte) (string, error) { return tx.db.putBlob(tx.g, data) }
+
+func (db *DB) putBlob(tx *gorm.DB, data []byte) (string, error) {
 	sum := SHA256(data)
 	row := blobRow{SHA256: sum, Size: int64(len(data)), Data: data, CreatedAt: db.Now()}
 	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
@@ -27,7 +28,7 @@ func (db *DB) PutBlob(tx *gorm.DB, data []byte) (string, error) {
 // Blob returns stored bytes.
 func (db *DB) Blob(ctx context.Context, sha string) ([]byte, error) {
 	var row blobRow
-	err := db.Gorm.WithContext(ctx).Where("sha256 = ?", sha).Take(&row).Error
+	err := db.gorm.WithContext(ctx).Where("sha256 = ?", sha).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, fmt.Errorf("blob %s: %w", sha, ErrNotFound)
 	}
@@ -47,8 +48,8 @@ type NewSubmission struct {
 	IdempotencyKey  string
 	Requires        domain.Requirement
 	MaxAttempts     int
-	// Enqueue writes the job row inside the same transaction (package queue).
-	Enqueue func(tx *gorm.DB, job *JobRow) error
+	// Enqueue writes the job inside the same transaction (package queue).
+	Enqueue func(tx *Tx, job *domain.Job) error
 }
 
 // CreateSubmission writes the submission, its blobs and its queued job in
@@ -75,27 +76,25 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		k := ns.IdempotencyKey
 		row.IdempotencyKey = &k
 	}
-	err = db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sha, err := db.PutBlob(tx, ns.Upload)
+	err = db.InTx(ctx, func(tx *Tx) error {
+		sha, err := tx.PutBlob(ns.Upload)
 		if err != nil {
 			return err
 		}
 		row.NotebookSHA256 = sha
-		payload, err := db.PutBlob(tx, ns.Rebuilt)
+		payload, err := tx.PutBlob(ns.Rebuilt)
 		if err != nil {
 			return err
 		}
-		if err := tx.Create(&row).Error; err != nil {
+		if err := tx.g.Create(&row).Error; err != nil {
 			return fmt.Errorf("insert submission: %w", err)
 		}
-		req, _ := json.Marshal(ns.Requires)
-		id := row.ID
-		job := &JobRow{
-			SubmissionID:  &id,
+		job := &domain.Job{
+			SubmissionID:  row.ID,
 			Kind:          domain.JobGrade,
 			ExerciseID:    ns.ExerciseID,
 			State:         domain.JobQueued,
-			Requires:      string(req),
+			Requires:      ns.Requires,
 			MaxAttempts:   ns.MaxAttempts,
 			PayloadSHA256: payload,
 			NotBefore:     now,
@@ -105,7 +104,7 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		return ns.Enqueue(tx, job)
 	})
 	if err != nil {
-		if ns.IdempotencyKey != "" && errors.Is(err, gorm.ErrDuplicatedKey) {
+		if ns.IdempotencyKey != "" && errors.Is(err, ErrConflict) {
 			// A concurrent request with the same key won the race.
 			s, err2 := db.submissionByKey(ctx, ns.UserID, ns.IdempotencyKey)
 			return s, false, err2
@@ -117,7 +116,7 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 
 func (db *DB) submissionByKey(ctx context.Context, userID int64, key string) (domain.Submission, error) {
 	var row submissionRow
-	err := db.Gorm.WithContext(ctx).Where("user_id = ? AND idempotency_key = ?", userID, key).Take(&row).Error
+	err := db.gorm.WithContext(ctx).Where("user_id = ? AND idempotency_key = ?", userID, key).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.Submission{}, ErrNotFound
 	}
@@ -136,7 +135,7 @@ func newSubmissionID(now time.Time) string {
 // Submission returns one submission with its cell results.
 func (db *DB) Submission(ctx context.Context, id string) (domain.Submission, error) {
 	var row submissionRow
-	err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.Submission{}, domain.Errorf(domain.ENOTFOUND, "submission %s not found", id)
 	}
@@ -148,11 +147,11 @@ func (db *DB) Submission(ctx context.Context, id string) (domain.Submission, err
 
 func (db *DB) withCells(ctx context.Context, row submissionRow) (domain.Submission, error) {
 	var cells []cellResultRow
-	if err := db.Gorm.WithContext(ctx).Where("submission_id = ?", row.ID).Order("position").Find(&cells).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("submission_id = ?", row.ID).Order("position").Find(&cells).Error; err != nil {
 		return domain.Submission{}, fmt.Errorf("read cells of submission %s: %w", row.ID, err)
 	}
 	var u userRow
-	_ = db.Gorm.WithContext(ctx).Where("id = ?", row.UserID).Take(&u).Error
+	_ = db.gorm.WithContext(ctx).Where("id = ?", row.UserID).Take(&u).Error
 	s := toSubmission(row, u.Name)
 	for _, c := range cells {
 		s.Cells = append(s.Cells, domain.CellResult{
@@ -177,7 +176,7 @@ type SubmissionFilter struct {
 
 // Submissions lists submissions, newest first, without cell results.
 func (db *DB) Submissions(ctx context.Context, f SubmissionFilter) ([]domain.Submission, error) {
-	q := db.Gorm.WithContext(ctx).Model(&submissionRow{}).Order("created_at DESC, id DESC")
+	q := db.gorm.WithContext(ctx).Model(&submissionRow{}).Order("created_at DESC, id DESC")
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)
 	}
@@ -235,7 +234,7 @@ func (db *DB) userNames(ctx context.Context, rows []submissionRow) (map[int64]st
 // ExecutedNotebook returns the notebook as the runner executed it.
 func (db *DB) ExecutedNotebook(ctx context.Context, id string) ([]byte, error) {
 	var row submissionRow
-	if err := db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
 		return nil, fmt.Errorf("read submission %s: %w", id, err)
 	}
 	if row.ExecutedSHA256 == nil {
@@ -244,8 +243,8 @@ func (db *DB) ExecutedNotebook(ctx context.Context, id string) ([]byte, error) {
 	return db.Blob(ctx, *row.ExecutedSHA256)
 }
 
-// MarkRunning records that a runner started a submission's job.
-func (db *DB) MarkRunning(tx *gorm.DB, submissionID, runnerID string) error {
+// markRunning records that a runner started a submission's job.
+func (db *DB) markRunning(tx *gorm.DB, submissionID, runnerID string) error {
 	now := db.Now()
 	err := tx.Model(&submissionRow{}).Where("id = ? AND status IN ?", submissionID, []string{domain.StatusQueued, domain.StatusRunning}).
 		Updates(map[string]any{"status": domain.StatusRunning, "started_at": now, "runner_id": runnerID}).Error
@@ -255,8 +254,8 @@ func (db *DB) MarkRunning(tx *gorm.DB, submissionID, runnerID string) error {
 	return nil
 }
 
-// MarkQueued puts a submission back to queued (its job was returned to the queue).
-func (db *DB) MarkQueued(tx *gorm.DB, submissionID string) error {
+// markQueued puts a submission back to queued (its job was returned to the queue).
+func (db *DB) markQueued(tx *gorm.DB, submissionID string) error {
 	err := tx.Model(&submissionRow{}).Where("id = ? AND status = ?", submissionID, domain.StatusRunning).
 		Update("status", domain.StatusQueued).Error
 	if err != nil {
@@ -265,8 +264,8 @@ func (db *DB) MarkQueued(tx *gorm.DB, submissionID string) error {
 	return nil
 }
 
-// MarkFailed records an infrastructure failure after the last attempt.
-func (db *DB) MarkFailed(tx *gorm.DB, submissionID, message string) error {
+// markFailed records an infrastructure failure after the last attempt.
+func (db *DB) markFailed(tx *gorm.DB, submissionID, message string) error {
 	now := db.Now()
 	err := tx.Model(&submissionRow{}).Where("id = ?", submissionID).
 		Updates(map[string]any{"status": domain.StatusFailed, "message": Printable(message), "graded_at": now}).Error
@@ -294,10 +293,12 @@ type Grade struct {
 // queue's lease-fenced completion transaction, so a result from a runner
 // that lost its lease never reaches it. Earlier cell rows of the
 // submission are replaced, which keeps a retried completion idempotent.
-func (db *DB) SaveGrade(tx *gorm.DB, g Grade) error {
+func (tx *Tx) SaveGrade(g Grade) error { return tx.db.saveGrade(tx.g, g) }
+
+func (db *DB) saveGrade(tx *gorm.DB, g Grade) error {
 	var executed *string
 	if g.Executed != nil {
-		sha, err := db.PutBlob(tx, g.Executed)
+		sha, err := db.putBlob(tx, g.Executed)
 		if err != nil {
 			return err
 		}

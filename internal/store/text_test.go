@@ -4,8 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"gorm.io/gorm"
-
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -37,7 +35,7 @@ func TestLearnerOutputStoredLosslessly(t *testing.T) {
 			}
 			sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
 				Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
-				Enqueue: func(tx *gorm.DB, job *store.JobRow) error { return tx.Create(job).Error }})
+				Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -46,7 +44,9 @@ func TestLearnerOutputStoredLosslessly(t *testing.T) {
 				cells = append(cells, domain.CellResult{CellID: "q" + string(rune('a'+i)), Verdict: "mismatch", Counted: true,
 					Message: h, Observed: h, Expected: h + "!", Diff: "-" + h})
 			}
-			if err := db.SaveGrade(db.Gorm, store.Grade{SubmissionID: sub.ID, MaxScore: 1, Profile: "cpu", Cells: cells}); err != nil {
+			if err := db.InTx(ctx, func(tx *store.Tx) error {
+				return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, MaxScore: 1, Profile: "cpu", Cells: cells})
+			}); err != nil {
 				t.Fatalf("save a grade with hostile output: %v", err)
 			}
 			got, err := db.Submission(ctx, sub.ID)
@@ -63,7 +63,7 @@ func TestLearnerOutputStoredLosslessly(t *testing.T) {
 						c.Message, c.Observed, c.Expected, c.Diff)
 				}
 			}
-			if err := db.MarkFailed(db.Gorm, sub.ID, "runner said \x00\xff"); err != nil {
+			if err := db.MarkFailed(sub.ID, "runner said \x00\xff"); err != nil {
 				t.Fatalf("a failure reason with NUL and invalid UTF-8: %v", err)
 			}
 			if got, _ := db.Submission(ctx, sub.ID); got.Message != `runner said \x00\xff` {

@@ -22,7 +22,7 @@ func (db *DB) CreateUser(ctx context.Context, name string, role domain.Role) (do
 	}
 	row := userRow{Name: name, Role: string(role), CreatedAt: db.Now()}
 	var token string
-	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
 			if errors.Is(err, gorm.ErrDuplicatedKey) {
 				return domain.Errorf(domain.ECONFLICT, "user %q already exists", name)
@@ -41,7 +41,7 @@ func (db *DB) CreateUser(ctx context.Context, name string, role domain.Role) (do
 
 // CreateToken issues another token for an existing user.
 func (db *DB) CreateToken(ctx context.Context, userID int64) (string, error) {
-	return db.createToken(db.Gorm.WithContext(ctx), userID)
+	return db.createToken(db.gorm.WithContext(ctx), userID)
 }
 
 func (db *DB) createToken(tx *gorm.DB, userID int64) (string, error) {
@@ -59,7 +59,7 @@ func (db *DB) createToken(tx *gorm.DB, userID int64) (string, error) {
 // RevokeTokens revokes every token of a user.
 func (db *DB) RevokeTokens(ctx context.Context, userID int64) error {
 	now := db.Now()
-	err := db.Gorm.WithContext(ctx).Model(&tokenRow{}).
+	err := db.gorm.WithContext(ctx).Model(&tokenRow{}).
 		Where("user_id = ? AND revoked_at IS NULL", userID).Update("revoked_at", now).Error
 	if err != nil {
 		return fmt.Errorf("revoke tokens of user %d: %w", userID, err)
@@ -73,7 +73,7 @@ func (db *DB) UserByToken(ctx context.Context, token string) (domain.User, error
 		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "a bearer token is required")
 	}
 	var u userRow
-	err := db.Gorm.WithContext(ctx).Table("users").
+	err := db.gorm.WithContext(ctx).Table("users").
 		Joins("JOIN tokens ON tokens.user_id = users.id").
 		Where("tokens.hash = ? AND tokens.revoked_at IS NULL", auth.HashToken(token)).
 		Select("users.*").Take(&u).Error
@@ -89,7 +89,7 @@ func (db *DB) UserByToken(ctx context.Context, token string) (domain.User, error
 // UserByName finds a user.
 func (db *DB) UserByName(ctx context.Context, name string) (domain.User, error) {
 	var u userRow
-	err := db.Gorm.WithContext(ctx).Where("name = ?", name).Take(&u).Error
+	err := db.gorm.WithContext(ctx).Where("name = ?", name).Take(&u).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.User{}, domain.Errorf(domain.ENOTFOUND, "user %q not found", name)
 	}
@@ -102,7 +102,7 @@ func (db *DB) UserByName(ctx context.Context, name string) (domain.User, error) 
 // ListUsers returns every user, by id.
 func (db *DB) ListUsers(ctx context.Context) ([]domain.User, error) {
 	var rows []userRow
-	if err := db.Gorm.WithContext(ctx).Order("id").Find(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Order("id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list users: %w", err)
 	}
 	out := make([]domain.User, len(rows))

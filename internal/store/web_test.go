@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -34,7 +32,7 @@ func TestWebSessions(t *testing.T) {
 			}
 			// Only the hash is stored.
 			var n int64
-			db.Gorm.Table("web_sessions").Where("id_hash = ?", id).Count(&n)
+			_ = db.RawScan(context.Background(), &n, "SELECT COUNT(*) FROM web_sessions WHERE id_hash = ?", id)
 			if n != 0 {
 				t.Fatal("the session id is stored in clear")
 			}
@@ -85,12 +83,12 @@ func gradeAt(t *testing.T, db *store.DB, userID int64, ex string, score, max flo
 	ctx := context.Background()
 	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: userID, ExerciseID: ex, ExerciseVersion: "v",
 		Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
-		Enqueue: func(tx *gorm.DB, job *store.JobRow) error { return tx.Create(job).Error }})
+		Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.Gorm.Transaction(func(tx *gorm.DB) error {
-		return db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: score, MaxScore: max, Cells: []domain.CellResult{
+	err = db.InTx(context.Background(), func(tx *store.Tx) error {
+		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: score, MaxScore: max, Cells: []domain.CellResult{
 			{CellID: "q1", Verdict: map[bool]string{true: domain.VerdictPass, false: domain.VerdictMismatch}[score == max], Counted: true,
 				Points: score, MaxPoints: max, Message: "m"}}})
 	})

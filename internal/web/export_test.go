@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"testing"
@@ -22,11 +23,11 @@ func TestGradebookCSVFailingMidwayIsAborted(t *testing.T) {
 			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			seed(t, e.db, 400, []string{"ch1"}, 1)
 			if d == "postgres" {
-				if err := e.db.Gorm.Exec("ALTER TABLE submissions ALTER COLUMN score TYPE TEXT").Error; err != nil {
+				if err := e.db.RawExec(context.Background(), "ALTER TABLE submissions ALTER COLUMN score TYPE TEXT"); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := e.db.Gorm.Exec("UPDATE submissions SET score = 'not a number' WHERE user_id = (SELECT MAX(id) FROM users WHERE role = 'learner')").Error; err != nil {
+			if err := e.db.RawExec(context.Background(), "UPDATE submissions SET score = 'not a number' WHERE user_id = (SELECT MAX(id) FROM users WHERE role = 'learner')"); err != nil {
 				t.Fatal(err)
 			}
 			req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/api/v1/gradebook.csv", nil)

@@ -19,8 +19,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
@@ -273,21 +271,21 @@ func seed(t testing.TB, db *store.DB, learners int, exercises []string, attempts
 	t.Helper()
 	ctx := context.Background()
 	now := time.Now().UTC().Add(-time.Hour)
-	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Exec("INSERT INTO blobs (sha256, size, data, created_at) VALUES ('seed', 2, ?, ?)", []byte("{}"), now).Error; err != nil {
+	err := db.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.RawExec("INSERT INTO blobs (sha256, size, data, created_at) VALUES ('seed', 2, ?, ?)", []byte("{}"), now); err != nil {
 			return err
 		}
 		users := make([]map[string]any, 0, 1000)
 		subs := make([]map[string]any, 0, 1000)
 		flush := func() error {
 			if len(users) > 0 {
-				if err := tx.Table("users").CreateInBatches(users, 500).Error; err != nil {
+				if err := tx.RawInsert("users", users); err != nil {
 					return err
 				}
 				users = users[:0]
 			}
 			if len(subs) > 0 {
-				if err := tx.Table("submissions").CreateInBatches(subs, 500).Error; err != nil {
+				if err := tx.RawInsert("submissions", subs); err != nil {
 					return err
 				}
 				subs = subs[:0]
@@ -295,7 +293,7 @@ func seed(t testing.TB, db *store.DB, learners int, exercises []string, attempts
 			return nil
 		}
 		var firstID int64
-		if err := tx.Raw("SELECT COALESCE(MAX(id), 0) FROM users").Scan(&firstID).Error; err != nil {
+		if err := tx.RawScan(&firstID, "SELECT COALESCE(MAX(id), 0) FROM users"); err != nil {
 			return err
 		}
 		for i := 0; i < learners; i++ {
@@ -323,7 +321,7 @@ func seed(t testing.TB, db *store.DB, learners int, exercises []string, attempts
 			return err
 		}
 		if db.Dialect == "postgres" {
-			return tx.Exec("SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT MAX(id) FROM users))").Error
+			return tx.RawExec("SELECT setval(pg_get_serial_sequence('users', 'id'), (SELECT MAX(id) FROM users))")
 		}
 		return nil
 	})
@@ -441,8 +439,8 @@ func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = e.db.Gorm.Transaction(func(tx *gorm.DB) error {
-				return e.db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Cells: []domain.CellResult{
+			err = e.db.InTx(context.Background(), func(tx *store.Tx) error {
+				return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Cells: []domain.CellResult{
 					{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "SECRET-MESSAGE", Observed: "SECRET-OBSERVED"},
 					{CellID: "q2", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true, Message: "visible-message", Observed: "visible-output"},
 				}})

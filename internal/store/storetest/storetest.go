@@ -50,11 +50,11 @@ func URL(t testing.TB, dialect string) string {
 		if err != nil {
 			t.Fatalf("connect to test postgres: %v", err)
 		}
-		if err := adb.Gorm.Exec("CREATE DATABASE " + name).Error; err != nil {
+		if err := adb.RawExec(context.Background(), "CREATE DATABASE "+name); err != nil {
 			t.Fatalf("create test database: %v", err)
 		}
 		t.Cleanup(func() {
-			adb.Gorm.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)")
+			_ = adb.RawExec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
 			adb.Close()
 		})
 		u, err := url.Parse(admin)

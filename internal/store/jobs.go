@@ -1,0 +1,360 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/npugrade/npugrade/internal/domain"
+)
+
+// The SQL of the jobs table. Package queue owns the state machine (when a
+// job is claimed, retried, failed or reaped); this file owns how each
+// transition is written. Every transition of a leased job is one
+// compare-and-swap statement fenced by the lease token and the state, so a
+// runner or reaper acting on a stale read changes nothing.
+
+// jobRow is the jobs table.
+type jobRow struct {
+	ID             int64
+	SubmissionID   *string
+	Kind           string
+	ExerciseID     string
+	State          string
+	Requires       string
+	Priority       int
+	Attempt        int
+	MaxAttempts    int
+	PayloadSHA256  string `gorm:"column:payload_sha256"`
+	LeaseToken     string
+	RunnerID       string
+	LeaseExpiresAt *time.Time
+	NotBefore      time.Time
+	LastError      string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	// Profile is the runner profile a reference job records (migration 00003).
+	Profile string
+}
+
+func (jobRow) TableName() string { return "jobs" }
+
+func (r jobRow) job() domain.Job {
+	j := domain.Job{ID: r.ID, Kind: r.Kind, ExerciseID: r.ExerciseID, State: r.State, Priority: r.Priority,
+		Attempt: r.Attempt, MaxAttempts: r.MaxAttempts, PayloadSHA256: r.PayloadSHA256, LeaseToken: r.LeaseToken,
+		RunnerID: r.RunnerID, LeaseExpiresAt: r.LeaseExpiresAt, NotBefore: r.NotBefore, LastError: r.LastError,
+		Profile: r.Profile, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if r.SubmissionID != nil {
+		j.SubmissionID = *r.SubmissionID
+	}
+	_ = json.Unmarshal([]byte(r.Requires), &j.Requires) // a malformed requirement reads as none
+	return j
+}
+
+// requirementKey is how a requirement is stored: its JSON, which is also
+// the key claims filter on, so every writer must encode it the same way.
+func requirementKey(r domain.Requirement) string {
+	b, _ := json.Marshal(r)
+	return string(b)
+}
+
+// InsertJob writes job as a new row and sets its ID.
+func (tx *Tx) InsertJob(job *domain.Job) error {
+	row := jobRow{Kind: job.Kind, ExerciseID: job.ExerciseID, State: job.State, Requires: requirementKey(job.Requires),
+		Priority: job.Priority, MaxAttempts: job.MaxAttempts, PayloadSHA256: job.PayloadSHA256,
+		NotBefore: job.NotBefore, Profile: job.Profile, CreatedAt: job.CreatedAt, UpdatedAt: job.UpdatedAt}
+	if job.SubmissionID != "" {
+		id := job.SubmissionID
+		row.SubmissionID = &id
+	}
+	if err := tx.g.Create(&row).Error; err != nil {
+		return fmt.Errorf("insert %s job for %s: %w", job.Kind, job.ExerciseID, translate(err))
+	}
+	job.ID = row.ID
+	return nil
+}
+
+// QueuedRequirements returns the distinct requirements of queued jobs.
+// A stored requirement that does not decode is left out: it matches no runner.
+func (db *DB) QueuedRequirements(ctx context.Context) ([]domain.Requirement, error) {
+	var keys []string
+	if err := db.gorm.WithContext(ctx).Model(&jobRow{}).Where("state = ?", domain.JobQueued).
+		Distinct("requires").Pluck("requires", &keys).Error; err != nil {
+		return nil, fmt.Errorf("list queued requirements: %w", translate(err))
+	}
+	out := make([]domain.Requirement, 0, len(keys))
+	for _, k := range keys {
+		var r domain.Requirement
+		if json.Unmarshal([]byte(k), &r) == nil && requirementKey(r) == k {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// Claim says which job a runner takes and how long its lease lasts.
+type Claim struct {
+	RunnerID string
+	Token    string
+	Expires  time.Time
+	// Any takes a job of any requirement; otherwise only jobs requiring
+	// one of Requires are taken.
+	Any      bool
+	Requires []domain.Requirement
+	// Candidates is how many queued rows one claim looks at on SQLite.
+	Candidates int
+}
+
+// ClaimJob leases the oldest highest-priority queued job that c allows and
+// marks its submission running, in one transaction. It returns (nil, nil)
+// when there is none. On Postgres the row is locked FOR UPDATE SKIP LOCKED;
+// on SQLite (one writer) the state check of the update is the
+// compare-and-swap.
+func (db *DB) ClaimJob(ctx context.Context, c Claim) (*domain.Job, error) {
+	if !c.Any && len(c.Requires) == 0 {
+		return nil, nil
+	}
+	now := db.Now()
+	var claimed *domain.Job
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		sel := tx.Where("state = ? AND not_before <= ?", domain.JobQueued, now).Order("priority DESC, id").Limit(max(c.Candidates, 1))
+		if !c.Any {
+			keys := make([]string, len(c.Requires))
+			for i, r := range c.Requires {
+				keys[i] = requirementKey(r)
+			}
+			sel = sel.Where("requires IN ?", keys)
+		}
+		if db.Dialect == "postgres" {
+			// Every selected row is one this runner can run, so lock
+			// just one: locking more only makes the other claimers skip
+			// rows this claim will not take.
+			sel = sel.Limit(1).Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		}
+		var rows []jobRow
+		if err := sel.Find(&rows).Error; err != nil {
+			return fmt.Errorf("select queued jobs: %w", err)
+		}
+		for i := range rows {
+			row := &rows[i]
+			res := tx.Model(&jobRow{}).Where("id = ? AND state = ?", row.ID, domain.JobQueued).Updates(map[string]any{
+				"state": domain.JobLeased, "lease_token": c.Token, "runner_id": c.RunnerID,
+				"lease_expires_at": c.Expires, "attempt": gorm.Expr("attempt + 1"), "updated_at": now,
+			})
+			if res.Error != nil {
+				return fmt.Errorf("lease job %d: %w", row.ID, res.Error)
+			}
+			if res.RowsAffected != 1 {
+				continue // another claimer won this row
+			}
+			expires := c.Expires
+			row.State, row.LeaseToken, row.RunnerID, row.LeaseExpiresAt = domain.JobLeased, c.Token, c.RunnerID, &expires
+			row.Attempt++
+			if row.SubmissionID != nil {
+				if err := db.markRunning(tx, *row.SubmissionID, c.RunnerID); err != nil {
+					return err
+				}
+			}
+			j := row.job()
+			claimed = &j
+			return nil
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, translate(err)
+	}
+	return claimed, nil
+}
+
+// leased is the fence of every write on a leased job.
+func leased(tx *gorm.DB, id int64, token string) *gorm.DB {
+	return tx.Model(&jobRow{}).Where("id = ? AND lease_token = ? AND state = ?", id, token, domain.JobLeased)
+}
+
+// ExtendLease moves a leased job's lease expiry to expires. When the lease
+// no longer holds, canceled reports that the job was canceled (the runner
+// should stop); otherwise the error wraps domain.ErrLeaseLost.
+func (db *DB) ExtendLease(ctx context.Context, id int64, token string, expires time.Time) (canceled bool, err error) {
+	g := db.gorm.WithContext(ctx)
+	res := leased(g, id, token).Updates(map[string]any{"lease_expires_at": expires, "updated_at": db.Now()})
+	if res.Error != nil {
+		return false, fmt.Errorf("heartbeat job %d: %w", id, translate(res.Error))
+	}
+	if res.RowsAffected == 1 {
+		return false, nil
+	}
+	var row jobRow
+	if err := g.Where("id = ? AND lease_token = ?", id, token).Take(&row).Error; err == nil && row.State == domain.JobCanceled {
+		return true, nil
+	}
+	return false, fmt.Errorf("heartbeat job %d: %w", id, domain.ErrLeaseLost)
+}
+
+// CompleteJob marks a leased job succeeded and runs write in the same
+// transaction. If the lease no longer holds nothing is written and the
+// error wraps domain.ErrLeaseLost.
+func (db *DB) CompleteJob(ctx context.Context, id int64, token string, write func(*Tx) error) error {
+	return db.InTx(ctx, func(tx *Tx) error {
+		res := leased(tx.g, id, token).Updates(map[string]any{"state": domain.JobSucceeded, "lease_expires_at": nil, "updated_at": db.Now()})
+		if res.Error != nil {
+			return fmt.Errorf("complete job %d: %w", id, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("complete job %d: %w", id, domain.ErrLeaseLost)
+		}
+		if write == nil {
+			return nil
+		}
+		return write(tx)
+	})
+}
+
+// LeasedJob reads a job that token still leases, or wraps domain.ErrLeaseLost.
+func (tx *Tx) LeasedJob(id int64, token string) (domain.Job, error) {
+	var row jobRow
+	err := tx.g.Where("id = ? AND lease_token = ? AND state = ?", id, token, domain.JobLeased).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return domain.Job{}, fmt.Errorf("job %d: %w", id, domain.ErrLeaseLost)
+	}
+	if err != nil {
+		return domain.Job{}, fmt.Errorf("read job %d: %w", id, translate(err))
+	}
+	return row.job(), nil
+}
+
+// Fence names the lease a transition acts on. A reaper sets ExpiredBefore:
+// the transition then also requires the lease to have expired before it,
+// so a lease a heartbeat extended after the reaper read it is left alone.
+type Fence struct {
+	ID            int64
+	Token         string
+	ExpiredBefore time.Time
+}
+
+// fenced is the one-statement compare-and-swap of a transition:
+// WHERE id=? AND lease_token=? AND state='leased' [AND lease_expires_at < ?].
+func (f Fence) fenced(tx *gorm.DB) *gorm.DB {
+	q := leased(tx, f.ID, f.Token)
+	if !f.ExpiredBefore.IsZero() {
+		q = q.Where("lease_expires_at < ?", f.ExpiredBefore)
+	}
+	return q
+}
+
+// RequeueJob returns a leased job to the queue, runnable from notBefore,
+// and its submission to queued. The error wraps domain.ErrLeaseLost when
+// the fence no longer holds.
+func (tx *Tx) RequeueJob(f Fence, submissionID, reason string, notBefore time.Time) error {
+	res := f.fenced(tx.g).Updates(map[string]any{"state": domain.JobQueued, "lease_token": "", "runner_id": "",
+		"lease_expires_at": nil, "last_error": reason, "not_before": notBefore, "updated_at": tx.db.Now()})
+	if res.Error != nil {
+		return fmt.Errorf("requeue job %d: %w", f.ID, translate(res.Error))
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("requeue job %d: %w", f.ID, domain.ErrLeaseLost)
+	}
+	if submissionID != "" {
+		return tx.db.markQueued(tx.g, submissionID)
+	}
+	return nil
+}
+
+// FailJob fails a leased job for good with message, and its submission
+// too. The error wraps domain.ErrLeaseLost when the fence no longer holds.
+func (tx *Tx) FailJob(f Fence, submissionID, message string) error {
+	res := f.fenced(tx.g).Updates(map[string]any{"state": domain.JobFailed, "lease_token": "", "lease_expires_at": nil,
+		"last_error": message, "updated_at": tx.db.Now()})
+	if res.Error != nil {
+		return fmt.Errorf("fail job %d: %w", f.ID, translate(res.Error))
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("fail job %d: %w", f.ID, domain.ErrLeaseLost)
+	}
+	if submissionID != "" {
+		return tx.db.markFailed(tx.g, submissionID, message)
+	}
+	return nil
+}
+
+// ReleaseJob hands a leased job back to the queue without counting the
+// attempt, and its submission to queued.
+func (db *DB) ReleaseJob(ctx context.Context, id int64, token string) error {
+	return db.InTx(ctx, func(tx *Tx) error {
+		res := leased(tx.g, id, token).Updates(map[string]any{"state": domain.JobQueued, "lease_token": "", "runner_id": "",
+			"lease_expires_at": nil, "attempt": gorm.Expr("attempt - 1"), "updated_at": db.Now()})
+		if res.Error != nil {
+			return fmt.Errorf("release job %d: %w", id, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return fmt.Errorf("release job %d: %w", id, domain.ErrLeaseLost)
+		}
+		var row jobRow
+		if err := tx.g.Where("id = ?", id).Take(&row).Error; err != nil {
+			return fmt.Errorf("release job %d: %w", id, err)
+		}
+		if row.SubmissionID != nil {
+			return db.markQueued(tx.g, *row.SubmissionID)
+		}
+		return nil
+	})
+}
+
+// ExpiredLeases returns up to limit leased jobs whose lease expired before now.
+func (db *DB) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]domain.Job, error) {
+	var rows []jobRow
+	if err := db.gorm.WithContext(ctx).Where("state = ? AND lease_expires_at < ?", domain.JobLeased, now).
+		Order("id").Limit(limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("find expired leases: %w", translate(err))
+	}
+	return jobs(rows), nil
+}
+
+// JobDepth counts jobs per state.
+func (db *DB) JobDepth(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		State string
+		N     int64
+	}
+	if err := db.gorm.WithContext(ctx).Model(&jobRow{}).Select("state, count(*) AS n").Group("state").Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count jobs: %w", translate(err))
+	}
+	out := map[string]int64{}
+	for _, r := range rows {
+		out[r.State] = r.N
+	}
+	return out, nil
+}
+
+// Job reads one job; a missing one is ENOTFOUND.
+func (db *DB) Job(ctx context.Context, id int64) (domain.Job, error) {
+	var row jobRow
+	if err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error; err != nil {
+		return domain.Job{}, fmt.Errorf("read job %d: %w", id, translate(err))
+	}
+	return row.job(), nil
+}
+
+// PendingJobs lists queued and leased jobs in claim order, at most limit.
+func (db *DB) PendingJobs(ctx context.Context, limit int) ([]domain.Job, error) {
+	var rows []jobRow
+	err := db.gorm.WithContext(ctx).Where("state IN ?", []string{domain.JobQueued, domain.JobLeased}).
+		Order("priority DESC, id").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("list pending jobs: %w", translate(err))
+	}
+	return jobs(rows), nil
+}
+
+func jobs(rows []jobRow) []domain.Job {
+	out := make([]domain.Job, len(rows))
+	for i, r := range rows {
+		out[i] = r.job()
+	}
+	return out
+}
