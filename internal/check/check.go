@@ -25,9 +25,9 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/runner"
-	"github.com/npugrade/npugrade/internal/scoring"
 )
 
 // Options configure a check run.
@@ -251,8 +251,8 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 	start := time.Now()
 	out := &Notebook{Exercise: t.ex.ID, Kind: t.kind, Name: t.name, Path: t.path}
 	defer func() { out.Duration = time.Since(start) }()
-	ref, err := t.ex.Reference(opt.Profile)
-	if err != nil {
+	// Fail before executing when there is nothing to compare with.
+	if _, err := t.ex.Reference(opt.Profile); err != nil {
 		out.ExecErr = err.Error()
 		return out
 	}
@@ -263,7 +263,12 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 		out.ExecErr = err.Error()
 		return out
 	}
-	sc := scoring.Score(scoring.Input{Exercise: t.ex, Reference: ref, Integrity: integ, Executed: executed, Result: res})
+	res.Profile = opt.Profile // the profile whose references this check compares with
+	sc, err := grade.Grader{References: grade.Files{}}.Grade(ctx, grade.Run{Exercise: t.ex, Integrity: integ, Executed: executed, Result: res})
+	if err != nil {
+		out.ExecErr = err.Error()
+		return out
+	}
 	out.Score, out.Max = sc.Score, sc.MaxScore
 	for _, cr := range sc.Cells {
 		c := Case{CellID: cr.CellID, Got: cr, Counted: cr.Counted}
@@ -335,7 +340,7 @@ func record(ctx context.Context, ex *exercise.Exercise, opt Options) error {
 				continue
 			}
 			c := executed.CellByGraderID(g.ID)
-			if c == nil || execution.ReadCellMeta(c).Skipped != "" {
+			if c == nil || notebook.ReadCellMeta(c).Skipped != "" {
 				continue
 			}
 			outs := notebook.StripVolatile(c.Outputs)

@@ -14,9 +14,8 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/queue"
-	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -123,7 +122,7 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 	if job.SubmissionID == "" {
 		return d.Queue.Complete(ctx, jobID, token, nil)
 	}
-	grade, err := d.grade(ctx, job, res)
+	grade, err := d.grade(ctx, job.SubmissionID, res)
 	if err != nil {
 		// A result we cannot grade is an infrastructure fault, not the learner's.
 		d.Log.Error("grade job", "job", jobID, "err", err)
@@ -185,8 +184,9 @@ func (d *Dispatcher) store(ctx context.Context, jobID int64, token string, save 
 	return nil
 }
 
-func (d *Dispatcher) grade(ctx context.Context, job domain.Job, res domain.ExecutionResult) (store.Grade, error) {
-	sub, err := d.DB.Submission(ctx, job.SubmissionID)
+// grade scores a run of a submission: the one grading use case (package grade).
+func (d *Dispatcher) grade(ctx context.Context, subID string, res domain.ExecutionResult) (store.Grade, error) {
+	sub, err := d.DB.Submission(ctx, subID)
 	if err != nil {
 		return store.Grade{}, err
 	}
@@ -194,39 +194,5 @@ func (d *Dispatcher) grade(ctx context.Context, job domain.Job, res domain.Execu
 	if err != nil {
 		return store.Grade{}, err
 	}
-	profile := res.Profile
-	if profile == "" {
-		profile = "cpu"
-	}
-	ref, err := d.reference(ctx, ex, profile)
-	if err != nil {
-		return store.Grade{}, err
-	}
-	upload, err := d.DB.Blob(ctx, sub.NotebookSHA256)
-	if err != nil {
-		return store.Grade{}, err
-	}
-	up, err := notebook.ParseStored(upload)
-	if err != nil {
-		return store.Grade{}, fmt.Errorf("re-read upload of %s: %w", sub.ID, err)
-	}
-	_, integ, err := notebook.Rebuild(ex.Answer, up)
-	if err != nil {
-		return store.Grade{}, err
-	}
-	var executed *notebook.Notebook
-	if res.Notebook != nil {
-		executed, err = notebook.ParseExecuted(res.Notebook)
-		if err != nil {
-			return store.Grade{}, fmt.Errorf("parse executed notebook: %w", err)
-		}
-	} else if !res.Killed {
-		return store.Grade{}, errors.New("the runner sent no executed notebook")
-	}
-	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Integrity: integ, Executed: executed, Result: res, SubmittedAt: sub.CreatedAt})
-	return store.Grade{
-		SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
-		Profile: profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: scoring.GraderVersion(ex),
-		Executed: res.Notebook, Cells: out.Cells,
-	}, nil
+	return (&grade.Submissions{DB: d.DB}).Grade(ctx, ex, sub, res.Notebook, res)
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/compare"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/store"
@@ -134,7 +133,7 @@ func (d *Dispatcher) referenceFrom(job domain.Job, res domain.ExecutionResult) (
 	var raised []string
 	for _, g := range ex.Graded {
 		c := executed.CellByGraderID(g.ID)
-		if c == nil || execution.ReadCellMeta(c).Skipped != "" {
+		if c == nil || notebook.ReadCellMeta(c).Skipped != "" {
 			continue // not runnable on this profile: no reference, graded not-run there
 		}
 		outs := notebook.StripVolatile(c.Outputs)
@@ -147,31 +146,4 @@ func (d *Dispatcher) referenceFrom(job domain.Job, res domain.ExecutionResult) (
 		return nil, errors.New("the answer's cells " + strings.Join(raised, "; "))
 	}
 	return ref, nil
-}
-
-// reference returns the reference outputs to grade against on profile: the
-// committed file when there is one, else the one a reference job recorded.
-func (d *Dispatcher) reference(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error) {
-	ref, fileErr := ex.Reference(profile)
-	if fileErr == nil {
-		return ref, nil
-	}
-	if _, ok := ex.References[profile]; ok {
-		return nil, fileErr // a stale file reference is an error, not a fallback
-	}
-	stored, err := d.DB.Reference(ctx, ex.ID, profile)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w (or POST /api/v1/exercises/%s/references with {\"profile\": %q})", fileErr, ex.ID, profile)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if stored.AnswerSHA256 != ex.AnswerSHA256() {
-		return nil, fmt.Errorf("exercise %s: the stored reference for profile %q was recorded from another version of the answer (record it again)", ex.ID, profile)
-	}
-	out := &exercise.Reference{Exercise: ex.ID, Profile: profile, AnswerSHA256: stored.AnswerSHA256}
-	if err := json.Unmarshal(stored.Cells, &out.Cells); err != nil {
-		return nil, fmt.Errorf("decode stored reference %s/%s: %w", ex.ID, profile, err)
-	}
-	return out, nil
 }

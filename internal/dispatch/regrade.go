@@ -16,9 +16,7 @@ func (d *Dispatcher) completeRegrade(ctx context.Context, job domain.Job, token,
 	if err != nil {
 		return d.Fail(ctx, job.ID, token, err.Error())
 	}
-	j := job
-	j.SubmissionID = subID
-	g, err := d.grade(ctx, j, res)
+	g, err := d.grade(ctx, subID, res)
 	if err != nil {
 		d.Log.Error("grade regrade job", "job", job.ID, "submission", subID, "err", err)
 		if ferr := d.Fail(ctx, job.ID, token, err.Error()); ferr != nil {

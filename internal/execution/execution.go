@@ -9,7 +9,7 @@
 //
 // When the kernel dies (the memory limit, os._exit, a signal) or the run
 // is killed, the cells before keep their outputs, the cell that was running
-// is annotated with why it stopped (metadata.npugrade, see CellMeta), and
+// is annotated with why it stopped (metadata.npugrade, see domain.CellMeta), and
 // the cells after it stay unexecuted; package scoring turns that into
 // per-cell verdicts. The driver owns one kernel for one notebook; Pool
 // keeps drivers started ahead of their jobs (warm.go).
@@ -114,57 +114,6 @@ type Options struct {
 	JobTimeout  time.Duration
 }
 
-// Metadata keys the executor writes into cells under metadata.npugrade.
-const (
-	MetaKey = "npugrade"
-)
-
-// CellMeta is what the executor notes about a cell for the grader
-// (metadata.npugrade). The driver writes the fields it observes; Execute
-// adds what only the runner knows (the sandbox's limit counters, the
-// whole-run deadline).
-type CellMeta struct {
-	Skipped  string  `json:"skipped,omitempty"`   // why the cell was not run here
-	TimedOut bool    `json:"timed_out,omitempty"` // the cell hit its timeout and was interrupted
-	Timeout  float64 `json:"timeout,omitempty"`
-	// InterruptIgnored: the cell was still running InterruptGrace after
-	// its timeout interrupt, so the kernel was killed.
-	InterruptIgnored bool `json:"interrupt_ignored,omitempty"`
-	// KernelDied: the kernel died while this cell ran.
-	KernelDied bool `json:"kernel_died,omitempty"`
-	// KernelGone: the kernel had died before this cell could run.
-	KernelGone bool `json:"kernel_gone,omitempty"`
-	// MemoryLimit is the limit in bytes when the kernel was killed for
-	// exceeding it while this cell ran.
-	MemoryLimit int64 `json:"memory_limit,omitempty"`
-	// PidsLimit is the process/thread limit when it refused a fork during the run.
-	PidsLimit int `json:"pids_limit,omitempty"`
-	// JobTimeout is the whole run's limit in seconds when the run was
-	// killed at it while this cell ran.
-	JobTimeout float64 `json:"job_timeout,omitempty"`
-	// Truncated is "cell" or "notebook" when outputs were cut at a limit.
-	Truncated string `json:"truncated,omitempty"`
-	// Stopped is the human-readable reason the run stopped at this cell.
-	Stopped string `json:"stopped,omitempty"`
-}
-
-// ReadCellMeta returns the executor's notes on c.
-func ReadCellMeta(c *notebook.Cell) CellMeta {
-	var m CellMeta
-	if raw, ok := c.Metadata[MetaKey]; ok {
-		_ = json.Unmarshal(raw, &m)
-	}
-	return m
-}
-
-func writeCellMeta(c *notebook.Cell, m CellMeta) {
-	b, _ := json.Marshal(m)
-	if c.Metadata == nil {
-		c.Metadata = map[string]json.RawMessage{}
-	}
-	c.Metadata[MetaKey] = b
-}
-
 // Prepare marks the cells this runner must not run (requirements it lacks,
 // compare "skip") so nbclient skips them, and records why.
 func (e *Executor) Prepare(nb *notebook.Notebook) {
@@ -178,7 +127,7 @@ func (e *Executor) Prepare(nb *notebook.Notebook) {
 		}
 		// The runner alone writes these notes; anything the notebook
 		// carried in is discarded.
-		delete(c.Metadata, MetaKey)
+		delete(c.Metadata, notebook.CellMetaKey)
 		g := c.MustGrader()
 		reason := ""
 		if ok, why := match(g.Requires); !ok {
@@ -188,7 +137,7 @@ func (e *Executor) Prepare(nb *notebook.Notebook) {
 		}
 		if reason != "" {
 			c.AddTag("skip-execution")
-			writeCellMeta(c, CellMeta{Skipped: reason})
+			notebook.WriteCellMeta(c, domain.CellMeta{Skipped: reason})
 		}
 	}
 }
@@ -646,7 +595,7 @@ func annotate(executed []byte, prog progress, jobKilled bool, jobTimeout time.Du
 		if c.CellType != "code" {
 			continue
 		}
-		m := ReadCellMeta(c)
+		m := notebook.ReadCellMeta(c)
 		if m.KernelDied || m.InterruptIgnored {
 			stopAt = i
 			break
@@ -661,9 +610,9 @@ func annotate(executed []byte, prog progress, jobKilled bool, jobTimeout time.Du
 		for _, c := range nb.Cells {
 			for _, o := range c.Outputs {
 				if o.OutputType == notebook.OutputError {
-					m := ReadCellMeta(c)
+					m := notebook.ReadCellMeta(c)
 					m.PidsLimit = st.PidsLimit
-					writeCellMeta(c, m)
+					notebook.WriteCellMeta(c, m)
 					break
 				}
 			}
@@ -672,7 +621,7 @@ func annotate(executed []byte, prog progress, jobKilled bool, jobTimeout time.Du
 	killed, reason := false, ""
 	if stopAt >= 0 {
 		c := nb.Cells[stopAt]
-		m := ReadCellMeta(c)
+		m := notebook.ReadCellMeta(c)
 		switch {
 		case jobKilled:
 			m.JobTimeout = jobTimeout.Seconds()
@@ -687,7 +636,7 @@ func annotate(executed []byte, prog progress, jobKilled bool, jobTimeout time.Du
 			reason = stopReason(false, jobTimeout, st, stopAt+1)
 		}
 		m.Stopped = reason
-		writeCellMeta(c, m)
+		notebook.WriteCellMeta(c, m)
 		killed = true
 	} else if jobKilled || prog.KernelDied {
 		killed, reason = true, stopReason(jobKilled, jobTimeout, st, -1)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/scoring"
@@ -28,9 +29,6 @@ type Service struct {
 	DB      *store.DB
 	Queue   *queue.Queue
 	Catalog *exercise.Catalog
-	// Reference returns the reference outputs to compare with on a profile;
-	// nil means the exercise's committed references.
-	Reference func(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error)
 }
 
 // Request stages a regrade.
@@ -106,45 +104,19 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store
 
 var errNoRun = errors.New("the submission has no executed notebook")
 
-// recompare scores a submission's stored run under the current version.
+// recompare scores a submission's stored run under the current version,
+// through the one grading use case: the same integrity findings and the
+// same references (committed files, then recorded ones) as a fresh grade.
 func (s *Service) recompare(ctx context.Context, ex *exercise.Exercise, sub domain.Submission) (store.Grade, error) {
-	executedRaw, err := s.DB.ExecutedNotebook(ctx, sub.ID)
+	executed, err := s.DB.ExecutedNotebook(ctx, sub.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return store.Grade{}, errNoRun
 	}
 	if err != nil {
 		return store.Grade{}, err
 	}
-	executed, err := notebook.ParseExecuted(executedRaw)
-	if err != nil {
-		return store.Grade{}, fmt.Errorf("parse executed notebook: %w", err)
-	}
-	upload, err := s.upload(ctx, sub)
-	if err != nil {
-		return store.Grade{}, err
-	}
-	_, integ, err := notebook.Rebuild(ex.Answer, upload)
-	if err != nil {
-		return store.Grade{}, err
-	}
-	profile := sub.Profile
-	if profile == "" {
-		profile = "cpu"
-	}
-	ref, err := s.reference(ctx, ex, profile)
-	if err != nil {
-		return store.Grade{}, err
-	}
-	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Integrity: integ, Executed: executed, SubmittedAt: sub.CreatedAt})
-	return store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
-		Profile: profile, EnvFingerprint: sub.EnvFingerprint, GraderVersion: scoring.GraderVersion(ex), Cells: out.Cells}, nil
-}
-
-func (s *Service) reference(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error) {
-	if s.Reference != nil {
-		return s.Reference(ctx, ex, profile)
-	}
-	return ex.Reference(profile)
+	return (&grade.Submissions{DB: s.DB}).Grade(ctx, ex, sub, executed,
+		domain.ExecutionResult{Profile: sub.Profile, EnvFingerprint: sub.EnvFingerprint})
 }
 
 func (s *Service) upload(ctx context.Context, sub domain.Submission) (*notebook.Notebook, error) {

@@ -36,6 +36,13 @@ func stdout(s string) []*notebook.Output {
 // catalog writes the exercise with the given reference output of q2 and loads it.
 func catalog(t *testing.T, q2 string) *exercise.Catalog {
 	t.Helper()
+	return catalogWith(t, q2, true)
+}
+
+// catalogWith is catalog; without committed, the reference file is not
+// written (a server records it with a reference job instead).
+func catalogWith(t *testing.T, q2 string, committed bool) *exercise.Catalog {
+	t.Helper()
 	root := t.TempDir()
 	exDir, ansDir := filepath.Join(root, "ex", "rg"), filepath.Join(root, "ans", "rg")
 	for _, d := range []string{exDir, filepath.Join(ansDir, "references")} {
@@ -56,7 +63,9 @@ func catalog(t *testing.T, q2 string) *exercise.Catalog {
 	}
 	ref, _ := json.Marshal(exercise.Reference{Exercise: "rg", Profile: "cpu", AnswerSHA256: ex.AnswerSHA256(),
 		Cells: map[string][]*notebook.Output{"q1": stdout("1\n"), "q2": stdout(q2)}})
-	write(filepath.Join(ansDir, "references", "cpu.json"), ref)
+	if committed {
+		write(filepath.Join(ansDir, "references", "cpu.json"), ref)
+	}
 	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
 	if err != nil {
 		t.Fatal(err)
@@ -280,6 +289,54 @@ func TestRegradeReexecute(t *testing.T) {
 			}
 			if _, err := svc.Get(ctx, 999); domain.ErrorCode(err) != domain.ENOTFOUND {
 				t.Errorf("unknown regrade: %v", err)
+			}
+		})
+	}
+}
+
+// TestRecompareUsesRecordedReferences: a recompare regrade scores against
+// the same references as a fresh grade, committed files first and then the
+// ones reference jobs recorded in the database. (It once looked only at
+// the files, so an exercise whose cpu reference was recorded on the server
+// could not be regraded at all.)
+func TestRecompareUsesRecordedReferences(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			q := queue.New(db, nil)
+			e := env{db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
+			alice, _, err := db.CreateUser(ctx, "alice", domain.RoleLearner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
+			sa := e.graded(t, catalog(t, "3\n"), alice, "2\n") // graded against a wrong committed q2
+			if sa.Score != 1 {
+				t.Fatalf("v1 score %g", sa.Score)
+			}
+			// v2 has no committed reference: the right one was recorded on the server.
+			v2 := catalogWith(t, "2\n", false)
+			ex2, _ := v2.Get("rg")
+			if _, err := ex2.Reference("cpu"); err == nil {
+				t.Fatal("v2 has a committed cpu reference; the test needs none")
+			}
+			cells, _ := json.Marshal(map[string][]*notebook.Output{"q1": stdout("1\n"), "q2": stdout("2\n")})
+			err = db.InTx(ctx, func(tx *store.Tx) error {
+				return tx.SaveReference(store.StoredReference{ExerciseID: "rg", Profile: "cpu", AnswerSHA256: ex2.AnswerSHA256(), Cells: cells})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
+			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare, All: true}, teacher)
+			if err != nil {
+				t.Fatalf("stage a recompare against the recorded reference: %v", err)
+			}
+			if len(r.Items) != 1 || r.Items[0].State != store.ItemDone || r.Items[0].NewScore != 2 || r.Items[0].Change != 1 {
+				t.Fatalf("items %+v, want alice rescored 2 of 2 (+1)", r.Items)
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
@@ -15,7 +14,7 @@ import (
 // kernel was gone (not-run), or its outputs were truncated at a limit
 // (incomplete-output). ok is false for a cell that ran normally; it is
 // then graded on its outputs. pos is the cell's 1-based notebook position.
-func limitVerdict(meta execution.CellMeta, ec *notebook.Cell, pos int) (verdict, msg string, ok bool) {
+func limitVerdict(meta domain.CellMeta, ec *notebook.Cell, pos int) (verdict, msg string, ok bool) {
 	switch {
 	case meta.JobTimeout > 0:
 		return domain.VerdictTimeout, fmt.Sprintf("cell %d was still running when the whole notebook hit its %gs limit; it was stopped", pos, meta.JobTimeout), true

@@ -12,7 +12,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/compare"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
 )
@@ -64,9 +63,9 @@ func Score(in Input) Output {
 		cr := domain.CellResult{CellID: gc.ID, MaxPoints: gc.Points, Counted: true}
 		rule, ruleErr := compare.ParseRule(defaults, answerCell.MustGrader().Raw)
 		ec := executed[gc.ID]
-		var meta execution.CellMeta
+		var meta domain.CellMeta
 		if ec != nil {
-			meta = execution.ReadCellMeta(ec)
+			meta = notebook.ReadCellMeta(ec)
 		}
 		switch {
 		case meta.Skipped != "":
@@ -160,7 +159,7 @@ func probeCell(cr *domain.CellResult, gc exercise.GradedCell, rule compare.Rule,
 		cr.Verdict, cr.Message = domain.VerdictNotRun, "a hidden test of "+gc.For+" was not run"
 		return
 	}
-	meta := execution.ReadCellMeta(ec)
+	meta := notebook.ReadCellMeta(ec)
 	if meta.TimedOut {
 		cr.Verdict, cr.Message = domain.VerdictTimeout, "a hidden test of "+gc.For+" did not finish in time"
 		return

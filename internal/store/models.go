@@ -50,6 +50,7 @@ type submissionRow struct {
 	EnvFingerprint  string
 	GraderVersion   string
 	IdempotencyKey  *string
+	Integrity       *string // intake's integrity findings, JSON (migration 00005)
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	GradedAt        *time.Time

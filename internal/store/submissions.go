@@ -46,8 +46,11 @@ type NewSubmission struct {
 	Upload          []byte // the learner's notebook as uploaded
 	Rebuilt         []byte // the notebook the runner executes
 	IdempotencyKey  string
-	Requires        domain.Requirement
-	MaxAttempts     int
+	// Integrity is what rebuilding the upload found (JSON of
+	// notebook.Integrity); grading reads it back (SubmissionIntegrity).
+	Integrity   []byte
+	Requires    domain.Requirement
+	MaxAttempts int
 	// Enqueue writes the job inside the same transaction (package queue).
 	Enqueue func(tx *Tx, job *domain.Job) error
 }
@@ -75,6 +78,10 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 	if ns.IdempotencyKey != "" {
 		k := ns.IdempotencyKey
 		row.IdempotencyKey = &k
+	}
+	if ns.Integrity != nil {
+		integ := string(ns.Integrity)
+		row.Integrity = &integ
 	}
 	err = db.InTx(ctx, func(tx *Tx) error {
 		sha, err := tx.PutBlob(ns.Upload)
@@ -229,6 +236,19 @@ func (db *DB) userNames(ctx context.Context, rows []submissionRow) (map[int64]st
 		names[u.ID] = u.Name
 	}
 	return names, nil
+}
+
+// SubmissionIntegrity returns the integrity findings intake stored with a
+// submission (JSON), or nil for a submission stored without them.
+func (db *DB) SubmissionIntegrity(ctx context.Context, id string) ([]byte, error) {
+	var row submissionRow
+	if err := db.gorm.WithContext(ctx).Select("id", "integrity").Where("id = ?", id).Take(&row).Error; err != nil {
+		return nil, fmt.Errorf("read integrity of submission %s: %w", id, translate(err))
+	}
+	if row.Integrity == nil {
+		return nil, nil
+	}
+	return []byte(*row.Integrity), nil
 }
 
 // ExecutedNotebook returns the notebook as the runner executed it.

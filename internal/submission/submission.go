@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -120,7 +121,7 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission,
 	}
 	// The probe seed is drawn per job from the exercise's pool; the rebuilt
 	// notebook records it for scoring.
-	rebuilt, _, err := notebook.RebuildSeeded(ex.Answer, nb, ex.SeedFor(nonce()))
+	rebuilt, integ, err := notebook.RebuildSeeded(ex.Answer, nb, ex.SeedFor(nonce()))
 	if err != nil {
 		return domain.Submission{}, false, fmt.Errorf("rebuild notebook for %s: %w", ex.ID, err)
 	}
@@ -128,9 +129,15 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission,
 	if err != nil {
 		return domain.Submission{}, false, err
 	}
+	// The findings are kept with the submission: grading scores them
+	// without rebuilding the upload again.
+	integrity, err := json.Marshal(integ)
+	if err != nil {
+		return domain.Submission{}, false, fmt.Errorf("encode integrity findings: %w", err)
+	}
 	sub, created, err = s.DB.CreateSubmission(ctx, store.NewSubmission{
 		UserID: r.User.ID, ExerciseID: ex.ID, ExerciseVersion: ex.Version, Upload: r.Notebook,
-		Rebuilt: payload, IdempotencyKey: r.IdempotencyKey, Requires: ex.Requires,
+		Rebuilt: payload, Integrity: integrity, IdempotencyKey: r.IdempotencyKey, Requires: ex.Requires,
 		MaxAttempts: ex.MaxAttempts, Enqueue: s.Queue.Enqueue,
 	})
 	if err != nil {
