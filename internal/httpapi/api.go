@@ -158,17 +158,13 @@ func (s *Server) createSubmission(c *gin.Context) {
 	}
 	// A replay carries the stored, possibly graded submission: it gets the
 	// same redaction as GET, or hidden questions' details would leak.
-	c.JSON(http.StatusAccepted, s.redact(u, sub))
+	c.JSON(http.StatusAccepted, toJSON(s.policy().Redact(u, sub)))
 }
 
-// visible returns the submission if u may read it. Another learner's
-// submission is reported as not found, so ids cannot be probed.
+// visible returns the submission if the caller may read it (unredacted).
+// Another learner's submission is not found (policy.Readable).
 func (s *Server) visible(c *gin.Context) (domain.Submission, bool) {
-	u := currentUser(c)
-	sub, err := s.DB.Submission(c.Request.Context(), c.Param("id"))
-	if err == nil && sub.UserID != u.ID && !u.Role.CanSeeAll() {
-		err = domain.Errorf(domain.ENOTFOUND, "submission %s not found", c.Param("id"))
-	}
+	sub, err := s.policy().Readable(c.Request.Context(), currentUser(c), c.Param("id"))
 	if err != nil {
 		s.problem(c, err)
 		return sub, false
@@ -178,7 +174,7 @@ func (s *Server) visible(c *gin.Context) (domain.Submission, bool) {
 
 func (s *Server) getSubmission(c *gin.Context) {
 	if sub, ok := s.visible(c); ok {
-		c.JSON(http.StatusOK, s.redact(currentUser(c), sub))
+		c.JSON(http.StatusOK, toJSON(s.policy().Redact(currentUser(c), sub)))
 	}
 }
 
@@ -213,12 +209,7 @@ func (s *Server) learnerCopy(sub domain.Submission, executed []byte) ([]byte, er
 	if err != nil {
 		return nil, fmt.Errorf("read the executed notebook of %s: %w", sub.ID, err)
 	}
-	visible := func(string) bool { return false }
-	if ex, err := s.Catalog.Get(sub.ExerciseID); err == nil {
-		now := s.DB.Now()
-		visible = func(id string) bool { return ex.DetailsVisible(id, now) }
-	}
-	return notebook.Encode(notebook.LearnerCopy(nb, visible))
+	return notebook.Encode(s.policy().LearnerCopy(sub, nb))
 }
 
 func (s *Server) queueDepth(c *gin.Context) {

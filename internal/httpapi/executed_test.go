@@ -37,8 +37,10 @@ func TestLearnerExecutedNotebook(t *testing.T) {
 				t.Fatalf("submit: %d %s", st, body)
 			}
 			id := between(body, `"id":"`, `"`)
-			if err := e.db.SaveGrade(e.db.Gorm, store.Grade{SubmissionID: id, MaxScore: 3, Profile: "cpu", Executed: []byte(executedPolicy),
-				Cells: []domain.CellResult{{CellID: "open", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true}}}); err != nil {
+			if err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
+				return tx.SaveGrade(store.Grade{SubmissionID: id, MaxScore: 3, Profile: "cpu", Executed: []byte(executedPolicy),
+					Cells: []domain.CellResult{{CellID: "open", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true}}})
+			}); err != nil {
 				t.Fatal(err)
 			}
 			_, other, err := e.db.CreateUser(context.Background(), "olga", domain.RoleLearner)

@@ -116,11 +116,11 @@ func TestDatabaseUnavailable(t *testing.T) {
 				defer admin.Close()
 				stop := func(allow bool) {
 					t.Helper()
-					if err := admin.Gorm.Exec("ALTER DATABASE " + name + " ALLOW_CONNECTIONS " + map[bool]string{true: "true", false: "false"}[allow]).Error; err != nil {
+					if err := admin.RawExec(context.Background(), "ALTER DATABASE "+name+" ALLOW_CONNECTIONS "+map[bool]string{true: "true", false: "false"}[allow]); err != nil {
 						t.Fatal(err)
 					}
 					if !allow {
-						admin.Gorm.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ?", name)
+						_ = admin.RawExec(context.Background(), "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = ?", name)
 					}
 				}
 				stop(false)
@@ -154,10 +154,10 @@ func TestDatabaseStorageFull(t *testing.T) {
 			if d == "sqlite" {
 				// The file may not grow by a single page.
 				var pages int
-				if err := e.db.Gorm.Raw("PRAGMA page_count").Scan(&pages).Error; err != nil {
+				if err := e.db.RawScan(context.Background(), &pages, "PRAGMA page_count"); err != nil {
 					t.Fatal(err)
 				}
-				if err := e.db.Gorm.Exec(fmt.Sprintf("PRAGMA max_page_count = %d", pages)).Error; err != nil {
+				if err := e.db.RawExec(context.Background(), fmt.Sprintf("PRAGMA max_page_count = %d", pages)); err != nil {
 					t.Fatal(err)
 				}
 			} else {
@@ -166,7 +166,7 @@ func TestDatabaseStorageFull(t *testing.T) {
 					`CREATE FUNCTION full_disk() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'could not extend file: No space left on device' USING ERRCODE = 'disk_full'; END $$ LANGUAGE plpgsql`,
 					`CREATE TRIGGER full_disk BEFORE INSERT ON blobs FOR EACH ROW EXECUTE FUNCTION full_disk()`,
 				} {
-					if err := e.db.Gorm.Exec(s).Error; err != nil {
+					if err := e.db.RawExec(context.Background(), s); err != nil {
 						t.Fatal(err)
 					}
 				}

@@ -32,7 +32,7 @@ func (s *Server) listSubmissions(c *gin.Context) {
 	}
 	out := make([]SubmissionJSON, len(subs))
 	for i, sub := range subs {
-		out[i] = s.redact(u, sub)
+		out[i] = toJSON(s.policy().Redact(u, sub))
 	}
 	if len(subs) == f.Limit {
 		next := c.Request.URL.Query()

@@ -7,6 +7,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -19,18 +20,6 @@ type Problem struct {
 	Detail   string   `json:"detail"`
 	Instance string   `json:"instance,omitempty"`
 	Problems []string `json:"problems,omitempty"`
-}
-
-var codeStatus = map[string]int{
-	domain.EINVALID:      http.StatusUnprocessableEntity,
-	domain.ENOTFOUND:     http.StatusNotFound,
-	domain.EUNAUTHORIZED: http.StatusUnauthorized,
-	domain.EFORBIDDEN:    http.StatusForbidden,
-	domain.ECONFLICT:     http.StatusConflict,
-	domain.ETOOLARGE:     http.StatusRequestEntityTooLarge,
-	domain.ERATELIMIT:    http.StatusTooManyRequests,
-	domain.EUNAVAILABLE:  http.StatusServiceUnavailable,
-	domain.ESTORAGE:      http.StatusInsufficientStorage,
 }
 
 // problem writes err as problem+json. A database fault becomes 503 (with
@@ -49,27 +38,14 @@ func (s *Server) problem(c *gin.Context, err error) {
 			err, code = f, f.Code
 		}
 	}
-	status, ok := codeStatus[code]
+	status, ok := policy.Status(err)
 	if !ok {
-		status = http.StatusInternalServerError
 		s.errorLog().log(c.Request.Context(), "", "request failed", err, "method", c.Request.Method, "path", c.Request.URL.Path)
 	}
 	if status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "5")
 	}
 	writeProblem(c, status, http.StatusText(status), domain.ErrorMessage(err), domain.ErrorProblems(err))
-}
-
-// Status is the HTTP status of err as problem writes it, for the pages.
-func Status(err error) int {
-	code := domain.ErrorCode(err)
-	if f := store.Fault(err); code == domain.EINTERNAL && f != nil {
-		code = f.Code
-	}
-	if st, ok := codeStatus[code]; ok {
-		return st
-	}
-	return http.StatusInternalServerError
 }
 
 func writeProblem(c *gin.Context, status int, title, detail string, problems []string) {

@@ -94,7 +94,7 @@ func (s *Server) scoreHistory(c *gin.Context) {
 		s.problem(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"submission_id": sub.ID, "current": s.redact(currentUser(c), sub), "history": h})
+	c.JSON(http.StatusOK, gin.H{"submission_id": sub.ID, "current": toJSON(s.policy().Redact(currentUser(c), sub)), "history": h})
 }
 
 // CountedScoreJSON is the caller's score that counts for an exercise.
@@ -107,57 +107,22 @@ type CountedScoreJSON struct {
 	SubmissionID string  `json:"submission_id,omitempty"`
 }
 
-// countedScore picks the caller's graded submission that counts under the
-// exercise's policy: the best score (earliest of equal ones) or the latest.
+// countedScore is the caller's graded submission that counts under the
+// exercise's policy (policy.Counts: the best score, or the latest).
 func (s *Server) countedScore(c *gin.Context) {
 	ex, err := s.Catalog.Get(c.Param("id"))
 	if err != nil {
 		s.problem(c, err)
 		return
 	}
-	subs, err := s.DB.GradedSubmissions(c.Request.Context(), ex.ID, currentUser(c).ID)
+	counted, err := s.policy().Counted(c.Request.Context(), ex, currentUser(c).ID)
 	if err != nil {
 		s.problem(c, err)
 		return
 	}
-	out := CountedScoreJSON{Exercise: ex.ID, Policy: ex.Counts, Attempts: len(subs)}
-	for i, sub := range subs {
-		if i == 0 || (ex.Counts == "latest") || sub.Score > out.Score {
-			out.Score, out.MaxScore, out.SubmissionID = sub.Score, sub.MaxScore, sub.ID
-		}
+	out := CountedScoreJSON{Exercise: ex.ID, Policy: ex.Counts, Attempts: counted.Attempts}
+	if sub := counted.Submission; sub != nil {
+		out.Score, out.MaxScore, out.SubmissionID = sub.Score, sub.MaxScore, sub.ID
 	}
 	c.JSON(http.StatusOK, out)
-}
-
-// redact is the one way a submission leaves the server: every response
-// that carries one (create, idempotent replay, get, list, history, the
-// pages) goes through it. It hides the details of questions whose
-// feedback the learner may not see (visibility hidden, or after_due_date
-// before the deadline). Instructors see everything. Verdicts and points
-// stay visible. An exercise no longer in the catalog hides every detail:
-// its rules are unknown, so nothing is assumed visible.
-func (s *Server) redact(u domain.User, sub domain.Submission) SubmissionJSON {
-	out := toJSON(sub)
-	if u.Role.CanSeeAll() {
-		return out
-	}
-	ex, exErr := s.Catalog.Get(sub.ExerciseID)
-	now := s.DB.Now()
-	cells := make([]domain.CellResult, len(out.Cells))
-	for i, cr := range out.Cells {
-		if exErr != nil || !ex.DetailsVisible(cr.CellID, now) {
-			cr.Observed, cr.Expected, cr.Diff = "", "", ""
-			cr.Message = "details of this question are hidden"
-			if exErr == nil && ex.Deadline != nil && !now.After(*ex.Deadline) {
-				for _, g := range ex.Graded {
-					if g.ID == cr.CellID && g.Visibility == "after_due_date" {
-						cr.Message = "details of this question are shown after the due date (" + ex.Deadline.UTC().Format("2006-01-02 15:04 UTC") + ")"
-					}
-				}
-			}
-		}
-		cells[i] = cr
-	}
-	out.Cells = cells
-	return out
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
@@ -370,3 +371,7 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, float64(depth[st]), st)
 	}
 }
+
+// policy is the ownership, redaction and counting rules the API shares
+// with the pages.
+func (s *Server) policy() *policy.Service { return &policy.Service{DB: s.DB, Catalog: s.Catalog} }

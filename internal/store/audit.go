@@ -55,7 +55,7 @@ func (db *DB) Audit(ctx context.Context, actor domain.User, action, subject, det
 	if row.Actor == "" {
 		row.Actor = "cli"
 	}
-	if err := db.Gorm.WithContext(ctx).Create(&row).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {
 		return fmt.Errorf("write the audit log (%s %s): %w", action, subject, err)
 	}
 	return nil
@@ -67,7 +67,7 @@ func (db *DB) AuditEvents(ctx context.Context, limit int) ([]AuditEvent, error) 
 		limit = 200
 	}
 	var rows []auditRow
-	if err := db.Gorm.WithContext(ctx).Order("at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Order("at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the audit log: %w", err)
 	}
 	out := make([]AuditEvent, len(rows))

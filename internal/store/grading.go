@@ -42,10 +42,13 @@ func (db *DB) SubmissionTimes(ctx context.Context, userID int64, exerciseID stri
 	return times, nil
 }
 
-// GradedSubmissions lists the graded submissions of an exercise (optionally
+// GradedSubmissions lists the graded submissions of an exercise ("": of all; optionally
 // of one user), oldest first, without cell results.
 func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]domain.Submission, error) {
-	q := db.gorm.WithContext(ctx).Where("exercise_id = ? AND status = ?", exerciseID, domain.StatusGraded)
+	q := db.gorm.WithContext(ctx).Where("status = ?", domain.StatusGraded)
+	if exerciseID != "" {
+		q = q.Where("exercise_id = ?", exerciseID)
+	}
 	if userID != 0 {
 		q = q.Where("user_id = ?", userID)
 	}

@@ -25,7 +25,7 @@ func (db *DB) Regrades(ctx context.Context, limit int) ([]RegradeSummary, error)
 		limit = 50
 	}
 	var rows []regradeRow
-	if err := db.Gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list regrades: %w", err)
 	}
 	out := make([]RegradeSummary, len(rows))
@@ -41,7 +41,7 @@ func (db *DB) Regrades(ctx context.Context, limit int) ([]RegradeSummary, error)
 		RegradeID int64
 		N         int
 	}
-	if err := db.Gorm.WithContext(ctx).Model(&regradeItemRow{}).Select("regrade_id, COUNT(*) AS n").
+	if err := db.gorm.WithContext(ctx).Model(&regradeItemRow{}).Select("regrade_id, COUNT(*) AS n").
 		Where("regrade_id IN ?", ids).Group("regrade_id").Scan(&counts).Error; err != nil {
 		return nil, fmt.Errorf("count regrade items: %w", err)
 	}
@@ -75,7 +75,7 @@ func (db *DB) QueueHistory(ctx context.Context, window, step time.Duration) ([]Q
 	}
 	// A submission still waiting was created before now and has not
 	// started; older ones that started before the window never count.
-	err := db.Gorm.WithContext(ctx).Model(&submissionRow{}).Select("created_at, started_at, graded_at, status").
+	err := db.gorm.WithContext(ctx).Model(&submissionRow{}).Select("created_at, started_at, graded_at, status").
 		Where("created_at <= ? AND (started_at IS NULL OR started_at >= ?)", now, from).
 		Where("created_at >= ? OR status = ?", from.Add(-7*24*time.Hour), domain.StatusQueued).
 		Scan(&rows).Error

@@ -128,7 +128,7 @@ func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
 // ok is false when no such runner is registered.
 func (db *DB) RunnerOwner(ctx context.Context, id string) (userID int64, ok bool, err error) {
 	var row runnerRow
-	err = db.Gorm.WithContext(ctx).Select("id", "user_id").Where("id = ?", id).Take(&row).Error
+	err = db.gorm.WithContext(ctx).Select("id", "user_id").Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return 0, false, nil
 	}

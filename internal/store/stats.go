@@ -196,28 +196,6 @@ func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]d
 	return out, nil
 }
 
-// LearnerScore is a learner's standing in one exercise.
-type LearnerScore struct {
-	ExerciseID string
-	Best       float64
-	MaxScore   float64
-	Graded     int
-}
-
-// LearnerScores returns the best graded score of a user per exercise.
-func (db *DB) LearnerScores(ctx context.Context, userID int64) (map[string]LearnerScore, error) {
-	var rows []LearnerScore
-	err := db.gorm.WithContext(ctx).Raw(`SELECT exercise_id AS exercise_id, MAX(score) AS best, MAX(max_score) AS max_score, COUNT(*) AS graded
-		FROM submissions WHERE user_id = ? AND status = ? GROUP BY exercise_id`, userID, domain.StatusGraded).Scan(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("scores of user %d: %w", userID, err)
-	}
-	out := make(map[string]LearnerScore, len(rows))
-	for _, r := range rows {
-		out[r.ExerciseID] = r
-	}
-	return out, nil
-}
 
 // RecentSubmissions lists the newest submissions of everyone with the
 // learner's name, without cell results.

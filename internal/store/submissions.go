@@ -229,7 +229,7 @@ func (db *DB) userNames(ctx context.Context, rows []submissionRow) (map[int64]st
 		list = append(list, id)
 	}
 	var users []userRow
-	if err := db.Gorm.WithContext(ctx).Where("id IN ?", list).Find(&users).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Where("id IN ?", list).Find(&users).Error; err != nil {
 		return nil, fmt.Errorf("read submitters: %w", err)
 	}
 	for _, u := range users {

@@ -38,7 +38,7 @@ func (uploadAttemptRow) TableName() string { return "upload_attempts" }
 // (on any server sharing the database) cannot both take the last place.
 func (db *DB) RecordUpload(ctx context.Context, userID int64, exerciseID string, windows []UploadWindow) (*UploadRefused, error) {
 	var refused *UploadRefused
-	err := db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := db.lockUser(tx, userID); err != nil {
 			return err
 		}
@@ -85,7 +85,7 @@ var errUploadRefused = errors.New("upload refused")
 // CountRefusedUpload records an upload refused before it could be
 // checked (too large, not a form): it counts against the rate limits.
 func (db *DB) CountRefusedUpload(ctx context.Context, userID int64, exerciseID string) error {
-	return db.insertUpload(db.Gorm.WithContext(ctx), userID, exerciseID, db.Now())
+	return db.insertUpload(db.gorm.WithContext(ctx), userID, exerciseID, db.Now())
 }
 
 func (db *DB) insertUpload(tx *gorm.DB, userID int64, exerciseID string, now time.Time) error {

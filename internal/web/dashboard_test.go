@@ -8,8 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"gorm.io/gorm"
-
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -62,8 +60,8 @@ func TestDashboardCharts(t *testing.T) {
 				if i == 0 {
 					cells[1].Verdict, cells[1].Points = domain.VerdictPass, 1
 				}
-				err := e.db.Gorm.Transaction(func(tx *gorm.DB) error {
-					return e.db.SaveGrade(tx, store.Grade{SubmissionID: id, Score: 1, MaxScore: 3, Cells: cells})
+				err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
+					return tx.SaveGrade(store.Grade{SubmissionID: id, Score: 1, MaxScore: 3, Cells: cells})
 				})
 				if err != nil {
 					t.Fatal(err)

@@ -73,7 +73,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"exercises.title":       {"Your exercises", "我的练习"},
 	"exercise":              {"Exercise", "练习"},
 	"status":                {"Status", "状态"},
-	"best":                  {"Best score", "最高分"},
+	"counted":               {"Score (best or latest, as the exercise counts)", "计分成绩（按练习规则取最高或最新）"},
 	"score":                 {"Score", "得分"},
 	"attempts":              {"Attempts", "提交次数"},
 	"open":                  {"Open", "打开"},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
@@ -28,9 +29,9 @@ func exerciseTitle(ex *exercise.Exercise, lang string) string {
 type exerciseRow struct {
 	ID, Title string
 	MaxPoints float64
-	Status    string // latest submission's status, "" when none
-	Best      float64
-	BestMax   float64
+	Status    string  // latest submission's status, "" when none
+	Score     float64 // of the submission that counts (best or latest)
+	ScoreMax  float64
 	Graded    int
 	HasGrade  bool
 	LatestID  string
@@ -44,7 +45,7 @@ func (h *handler) exercises(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	scores, err := h.DB.LearnerScores(ctx, u.ID)
+	standings, err := h.Policy.Standings(ctx, u.ID)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -55,8 +56,8 @@ func (h *handler) exercises(c *gin.Context) {
 		if s, ok := latest[ex.ID]; ok {
 			r.Status, r.LatestID, r.LatestAt = s.Status, s.ID, s.CreatedAt
 		}
-		if sc, ok := scores[ex.ID]; ok {
-			r.Best, r.BestMax, r.Graded, r.HasGrade = sc.Best, sc.MaxScore, sc.Graded, true
+		if st, ok := standings[ex.ID]; ok && st.Submission != nil {
+			r.Score, r.ScoreMax, r.Graded, r.HasGrade = st.Submission.Score, st.Submission.MaxScore, st.Attempts, true
 		}
 		rows = append(rows, r)
 	}
@@ -191,10 +192,7 @@ func (h *handler) upload(c *gin.Context) {
 			h.fail(c, err)
 			return
 		}
-		status := http.StatusUnprocessableEntity
-		if code == domain.ERATELIMIT {
-			status = http.StatusTooManyRequests
-		}
+		status, _ := policy.Status(err)
 		h.renderExercise(c, status, err)
 		return
 	}
@@ -207,14 +205,12 @@ func (h *handler) upload(c *gin.Context) {
 // ownSubmission returns a submission the signed-in user made; anyone
 // else's is reported as not found, so ids cannot be probed.
 func (h *handler) ownSubmission(c *gin.Context) (domain.Submission, bool) {
-	sub, err := h.DB.Submission(c.Request.Context(), c.Param("id"))
+	sub, err := h.Policy.Readable(c.Request.Context(), sessionOf(c).User, c.Param("id"))
 	if err == nil && sub.UserID != sessionOf(c).User.ID {
-		if sessionOf(c).User.Role.CanSeeAll() {
-			c.Redirect(http.StatusSeeOther, "/dashboard/submissions/"+sub.ID)
-			c.Abort()
-			return sub, false
-		}
-		err = domain.Errorf(domain.ENOTFOUND, "submission %s not found", c.Param("id"))
+		// Staff read others' work on the dashboard's page.
+		c.Redirect(http.StatusSeeOther, "/dashboard/submissions/"+sub.ID)
+		c.Abort()
+		return sub, false
 	}
 	if err != nil {
 		h.fail(c, err)
@@ -243,9 +239,7 @@ func (h *handler) submissionPage(c *gin.Context) {
 		return
 	}
 	lang := c.GetString(ctxLang)
-	if h.Redact != nil {
-		sub = h.Redact(sessionOf(c).User, sub)
-	}
+	sub = h.Policy.Redact(sessionOf(c).User, sub)
 	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)

@@ -33,9 +33,7 @@ func (h *handler) ownNotebook(feedback bool) gin.HandlerFunc {
 		}
 		name := sub.ExerciseID + "-" + sub.ID + ".executed.ipynb"
 		if feedback {
-			if h.Redact != nil {
-				sub = h.Redact(sessionOf(c).User, sub)
-			}
+			sub = h.Policy.Redact(sessionOf(c).User, sub)
 			nb = notebook.WithFeedback(nb, feedbackTexts(c.GetString(ctxLang), sub))
 			name = sub.ExerciseID + "-" + sub.ID + ".feedback.ipynb"
 		}
@@ -63,12 +61,7 @@ func (h *handler) learnerNotebook(c *gin.Context, sub domain.Submission) (*noteb
 	if err != nil {
 		return nil, fmt.Errorf("read the executed notebook of %s: %w", sub.ID, err)
 	}
-	visible := func(string) bool { return false } // an exercise no longer served hides everything
-	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
-		now := h.DB.Now()
-		visible = func(id string) bool { return ex.DetailsVisible(id, now) }
-	}
-	return notebook.LearnerCopy(nb, visible), nil
+	return h.Policy.LearnerCopy(sub, nb), nil
 }
 
 // feedbackTexts writes one Markdown paragraph per graded cell.

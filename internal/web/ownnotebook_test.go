@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"gorm.io/gorm"
-
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -84,8 +82,8 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = e.db.Gorm.Transaction(func(tx *gorm.DB) error {
-				return e.db.SaveGrade(tx, store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Executed: executed, Cells: []domain.CellResult{
+			err = e.db.InTx(ctx, func(tx *store.Tx) error {
+				return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Executed: executed, Cells: []domain.CellResult{
 					{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "SECRET-MESSAGE", Observed: "SECRET"},
 					{CellID: "q2", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "output differs from the expected output at line 2 (column 5)"},
 				}})

@@ -27,6 +27,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/store"
@@ -53,9 +54,9 @@ type Deps struct {
 	// Problem writes an error as RFC 9457 problem+json (for the CSV
 	// endpoint, which is API, not a page).
 	Problem func(c *gin.Context, err error)
-	// Redact hides what a user may not see of a submission's feedback
-	// (details of hidden questions); nil shows everything.
-	Redact func(u domain.User, sub domain.Submission) domain.Submission
+	// Policy decides, as for the API, whose submissions a user reads, what
+	// of their feedback they see, and which one counts.
+	Policy *policy.Service
 	// OnSubmitted is called for every accepted upload (metrics); may be nil.
 	OnSubmitted func()
 	// Tokens resolves an API token presented from a client address for a
@@ -225,29 +226,23 @@ func langURL(u *url.URL, lang string) string {
 // fail renders an error page for err (not found, forbidden, invalid, internal).
 func (h *handler) fail(c *gin.Context, err error) {
 	lang := c.GetString(ctxLang)
-	status, msg := http.StatusInternalServerError, translate(lang, "error.title")
-	code := domain.ErrorCode(err)
-	if f := store.Fault(err); code == domain.EINTERNAL && f != nil {
-		code = f.Code // a database fault is 503 or 507 with its reason, not 500
-	}
-	switch code {
-	case domain.EUNAVAILABLE:
-		status, msg = http.StatusServiceUnavailable, translate(lang, "unavailable")
+	status, ok := policy.Status(err) // a database fault is 503 or 507 with its reason, not 500
+	msg := domain.ErrorMessage(err)
+	switch {
+	case !ok:
+		msg = translate(lang, "error.title")
+		h.Log.Error("page failed", "path", c.Request.URL.Path, "err", err)
+	case status == http.StatusServiceUnavailable:
+		msg = translate(lang, "unavailable")
 		c.Header("Retry-After", "5")
 		h.Log.Warn("page failed: database unavailable", "path", c.Request.URL.Path, "err", err)
-	case domain.ESTORAGE:
-		status, msg = http.StatusInsufficientStorage, translate(lang, "storagefull")
+	case status == http.StatusInsufficientStorage:
+		msg = translate(lang, "storagefull")
 		h.Log.Error("page failed: database storage", "path", c.Request.URL.Path, "err", err)
-	case domain.ENOTFOUND:
-		status, msg = http.StatusNotFound, translate(lang, "notfound")
-	case domain.EFORBIDDEN:
-		status, msg = http.StatusForbidden, translate(lang, "forbidden")
-	case domain.ECONFLICT:
-		status, msg = http.StatusConflict, domain.ErrorMessage(err)
-	case domain.EINVALID, domain.ETOOLARGE, domain.ERATELIMIT:
-		status, msg = http.StatusUnprocessableEntity, domain.ErrorMessage(err)
-	default:
-		h.Log.Error("page failed", "path", c.Request.URL.Path, "err", err)
+	case status == http.StatusNotFound:
+		msg = translate(lang, "notfound")
+	case status == http.StatusForbidden:
+		msg = translate(lang, "forbidden")
 	}
 	h.render(c, status, "error", translate(lang, "pt."+strconv.Itoa(status)), "", msg)
 	c.Abort()

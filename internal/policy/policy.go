@@ -1,0 +1,186 @@
+// Package policy holds the rules on who reads what of a submission, shared
+// by the API (httpapi) and the pages (web) so that the two cannot drift:
+// ownership (another learner's submission is not found, so ids cannot be
+// probed), redaction (the details of questions whose feedback a learner may
+// not see yet), which graded submission counts (best or latest, per
+// exercise), and the one mapping of error codes to HTTP statuses.
+package policy
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// Service applies the policies over one database and catalog.
+type Service struct {
+	DB      *store.DB
+	Catalog *exercise.Catalog
+}
+
+// Readable returns submission id when u may read it: their own, or anyone's
+// for staff. Another learner's is ENOTFOUND, exactly like a missing one.
+// The submission is not redacted (see Submission).
+func (p *Service) Readable(ctx context.Context, u domain.User, id string) (domain.Submission, error) {
+	sub, err := p.DB.Submission(ctx, id)
+	if err == nil && sub.UserID != u.ID && !u.Role.CanSeeAll() {
+		err = domain.Errorf(domain.ENOTFOUND, "submission %s not found", id)
+	}
+	return sub, err
+}
+
+// Submission is Readable, redacted for u: what every response shows.
+func (p *Service) Submission(ctx context.Context, u domain.User, id string) (domain.Submission, error) {
+	sub, err := p.Readable(ctx, u, id)
+	if err != nil {
+		return sub, err
+	}
+	return p.Redact(u, sub), nil
+}
+
+// Redact is the one way a submission leaves the server: every response
+// that carries one (create, idempotent replay, get, list, history, the
+// pages) goes through it. It hides the details of questions whose
+// feedback the learner may not see (visibility hidden, or after_due_date
+// before the deadline). Staff see everything. Verdicts and points stay
+// visible. An exercise no longer in the catalog hides every detail: its
+// rules are unknown, so nothing is assumed visible.
+func (p *Service) Redact(u domain.User, sub domain.Submission) domain.Submission {
+	if u.Role.CanSeeAll() || len(sub.Cells) == 0 {
+		return sub
+	}
+	ex, exErr := p.Catalog.Get(sub.ExerciseID)
+	now := p.DB.Now()
+	cells := make([]domain.CellResult, len(sub.Cells))
+	for i, cr := range sub.Cells {
+		if exErr != nil || !ex.DetailsVisible(cr.CellID, now) {
+			cr.Observed, cr.Expected, cr.Diff = "", "", ""
+			cr.Message = hiddenMessage(ex, exErr, cr.CellID, now)
+		}
+		cells[i] = cr
+	}
+	sub.Cells = cells
+	return sub
+}
+
+func hiddenMessage(ex *exercise.Exercise, exErr error, cellID string, now time.Time) string {
+	if exErr == nil && ex.Deadline != nil && !now.After(*ex.Deadline) {
+		for _, g := range ex.Graded {
+			if g.ID == cellID && g.Visibility == "after_due_date" {
+				return "details of this question are shown after the due date (" + ex.Deadline.UTC().Format("2006-01-02 15:04 UTC") + ")"
+			}
+		}
+	}
+	return "details of this question are hidden"
+}
+
+// LearnerCopy is what a learner may download of a submission's executed
+// notebook: notebook.LearnerCopy under the exercise's visibility rules (an
+// exercise no longer served hides every detail, as Redact does).
+func (p *Service) LearnerCopy(sub domain.Submission, executed *notebook.Notebook) *notebook.Notebook {
+	visible := func(string) bool { return false }
+	if ex, err := p.Catalog.Get(sub.ExerciseID); err == nil {
+		now := p.DB.Now()
+		visible = func(id string) bool { return ex.DetailsVisible(id, now) }
+	}
+	return notebook.LearnerCopy(executed, visible)
+}
+
+// Counted is a learner's standing in one exercise under its policy.
+type Counted struct {
+	Exercise string
+	Policy   string // exercise.CountsBest or exercise.CountsLatest
+	Attempts int    // graded submissions
+	// Submission is the one that counts; nil when none is graded.
+	Submission *domain.Submission
+}
+
+// Counts picks the submission that counts among graded ones, in the order
+// they were made: the best score (the earliest of equal ones), or the
+// latest under the "latest" policy. It returns -1 for none.
+func Counts(policy string, graded []domain.Submission) int {
+	pick := -1
+	for i, s := range graded {
+		if pick < 0 || policy == exercise.CountsLatest || s.Score > graded[pick].Score {
+			pick = i
+		}
+	}
+	return pick
+}
+
+// Counted returns u's standing in ex.
+func (p *Service) Counted(ctx context.Context, ex *exercise.Exercise, userID int64) (Counted, error) {
+	graded, err := p.DB.GradedSubmissions(ctx, ex.ID, userID)
+	if err != nil {
+		return Counted{}, err
+	}
+	return counted(ex, graded), nil
+}
+
+func counted(ex *exercise.Exercise, graded []domain.Submission) Counted {
+	out := Counted{Exercise: ex.ID, Policy: ex.Counts, Attempts: len(graded)}
+	if out.Policy == "" {
+		out.Policy = exercise.CountsBest
+	}
+	if i := Counts(out.Policy, graded); i >= 0 {
+		out.Submission = &graded[i]
+	}
+	return out
+}
+
+// Standings returns u's standing in every exercise of the catalog they
+// have a graded submission of, by exercise id.
+func (p *Service) Standings(ctx context.Context, userID int64) (map[string]Counted, error) {
+	graded, err := p.DB.GradedSubmissions(ctx, "", userID)
+	if err != nil {
+		return nil, err
+	}
+	byExercise := map[string][]domain.Submission{}
+	for _, s := range graded {
+		byExercise[s.ExerciseID] = append(byExercise[s.ExerciseID], s)
+	}
+	out := make(map[string]Counted, len(byExercise))
+	for id, subs := range byExercise {
+		if ex, err := p.Catalog.Get(id); err == nil {
+			out[id] = counted(ex, subs)
+		}
+	}
+	return out, nil
+}
+
+// Status is the HTTP status of err, for the API's problem+json and the
+// pages alike: a database fault is 503 (unavailable) or 507 (storage), not
+// 500; ok is false for any other internal error (500), which the caller
+// logs and does not show.
+func Status(err error) (status int, ok bool) {
+	code := domain.ErrorCode(err)
+	if f := store.Fault(err); code == domain.EINTERNAL && f != nil {
+		code = f.Code
+	}
+	switch code {
+	case domain.EUNAVAILABLE:
+		return http.StatusServiceUnavailable, true
+	case domain.ESTORAGE:
+		return http.StatusInsufficientStorage, true
+	case domain.EINVALID:
+		return http.StatusUnprocessableEntity, true
+	case domain.ENOTFOUND:
+		return http.StatusNotFound, true
+	case domain.EUNAUTHORIZED:
+		return http.StatusUnauthorized, true
+	case domain.EFORBIDDEN:
+		return http.StatusForbidden, true
+	case domain.ECONFLICT:
+		return http.StatusConflict, true
+	case domain.ETOOLARGE:
+		return http.StatusRequestEntityTooLarge, true
+	case domain.ERATELIMIT:
+		return http.StatusTooManyRequests, true
+	}
+	return http.StatusInternalServerError, false
+}

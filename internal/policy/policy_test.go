@@ -1,0 +1,141 @@
+package policy_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/policy"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+)
+
+const answer = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+ "cells": [
+  {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "points": 10}}, "source": "print(1)", "outputs": [], "execution_count": null}
+ ]}`
+
+// catalog holds exercise "best" (the default policy) and "latest".
+func catalog(t *testing.T) *exercise.Catalog {
+	t.Helper()
+	root := t.TempDir()
+	for id, config := range map[string]string{"best": `{}`, "latest": `{"policy": "latest"}`} {
+		exDir, ansDir := filepath.Join(root, "ex", id), filepath.Join(root, "ans", id)
+		for _, d := range []string{exDir, filepath.Join(ansDir, "references")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var cfg map[string]any
+		_ = json.Unmarshal([]byte(config), &cfg)
+		cfg["id"], cfg["title"], cfg["starter"], cfg["answer"] = id, id, "s.ipynb", "a.ipynb"
+		b, _ := json.Marshal(cfg)
+		if err := os.WriteFile(filepath.Join(exDir, "exercise.json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ansDir, "a.ipynb"), []byte(answer), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ex, err := exercise.LoadOne(exDir, ansDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ref, _ := json.Marshal(exercise.Reference{Exercise: id, Profile: "cpu", AnswerSHA256: ex.AnswerSHA256(),
+			Cells: map[string][]*notebook.Output{"q1": {{OutputType: notebook.OutputStream, Name: "stdout", Text: notebook.MultilineString("1\n")}}}})
+		if err := os.WriteFile(filepath.Join(ansDir, "references", "cpu.json"), ref, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// graded stores a graded submission of ex by user with score.
+func graded(t *testing.T, db *store.DB, user int64, ex string, score float64) domain.Submission {
+	t.Helper()
+	ctx := context.Background()
+	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: user, ExerciseID: ex, ExerciseVersion: "v",
+		Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
+		Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.InTx(ctx, func(tx *store.Tx) error {
+		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: score, MaxScore: 10, Cells: []domain.CellResult{
+			{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 10, Points: score, Counted: true, Message: "m", Observed: "secret"}}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// TestCountsAndOwnership: the exercises page and the API agree on the
+// submission that counts (the best under "best", the latest under
+// "latest": the page once showed the best under both), and another
+// learner's submission is not found.
+func TestCountsAndOwnership(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			p := &policy.Service{DB: db, Catalog: catalog(t)}
+			ada, _, _ := db.CreateUser(ctx, "ada", domain.RoleLearner)
+			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
+			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
+			var last domain.Submission
+			for _, ex := range []string{"best", "latest"} {
+				graded(t, db, ada.ID, ex, 9)
+				last = graded(t, db, ada.ID, ex, 3)
+			}
+			st, err := p.Standings(ctx, ada.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := st["best"]; s.Submission == nil || s.Submission.Score != 9 || s.Attempts != 2 || s.Policy != exercise.CountsBest {
+				t.Errorf("best: %+v", s)
+			}
+			if s := st["latest"]; s.Submission == nil || s.Submission.Score != 3 || s.Submission.ID != last.ID || s.Policy != exercise.CountsLatest {
+				t.Errorf("latest: %+v, want the latest submission (3)", s)
+			}
+			ex, _ := p.Catalog.Get("latest")
+			if c, err := p.Counted(ctx, ex, ada.ID); err != nil || c.Submission == nil || c.Submission.ID != last.ID {
+				t.Errorf("Counted disagrees with Standings: %+v %v", c, err)
+			}
+
+			if _, err := p.Submission(ctx, bob, last.ID); domain.ErrorCode(err) != domain.ENOTFOUND {
+				t.Errorf("bob read ada's submission: %v", err)
+			}
+			if s, err := p.Submission(ctx, teacher, last.ID); err != nil || s.Cells[0].Observed != "secret" {
+				t.Errorf("staff: %+v %v", s, err)
+			}
+			if s, err := p.Submission(ctx, ada, last.ID); err != nil || s.Cells[0].Observed != "secret" {
+				t.Errorf("owner (visible details): %+v %v", s, err)
+			}
+		})
+	}
+}
+
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	for code, want := range map[string]int{domain.EINVALID: 422, domain.ENOTFOUND: 404, domain.EUNAUTHORIZED: 401,
+		domain.EFORBIDDEN: 403, domain.ECONFLICT: 409, domain.ETOOLARGE: 413, domain.ERATELIMIT: 429} {
+		if got, ok := policy.Status(domain.Errorf(code, "x")); got != want || !ok {
+			t.Errorf("%s: %d %v, want %d", code, got, ok, want)
+		}
+	}
+	if got, ok := policy.Status(os.ErrClosed); got != http.StatusInternalServerError || ok {
+		t.Errorf("internal: %d %v", got, ok)
+	}
+}
