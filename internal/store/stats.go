@@ -196,7 +196,6 @@ func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]d
 	return out, nil
 }
 
-
 // RecentSubmissions lists the newest submissions of everyone with the
 // learner's name, without cell results.
 func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]domain.Submission, error) {
