@@ -19,6 +19,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/envs"
+	"github.com/npugrade/npugrade/internal/events"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
@@ -109,6 +110,11 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); q.RunReaper(runCtx, *leaseTTL/4+time.Second) }()
+	// Events (graded, failed, regrade applied) leave the outbox after their
+	// commit; the log is their notifier until an LMS or webhook one is added.
+	deliverer := &events.Deliverer{DB: db, Notifier: events.Log(log.With("component", "events")), Log: log}
+	wg.Add(1)
+	go func() { defer wg.Done(); deliverer.Run(runCtx, time.Second) }()
 
 	runnerDone := make(chan struct{})
 	if *local > 0 {

@@ -18,6 +18,7 @@ func (s *Server) fleetRoutes(api *gin.RouterGroup) {
 	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)
 	api.GET("/runners", staff, s.listRunners)
 	api.GET("/queue/jobs", staff, s.pendingJobs)
+	api.POST("/queue/jobs/:id/cancel", staff, s.cancelJob)
 	api.GET("/exercises/:id/references", staff, s.listReferences)
 	api.POST("/exercises/:id/references", staff, s.recordReference)
 }
@@ -76,6 +77,25 @@ type PendingJSON struct {
 	// satisfies the job; WaitingFor says what it waits for when none does.
 	Eligible   int    `json:"eligible_runners"`
 	WaitingFor string `json:"waiting_for,omitempty"`
+}
+
+// cancelJob cancels a queued or running job for an instructor.
+func (s *Server) cancelJob(c *gin.Context) {
+	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
+	if err != nil || id <= 0 {
+		s.problem(c, domain.Errorf(domain.EINVALID, "job id %q is not a number", c.Param("id")))
+		return
+	}
+	u := currentUser(c)
+	j, err := s.Queue.Cancel(c.Request.Context(), id, "canceled by "+u.Name)
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	s.Log.Info("job canceled", "job", j.ID, "submission", j.SubmissionID, "by", u.Name)
+	c.JSON(http.StatusOK, PendingJSON{ID: j.ID, Kind: j.Kind, Exercise: j.ExerciseID, SubmissionID: j.SubmissionID, Profile: j.Profile,
+		State: j.State, Requires: j.Requires, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts, RunnerID: j.RunnerID,
+		LastError: j.LastError, CreatedAt: j.CreatedAt})
 }
 
 func (s *Server) pendingJobs(c *gin.Context) {

@@ -302,6 +302,18 @@ func (q *Queue) RunReaper(ctx context.Context, interval time.Duration) {
 	}
 }
 
+// Cancel cancels a queued or leased job with reason: a queued one is never
+// claimed, a leased one's runner is told to stop at its next heartbeat
+// (Heartbeat's cancel) and its result is refused. Its submission fails.
+func (q *Queue) Cancel(ctx context.Context, jobID int64, reason string) (domain.Job, error) {
+	j, err := q.db.CancelJob(ctx, jobID, reason)
+	if err != nil {
+		return j, err
+	}
+	q.log.Info("job canceled", "job", jobID, "reason", reason)
+	return j, nil
+}
+
 // Depth counts jobs per state.
 func (q *Queue) Depth(ctx context.Context) (map[string]int64, error) { return q.db.JobDepth(ctx) }
 

@@ -276,10 +276,13 @@ func (tx *Tx) FailJob(f Fence, submissionID, message string) error {
 	if res.RowsAffected != 1 {
 		return fmt.Errorf("fail job %d: %w", f.ID, domain.ErrLeaseLost)
 	}
-	if submissionID != "" {
-		return tx.db.markFailed(tx.g, submissionID, message)
+	if submissionID == "" {
+		return nil
 	}
-	return nil
+	if err := tx.db.markFailed(tx.g, submissionID, message); err != nil {
+		return err
+	}
+	return tx.db.addEvent(tx.g, domain.EventFailed, submissionID, map[string]any{"message": Printable(message)})
 }
 
 // ReleaseJob hands a leased job back to the queue without counting the
@@ -303,6 +306,37 @@ func (db *DB) ReleaseJob(ctx context.Context, id int64, token string) error {
 		}
 		return nil
 	})
+}
+
+// CancelJob cancels a queued or leased job: its runner learns it at the
+// next heartbeat and stops, and its result, if any, is refused (the lease
+// no longer holds). The job's submission fails with reason. A job in
+// another state is ECONFLICT; a missing one ENOTFOUND.
+func (db *DB) CancelJob(ctx context.Context, id int64, reason string) (domain.Job, error) {
+	var job domain.Job
+	err := db.InTx(ctx, func(tx *Tx) error {
+		res := tx.g.Model(&jobRow{}).Where("id = ? AND state IN ?", id, []string{domain.JobQueued, domain.JobLeased}).
+			Updates(map[string]any{"state": domain.JobCanceled, "lease_expires_at": nil, "last_error": Printable(reason), "updated_at": db.Now()})
+		if res.Error != nil {
+			return fmt.Errorf("cancel job %d: %w", id, res.Error)
+		}
+		var row jobRow
+		if err := tx.g.Where("id = ?", id).Take(&row).Error; err != nil {
+			return fmt.Errorf("job %d: %w", id, err)
+		}
+		job = row.job()
+		if res.RowsAffected != 1 {
+			return domain.Errorf(domain.ECONFLICT, "job %d is %s; only a queued or running job can be canceled", id, row.State)
+		}
+		if job.SubmissionID == "" {
+			return nil
+		}
+		if err := db.markFailed(tx.g, job.SubmissionID, reason); err != nil {
+			return err
+		}
+		return db.addEvent(tx.g, domain.EventFailed, job.SubmissionID, map[string]any{"message": Printable(reason), "canceled": true})
+	})
+	return job, err
 }
 
 // ExpiredLeases returns up to limit leased jobs whose lease expired before now.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"gorm.io/gorm"
@@ -271,6 +272,7 @@ func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
 		return r, domain.Errorf(domain.ECONFLICT, "regrade %d is %s; only a ready regrade can be applied", id, r.State)
 	}
 	now := db.Now()
+	applied := []string{}
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Claim the regrade first so that two concurrent applies cannot both write.
 		res := tx.Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{RegradeReady, RegradeStaged}).
@@ -288,8 +290,10 @@ func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
 			if err := db.applyItem(tx, id, r.ExerciseVersion, r.GraderVersion, it, now); err != nil {
 				return err
 			}
+			applied = append(applied, it.SubmissionID)
 		}
-		return nil
+		return db.addEvent(tx, domain.EventRegradeApplied, strconv.FormatInt(id, 10),
+			map[string]any{"exercise": r.ExerciseID, "grader_version": r.GraderVersion, "submissions": applied})
 	})
 	if err != nil {
 		return r, err

@@ -313,7 +313,14 @@ type Grade struct {
 // queue's lease-fenced completion transaction, so a result from a runner
 // that lost its lease never reaches it. Earlier cell rows of the
 // submission are replaced, which keeps a retried completion idempotent.
-func (tx *Tx) SaveGrade(g Grade) error { return tx.db.saveGrade(tx.g, g) }
+// The graded event is written with it (outbox).
+func (tx *Tx) SaveGrade(g Grade) error {
+	if err := tx.db.saveGrade(tx.g, g); err != nil {
+		return err
+	}
+	return tx.db.addEvent(tx.g, domain.EventGraded, g.SubmissionID,
+		map[string]any{"score": g.Score, "max_score": g.MaxScore, "profile": g.Profile, "grader_version": g.GraderVersion})
+}
 
 func (db *DB) saveGrade(tx *gorm.DB, g Grade) error {
 	var executed *string

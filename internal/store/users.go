@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"gorm.io/gorm"
 
@@ -83,8 +84,18 @@ func (db *DB) UserByToken(ctx context.Context, token string) (domain.User, error
 	if err != nil {
 		return domain.User{}, fmt.Errorf("look up token: %w", err)
 	}
+	// Record the use for the admin's token list, at most once a minute per
+	// token so that busy clients (runners polling) do not write on every
+	// request. A failure here must not refuse the request.
+	now := db.Now()
+	_ = db.gorm.WithContext(ctx).Model(&tokenRow{}).
+		Where("hash = ? AND (last_used_at IS NULL OR last_used_at < ?)", auth.HashToken(token), now.Add(-tokenUseResolution)).
+		Update("last_used_at", now).Error
 	return toUser(u), nil
 }
+
+// tokenUseResolution is how stale tokens.last_used_at may be.
+const tokenUseResolution = time.Minute
 
 // UserByName finds a user.
 func (db *DB) UserByName(ctx context.Context, name string) (domain.User, error) {
