@@ -66,6 +66,32 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 	if len(exercises) == 0 {
 		return nil
 	}
+	q, args := gradebookQuery(f)
+	rows, err := db.gorm.WithContext(ctx).Raw(q, args...).Rows()
+	if err != nil {
+		return fmt.Errorf("gradebook query: %w", err)
+	}
+	defer rows.Close()
+	gb := &gradebookLearner{exercises: exercises, counts: f.Counts, emit: emit, id: -1, acc: map[string]*gradeAcc{}}
+	for rows.Next() {
+		r, err := scanGradebookRow(rows)
+		if err != nil {
+			return err
+		}
+		if err := gb.add(r); err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("gradebook rows: %w", err)
+	}
+	return gb.flush()
+}
+
+// gradebookQuery selects every learner (filtered by name) with their
+// graded submissions (of one exercise, when filtered), a learner's rows
+// together, in submission order.
+func gradebookQuery(f GradebookFilter) (string, []any) {
 	join := "LEFT JOIN submissions s ON s.user_id = u.id AND s.status = ?"
 	args := []any{domain.StatusGraded}
 	if f.ExerciseID != "" {
@@ -78,84 +104,87 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 		where += ` AND LOWER(u.name) LIKE ? ESCAPE '\'`
 		args = append(args, "%"+likeEscape(strings.ToLower(f.Learner))+"%")
 	}
-	q := "SELECT u.id, u.name, s.id, s.exercise_id, s.score, s.max_score, s.graded_at FROM users u " + join +
-		" WHERE " + where + " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"
-	rows, err := db.gorm.WithContext(ctx).Raw(q, args...).Rows()
-	if err != nil {
-		return fmt.Errorf("gradebook query: %w", err)
-	}
-	defer rows.Close()
+	return "SELECT u.id, u.name, s.id, s.exercise_id, s.score, s.max_score, s.graded_at FROM users u " + join +
+		" WHERE " + where + " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id", args
+}
 
+// scanGradebookRow reads one row; a learner without submissions has an
+// empty SubmissionID.
+func scanGradebookRow(rows *sql.Rows) (GradebookRow, error) {
 	var (
-		curID   int64 = -1
-		curName string
-		acc     = map[string]*gradeAcc{}
+		r               GradebookRow
+		sid, exID       sql.NullString
+		score, maxScore sql.NullFloat64
+		graded          sql.NullTime
 	)
-	flush := func() error {
-		if curID < 0 {
-			return nil
+	if err := rows.Scan(&r.UserID, &r.Learner, &sid, &exID, &score, &maxScore, &graded); err != nil {
+		return r, fmt.Errorf("gradebook row: %w", err)
+	}
+	r.ExerciseID, r.SubmissionID, r.Score, r.MaxScore = exID.String, sid.String, score.Float64, maxScore.Float64
+	if graded.Valid {
+		t := graded.Time
+		r.GradedAt = &t
+	}
+	return r, nil
+}
+
+// gradebookLearner accumulates one learner's rows and emits a row per
+// exercise when the next learner starts.
+type gradebookLearner struct {
+	exercises []string
+	counts    func(exerciseID string) string
+	emit      func(GradebookRow) error
+	id        int64 // the current learner, -1 before the first
+	name      string
+	acc       map[string]*gradeAcc
+}
+
+func (g *gradebookLearner) add(r GradebookRow) error {
+	if r.UserID != g.id {
+		if err := g.flush(); err != nil {
+			return err
 		}
-		for _, ex := range exercises {
-			policy := CountBest
-			if f.Counts != nil && f.Counts(ex) == CountLatest {
-				policy = CountLatest
-			}
-			row := GradebookRow{UserID: curID, Learner: curName, ExerciseID: ex, Policy: policy}
-			if a := acc[ex]; a != nil {
-				if policy == CountLatest {
-					row = a.latest
-				} else {
-					row = a.best
-				}
-				row.Policy, row.Attempts = policy, a.attempts
-			}
-			if err := emit(row); err != nil {
-				return err
-			}
-		}
-		clear(acc)
+		g.id, g.name = r.UserID, r.Learner
+	}
+	if r.SubmissionID == "" {
 		return nil
 	}
-	for rows.Next() {
-		var (
-			uid             int64
-			name            string
-			sid, exID       sql.NullString
-			score, maxScore sql.NullFloat64
-			graded          sql.NullTime
-		)
-		if err := rows.Scan(&uid, &name, &sid, &exID, &score, &maxScore, &graded); err != nil {
-			return fmt.Errorf("gradebook row: %w", err)
+	a := g.acc[r.ExerciseID]
+	if a == nil {
+		a = &gradeAcc{best: r}
+		g.acc[r.ExerciseID] = a
+	} else if r.Score > a.best.Score {
+		a.best = r
+	}
+	a.attempts++
+	a.latest = r
+	return nil
+}
+
+func (g *gradebookLearner) flush() error {
+	if g.id < 0 {
+		return nil
+	}
+	for _, ex := range g.exercises {
+		policy := CountBest
+		if g.counts != nil && g.counts(ex) == CountLatest {
+			policy = CountLatest
 		}
-		if uid != curID {
-			if err := flush(); err != nil {
-				return err
+		row := GradebookRow{UserID: g.id, Learner: g.name, ExerciseID: ex, Policy: policy}
+		if a := g.acc[ex]; a != nil {
+			if policy == CountLatest {
+				row = a.latest
+			} else {
+				row = a.best
 			}
-			curID, curName = uid, name
+			row.Policy, row.Attempts = policy, a.attempts
 		}
-		if !sid.Valid {
-			continue
+		if err := g.emit(row); err != nil {
+			return err
 		}
-		r := GradebookRow{UserID: uid, Learner: name, ExerciseID: exID.String, SubmissionID: sid.String,
-			Score: score.Float64, MaxScore: maxScore.Float64}
-		if graded.Valid {
-			t := graded.Time
-			r.GradedAt = &t
-		}
-		a := acc[exID.String]
-		if a == nil {
-			a = &gradeAcc{best: r}
-			acc[exID.String] = a
-		} else if r.Score > a.best.Score {
-			a.best = r
-		}
-		a.attempts++
-		a.latest = r
 	}
-	if err := rows.Err(); err != nil {
-		return fmt.Errorf("gradebook rows: %w", err)
-	}
-	return flush()
+	clear(g.acc)
+	return nil
 }
 
 // likeEscape makes s match literally inside a LIKE pattern with ESCAPE '\'.
