@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -57,6 +58,13 @@ func TestRemoteRunner(t *testing.T) {
 			}
 			if fp, _ := graded["env_fingerprint"].(string); fp == "" || fp == "local-cpu" {
 				t.Fatalf("the score does not record the remote runner's environment fingerprint: %q", fp)
+			}
+			// The runner registered its build, shown to instructors as a label.
+			staff := addUser(t, dbURL, "tina", "instructor")
+			var fleet []RunnerJSONView
+			getJSON(t, s.url+"/api/v1/runners", staff, &fleet)
+			if len(fleet) != 1 || fleet[0].Labels["version"] != buildinfo.Version() {
+				t.Errorf("the runner's version label: %+v", fleet)
 			}
 
 			// A late result for a job the server does not lease to this token.

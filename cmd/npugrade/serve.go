@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
@@ -209,7 +210,7 @@ func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slo
 		rep = envprobe.Validate(envprobe.Report{Profile: "cpu", Arch: runtime.GOARCH})
 	}
 	err = db.UpsertRunner(ctx, store.RunnerRegistration{ID: id, Name: host + " (in-process)", Slots: slots,
-		Labels: map[string]string{"kind": "in-process"}, Profile: rep.Profile, Verdict: rep.Verdict, Report: rep})
+		Labels: map[string]string{"kind": "in-process", "version": buildinfo.Version()}, Profile: rep.Profile, Verdict: rep.Verdict, Report: rep})
 	if err != nil {
 		log.Warn("register the local runner", "err", err)
 	}

@@ -53,6 +53,13 @@ func (s *Server) registerRunner(c *gin.Context) {
 	if req.Report.Profile == "" {
 		req.Report.Profile = "cpu"
 	}
+	if req.Version != "" && len(req.Version) <= 64 {
+		// Shown with the labels, so instructors see which build grades.
+		if req.Labels == nil {
+			req.Labels = map[string]string{}
+		}
+		req.Labels["version"] = req.Version
+	}
 	id := req.Name + "-" + auth.RandomID(4)
 	if err := s.DB.UpsertRunner(c.Request.Context(), store.RunnerRegistration{ID: id, Name: req.Name, UserID: u.ID, Slots: req.Slots,
 		Labels: req.Labels, Profile: req.Report.Profile, Verdict: req.Report.Verdict, Report: req.Report}); err != nil {
