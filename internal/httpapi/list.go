@@ -98,8 +98,8 @@ func (s *Server) submissionFilter(ctx context.Context, u domain.User, q url.Valu
 // previous page, which this user must be able to see. nil: not valid.
 func (s *Server) cursorSubmission(ctx context.Context, u domain.User, cursor string) (*domain.Submission, error) {
 	id, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(id) == 0 || len(id) > 64 {
-		return nil, nil
+	if err != nil || len(id) == 0 || !cleanText(string(id), 64) {
+		return nil, nil // not an id: Postgres would refuse NUL or non-UTF-8 bytes
 	}
 	sub, err := s.DB.Submission(ctx, string(id))
 	if domain.ErrorCode(err) == domain.ENOTFOUND {

@@ -47,6 +47,10 @@ func (s *Server) registerRunner(c *gin.Context) {
 		return
 	}
 	u := currentUser(c)
+	if p := registrationProblems(req); len(p) > 0 {
+		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "invalid registration", Problems: p})
+		return
+	}
 	if req.Name == "" {
 		req.Name = u.Name
 	}
@@ -73,6 +77,30 @@ func (s *Server) registerRunner(c *gin.Context) {
 		RunnerID: id, Protocol: runnerproto.Version, LeaseTTLSeconds: s.Dispatch.LeaseTTL.Seconds(),
 		PollSeconds: runnerproto.MaxPoll.Seconds(), ServerVersion: buildinfo.Version(),
 	})
+}
+
+// registrationProblems lists the fields of a registration that are not
+// short NUL-free text (they are stored and shown).
+func registrationProblems(req runnerproto.RegisterRequest) []string {
+	var p []string
+	check := func(what, v string) {
+		if !cleanText(v, maxParamBytes) {
+			p = append(p, what+" must be text without NUL, at most 256 bytes")
+		}
+	}
+	check("name", req.Name)
+	check("report.profile", req.Report.Profile)
+	check("report.verdict", req.Report.Verdict)
+	if len(req.Labels) > 64 {
+		p = append(p, "at most 64 labels")
+	}
+	for k, v := range req.Labels {
+		check("label "+store.Printable(truncate(k, 32)), k+v)
+	}
+	if req.Slots < 0 || req.Slots > 1024 {
+		p = append(p, "slots must be 0–1024")
+	}
+	return p
 }
 
 func (s *Server) runnerReports() *runnerState {
@@ -201,6 +229,10 @@ func (s *Server) drainRunner(c *gin.Context) {
 // token, answering 404 when not: a runner token acts only as the runners
 // it registered, never as another token's.
 func (s *Server) ownRunner(c *gin.Context, id string) bool {
+	if !cleanText(id, maxParamBytes) {
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %s is not registered with this token; register first", store.Printable(truncate(id, 64))))
+		return false
+	}
 	owner, ok, err := s.DB.RunnerOwner(c.Request.Context(), id)
 	if err != nil {
 		s.problem(c, err)
@@ -264,6 +296,11 @@ func (s *Server) leaseCall(c *gin.Context, limit int64, body any, token func() s
 			return
 		}
 		s.problem(c, domain.Errorf(domain.EINVALID, "invalid body: %v", err))
+		return
+	}
+	if !cleanText(token(), maxParamBytes) {
+		// Not a token the server ever issued: no lease of this job.
+		s.problem(c, domain.Errorf(domain.ECONFLICT, "the lease on job %d is no longer yours", id))
 		return
 	}
 	if header != "" && header != token() {
