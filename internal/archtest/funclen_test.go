@@ -1,0 +1,58 @@
+package archtest
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// maxFuncLines is the house limit: no function under internal/ is this
+// long or longer, counted from its func line to its closing brace.
+const maxFuncLines = 100
+
+// TestNoLongFunctions: every function and function literal under
+// internal/ stays under maxFuncLines lines. Test files are left out: a
+// table-driven test is long by nature and reads top to bottom; the rule
+// is for the code that ships.
+func TestNoLongFunctions(t *testing.T) {
+	t.Parallel()
+	root := moduleRoot(t)
+	fset := token.NewFileSet()
+	checked := 0
+	for _, f := range sources(t, 0) {
+		if f.test || !strings.HasPrefix(f.path, "internal/") {
+			continue
+		}
+		// Re-parse with positions in fset (sources uses its own set).
+		file, err := parser.ParseFile(fset, filepath.Join(root, filepath.FromSlash(f.path)), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(file, func(n ast.Node) bool {
+			var name string
+			switch d := n.(type) {
+			case *ast.FuncDecl:
+				if d.Body == nil {
+					return true
+				}
+				name = d.Name.Name
+			case *ast.FuncLit:
+				name = "func literal"
+			default:
+				return true
+			}
+			checked++
+			start, end := fset.Position(n.Pos()).Line, fset.Position(n.End()).Line
+			if lines := end - start + 1; lines >= maxFuncLines {
+				t.Errorf("%s:%d: %s is %d lines (the limit is under %d)", f.path, start, name, lines, maxFuncLines)
+			}
+			return true
+		})
+	}
+	if checked < 500 {
+		t.Fatalf("checked only %d functions: the walk is broken", checked)
+	}
+}
