@@ -35,6 +35,10 @@ type Queue struct {
 	wakeup chan struct{}
 	reqs   []domain.Requirement // distinct requirements of queued jobs (cache)
 	reqsAt time.Time            // when reqs was read from the table
+
+	// afterReapRead runs between the reaper's read of an expired lease and
+	// its compare-and-swap (tests interleave a runner there).
+	afterReapRead func(domain.Job)
 }
 
 // New returns a queue over db.
@@ -267,6 +271,9 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, job := range expired {
+		if q.afterReapRead != nil {
+			q.afterReapRead(job)
+		}
 		f := store.Fence{ID: job.ID, Token: job.LeaseToken, ExpiredBefore: now}
 		err := q.db.InTx(ctx, func(tx *store.Tx) error {
 			return q.returnOrFail(tx, job, f, fmt.Sprintf("runner %s lost its lease (no heartbeat)", job.RunnerID), false)
