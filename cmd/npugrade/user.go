@@ -10,7 +10,7 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
-const userUsage = `usage: npugrade user add NAME --role learner|instructor|admin|runner [--db URL]
+const userUsage = `usage: npugrade user add NAME --role learner|instructor|admin|runner [--profiles P,...] [--labels k=v,...] [--db URL]
        npugrade user list [--db URL]
        npugrade user token NAME [--db URL]
        npugrade user revoke NAME [--db URL]
@@ -52,10 +52,12 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs := newCommand("user "+sub, nameArg, about[sub], envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
-	var role *string
+	var role, profiles, labels *string
 	if sub == "add" {
 		role = fs.Choice("role", string(domain.RoleLearner), []string{string(domain.RoleLearner), string(domain.RoleInstructor),
 			string(domain.RoleAdmin), string(domain.RoleRunner)}, "learner, instructor, admin or runner")
+		profiles = fs.String("profiles", "", "runner tokens: the only profiles its registrations may report (p1,p2)")
+		labels = fs.String("labels", "", "runner tokens: labels k=v,... its registrations must carry")
 	}
 	pos, code, ok := fs.parse(args[1:], nArgs, nArgs, stdout, stderr)
 	if !ok {
@@ -63,6 +65,22 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *dbURL == "" {
 		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
+	}
+	var scope *store.RunnerScope
+	if sub == "add" && (*profiles != "" || *labels != "") {
+		if domain.Role(*role) != domain.RoleRunner {
+			return fs.usageError(stderr, "--profiles and --labels bind runner tokens: they need --role runner")
+		}
+		lb, err := parseLabels(*labels)
+		if err != nil {
+			return fs.usageError(stderr, err.Error())
+		}
+		scope = &store.RunnerScope{Labels: lb}
+		for _, p := range strings.Split(*profiles, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				scope.Profiles = append(scope.Profiles, p)
+			}
+		}
 	}
 	// Only add may create the database; reading commands need the server's.
 	open := store.OpenExisting
@@ -77,7 +95,7 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer db.Close()
 	switch sub {
 	case "add":
-		return userAdd(ctx, db, pos[0], domain.Role(*role), stdout, stderr)
+		return userAdd(ctx, db, pos[0], domain.Role(*role), scope, stdout, stderr)
 	case "list":
 		return userList(ctx, db, stdout, stderr)
 	default:
@@ -85,11 +103,17 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, stdout, stderr io.Writer) int {
+func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, scope *store.RunnerScope, stdout, stderr io.Writer) int {
 	u, token, err := db.CreateUser(ctx, name, role)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade user add:", err)
 		return exitError
+	}
+	if scope != nil {
+		if err := db.SetRunnerScope(ctx, u.ID, *scope); err != nil {
+			fmt.Fprintln(stderr, "npugrade user add:", err)
+			return exitError
+		}
 	}
 	auditCLI(ctx, db, store.AuditUserCreated, u.Name, "role "+string(u.Role), stderr)
 	fmt.Fprintf(stdout, "created %s user %q (id %d); its API token, shown only now:\n%s\n", u.Role, u.Name, u.ID, token)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -139,4 +141,70 @@ func (db *DB) RunnerOwner(ctx context.Context, id string) (userID int64, ok bool
 		return 0, true, nil
 	}
 	return *row.UserID, true, nil
+}
+
+// RunnerScope is what one runner token may register as: its environment
+// report's profile must be one of Profiles, and each of Labels must be
+// the registration's value of that label.
+type RunnerScope struct {
+	Profiles []string
+	Labels   map[string]string
+}
+
+type runnerScopeRow struct {
+	UserID   int64 `gorm:"primaryKey"`
+	Profiles string
+	Labels   string
+}
+
+func (runnerScopeRow) TableName() string { return "runner_scopes" }
+
+// SetRunnerScope binds runner token owner userID to a scope.
+func (db *DB) SetRunnerScope(ctx context.Context, userID int64, s RunnerScope) error {
+	labels, err := json.Marshal(s.Labels)
+	if err != nil {
+		return err
+	}
+	row := runnerScopeRow{UserID: userID, Profiles: strings.Join(s.Profiles, ","), Labels: string(labels)}
+	if err := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{UpdateAll: true}).Create(&row).Error; err != nil {
+		return fmt.Errorf("set runner scope of user %d: %w", userID, err)
+	}
+	return nil
+}
+
+// RunnerScopeOf returns userID's scope; ok is false for a token without
+// one (it may register any environment it reports).
+func (db *DB) RunnerScopeOf(ctx context.Context, userID int64) (s RunnerScope, ok bool, err error) {
+	var row runnerScopeRow
+	err = db.gorm.WithContext(ctx).Where("user_id = ?", userID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return s, false, nil
+	}
+	if err != nil {
+		return s, false, fmt.Errorf("read runner scope of user %d: %w", userID, err)
+	}
+	if row.Profiles != "" {
+		s.Profiles = strings.Split(row.Profiles, ",")
+	}
+	_ = json.Unmarshal([]byte(row.Labels), &s.Labels)
+	return s, true, nil
+}
+
+// Refuses says why a registration with profile and labels is outside s,
+// or "" when it is inside.
+func (s RunnerScope) Refuses(profile string, labels map[string]string) string {
+	if len(s.Profiles) > 0 && !slices.Contains(s.Profiles, profile) {
+		return fmt.Sprintf("this runner token may register only profiles %s, not %q", strings.Join(s.Profiles, ", "), profile)
+	}
+	keys := make([]string, 0, len(s.Labels))
+	for k := range s.Labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if labels[k] != s.Labels[k] {
+			return fmt.Sprintf("this runner token must register with label %s=%s, not %q", k, s.Labels[k], labels[k])
+		}
+	}
+	return ""
 }
