@@ -36,7 +36,8 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 			staff := addUser(t, dbURL, "staff", "instructor")
 			tokA := addUser(t, dbURL, "runner-a", "runner")
 			tokB := addUser(t, dbURL, "runner-b", "runner")
-			s := runnerServer(t, dbURL, "--lease-ttl", "4s")
+			// 50 uploads from one learner: the per-learner upload limit is not what this test is about.
+			s := runnerServer(t, dbURL, "--lease-ttl", "4s", "--upload-limit", "0")
 			t.Cleanup(s.stop) // after the runners' cleanups: no long poll holds the shutdown
 			db := openDB(t, dbURL)
 
