@@ -10,9 +10,10 @@ DB ?= sqlite://data/npugrade.db
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X github.com/npugrade/npugrade/internal/buildinfo.version=$(VERSION)
 
-# ENV is the grading environment `make run` grades in: host (this machine's
-# Python) or cpu (data/envs/cpu, built on first use).
-ENV ?= host
+# ENV is the grading environment `make run` grades in: auto (data/envs/cpu,
+# which `make run` builds on first use), cpu, or host (this machine's Python,
+# which lacks the PyTorch 2.x the exercises need).
+ENV ?= auto
 
 .PHONY: all build deps env run test test-go test-check test-fuzz bench cross lint clean
 

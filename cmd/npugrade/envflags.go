@@ -21,9 +21,10 @@ var (
 // it has been built or imported, else the host.
 const envAuto = "auto"
 
-// defaultEnv is --env's default: the host until the exercises are written
-// for the cpu environment's PyTorch 2.x.
-const defaultEnv = envs.Host
+// defaultEnv is --env's default: the environment named like the profile
+// where it is built (the exercises are written for the cpu environment's
+// PyTorch 2.x and its npugraph_ex stand-in), else the host.
+const defaultEnv = envAuto
 
 // envFlags registers --env and --envs-dir (serve, runner and check).
 func envFlags(fs *command) envChooser {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/buildinfo"
+	"github.com/npugrade/npugrade/internal/envs/envtest"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -21,6 +22,8 @@ func TestRemoteRunner(t *testing.T) {
 	if testing.Short() {
 		t.Skip("executes notebooks")
 	}
+	// The chapter answers need the cpu environment's PyTorch 2.x.
+	envDir := envtest.RequireCPU(t)
 	t.Parallel()
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
@@ -39,7 +42,8 @@ func TestRemoteRunner(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan int, 1)
 			go func() {
-				done <- run(ctx, []string{"runner", "--server", s.url, "--token", runnerTok, "--slots", "1", "--name", "cpu-host", "--log-level", "warn"}, io.Discard, os.Stderr)
+				done <- run(ctx, []string{"runner", "--server", s.url, "--token", runnerTok, "--slots", "1", "--name", "cpu-host", "--log-level", "warn",
+					"--env", filepath.Base(envDir), "--envs-dir", filepath.Dir(envDir)}, io.Discard, os.Stderr)
 			}()
 			defer func() {
 				cancel()

@@ -47,7 +47,7 @@ func TestWebLearnerChinese(t *testing.T) {
 			if intro := l.text("main p.muted"); !strings.Contains(intro, "道题") || englishWords.MatchString(intro) {
 				t.Errorf("exercise summary line in Chinese: %q", intro)
 			}
-			wrong, err := filepath.Abs(filepath.Join(repoRoot, "answers/ch1/fixtures/wrong-backend-count.ipynb"))
+			wrong, err := filepath.Abs(filepath.Join(repoRoot, "answers/ch1/fixtures/normalised-answers.ipynb"))
 			if err != nil {
 				t.Fatal(err)
 			}
