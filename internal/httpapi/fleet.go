@@ -10,6 +10,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/store"
 )
 
 // fleetRoutes mounts the instructor view of the runner fleet: registered
@@ -37,6 +38,9 @@ type RunnerJSON struct {
 	Online   bool            `json:"online"`
 	Warnings []string        `json:"warnings"`
 	Report   envprobe.Report `json:"report"`
+	// Allowed is what the runner's token may register as (absent: not
+	// bound); Profile, Labels and Report are what the runner attested.
+	Allowed *store.RunnerScope `json:"allowed,omitempty"`
 }
 
 func (s *Server) listRunners(c *gin.Context) {
@@ -53,7 +57,8 @@ func (s *Server) listRunners(c *gin.Context) {
 			w = []string{}
 		}
 		out[i] = RunnerJSON{ID: r.ID, Name: r.Name, Slots: r.Slots, Profile: r.Profile, Verdict: r.Verdict, Labels: r.Labels,
-			LastSeen: r.LastSeen, Draining: r.Draining, Online: now.Sub(r.LastSeen) < time.Minute, Warnings: w, Report: r.Report}
+			LastSeen: r.LastSeen, Draining: r.Draining, Online: now.Sub(r.LastSeen) < time.Minute, Warnings: w, Report: r.Report,
+			Allowed: r.Allowed}
 	}
 	c.JSON(http.StatusOK, out)
 }

@@ -1,9 +1,12 @@
 package httpapi_test
 
 import (
+	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
@@ -79,6 +82,36 @@ func TestRunnerTokenScope(t *testing.T) {
 			}
 			if st, body := reg("cpu", map[string]string{"site": "lab1", "extra": "y"}); st != http.StatusOK {
 				t.Errorf("within its scope: %d %s", st, body)
+			}
+			// The fleet shows what it attested beside what it may be.
+			staff := e.token(t, "tom", domain.RoleInstructor)
+			var fleet []httpapi.RunnerJSON
+			st, body, _ := e.call(t, "GET", "/api/v1/runners", staff, nil)
+			if err := json.Unmarshal([]byte(body), &fleet); st != http.StatusOK || err != nil || len(fleet) != 1 {
+				t.Fatalf("GET /api/v1/runners: %d %s", st, body)
+			}
+			if r := fleet[0]; r.Profile != "cpu" || r.Allowed == nil || strings.Join(r.Allowed.Profiles, ",") != "cpu" || r.Allowed.Labels["site"] != "lab1" {
+				t.Errorf("fleet entry: attested %s, allowed %+v", r.Profile, r.Allowed)
+			}
+			// So does the runners page.
+			admin, _, err := e.db.CreateUser(e.ctx, "root", domain.RoleAdmin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sid, _, err := e.db.CreateWebSession(e.ctx, admin.ID, time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req, _ := http.NewRequest("GET", e.url+"/admin/runners", nil)
+			req.Header.Set("Cookie", "npugrade_session="+sid)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			page, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(page), `<td class="allowed"><code>cpu</code> <code>site=lab1</code>`) {
+				t.Errorf("/admin/runners: %d, no allowed column with cpu and site=lab1", resp.StatusCode)
 			}
 		})
 	}

@@ -102,6 +102,9 @@ type Runner struct {
 	Draining  bool
 	LastSeen  time.Time
 	CreatedAt time.Time
+	// Allowed is the registering token's scope (nil: not bound), shown
+	// beside what the runner attested.
+	Allowed *RunnerScope
 }
 
 // Runners lists registered runners seen since since (zero: all), most
@@ -115,10 +118,26 @@ func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
 	if err := q.Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list runners: %w", err)
 	}
+	var scopeRows []runnerScopeRow
+	if err := db.gorm.WithContext(ctx).Find(&scopeRows).Error; err != nil {
+		return nil, fmt.Errorf("list runner scopes: %w", err)
+	}
+	scopes := map[int64]*RunnerScope{}
+	for _, sr := range scopeRows {
+		sc := &RunnerScope{}
+		if sr.Profiles != "" {
+			sc.Profiles = strings.Split(sr.Profiles, ",")
+		}
+		_ = json.Unmarshal([]byte(sr.Labels), &sc.Labels)
+		scopes[sr.UserID] = sc
+	}
 	out := make([]Runner, 0, len(rows))
 	for _, r := range rows {
 		rn := Runner{ID: r.ID, Name: r.Name, Slots: r.Slots, Profile: r.Profile, Verdict: r.Verdict,
 			Draining: r.Draining, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt, Labels: map[string]string{}}
+		if r.UserID != nil {
+			rn.Allowed = scopes[*r.UserID]
+		}
 		_ = json.Unmarshal([]byte(r.Labels), &rn.Labels)
 		_ = json.Unmarshal([]byte(r.Report), &rn.Report)
 		out = append(out, rn)
@@ -147,8 +166,8 @@ func (db *DB) RunnerOwner(ctx context.Context, id string) (userID int64, ok bool
 // report's profile must be one of Profiles, and each of Labels must be
 // the registration's value of that label.
 type RunnerScope struct {
-	Profiles []string
-	Labels   map[string]string
+	Profiles []string          `json:"profiles"`
+	Labels   map[string]string `json:"labels"`
 }
 
 type runnerScopeRow struct {

@@ -163,6 +163,8 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"runners.title":         {"Runners", "执行节点"},
 	"runners.drain":         {"Drain", "排空"},
 	"runners.undrain":       {"Resume", "恢复"},
+	"runners.allowed":       {"Token allows", "令牌允许"},
+	"runners.any":           {"any (token not bound)", "不限（令牌未绑定）"},
 	"actions":               {"Actions", "操作"},
 	"nav.regrades":          {"Regrades", "重新评分"},
 	"rg.title":              {"Staged regrade", "分阶段重新评分"},
