@@ -314,7 +314,8 @@ func (nb *Notebook) Clone() *Notebook {
 // (outputs are bounded by the runner's limits, not by the upload limits),
 // so only its total size and output count are capped here.
 func ParseExecuted(data []byte) (*Notebook, error) {
-	return Parse(data, Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20, MaxValues: 8 << 20})
+	// Lone surrogates in learner output stay visible (surrogates.go).
+	return Parse(keepLoneSurrogates(data), Limits{MaxBytes: 64 << 20, MaxOutputs: 1 << 20, MaxValues: 8 << 20})
 }
 
 // ParseStored re-reads a notebook the server itself stored after
