@@ -36,139 +36,150 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs := newCommand("serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
 		envAddr, envDB, envSandbox, envMetricsToken)
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
-	dbURL := fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
-	local := fs.IntMin("local-runner", 1, 0, "in-process runner slots (0 = none)")
-	leaseTTL := fs.DurationMin("lease-ttl", time.Minute, time.Second, "job lease length; heartbeats extend it")
-	exDir := fs.String("exercises", "exercises", "exercise configs and starters")
-	ansDir := fs.String("answers", "answers", "reference answers and outputs")
-	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "per-cell timeout (default: each exercise's)")
-	jobTimeout := fs.DurationMin("job-timeout", 5*time.Minute, time.Second, "limit for a whole notebook run")
-	maxUpload := fs.Int64Min("max-upload", 8<<20, 1024, "largest accepted notebook in bytes")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics without authentication on this separate listener HOST:PORT (keep it off the public network)")
-	metricsToken := fs.String("metrics-token", envOr("NPUGRADE_METRICS_TOKEN", ""), "bearer token that GET /metrics needs on the main listener (default: /metrics is not served there)")
-	uploadLimit := fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
+	var o serveOptions
+	o.dbURL = fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
+	o.local = fs.IntMin("local-runner", 1, 0, "in-process runner slots (0 = none)")
+	o.leaseTTL = fs.DurationMin("lease-ttl", time.Minute, time.Second, "job lease length; heartbeats extend it")
+	o.exDir = fs.String("exercises", "exercises", "exercise configs and starters")
+	o.ansDir = fs.String("answers", "answers", "reference answers and outputs")
+	o.cellTimeout = fs.DurationMin("cell-timeout", 0, 0, "per-cell timeout (default: each exercise's)")
+	o.jobTimeout = fs.DurationMin("job-timeout", 5*time.Minute, time.Second, "limit for a whole notebook run")
+	o.maxUpload = fs.Int64Min("max-upload", 8<<20, 1024, "largest accepted notebook in bytes")
+	o.metricsAddr = fs.String("metrics-addr", "", "serve /metrics without authentication on this separate listener HOST:PORT (keep it off the public network)")
+	o.metricsToken = fs.String("metrics-token", envOr("NPUGRADE_METRICS_TOKEN", ""), "bearer token that GET /metrics needs on the main listener (default: /metrics is not served there)")
+	o.uploadLimit = fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	logLevel := fs.LogLevel()
-	jupyter := fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
-	envFor := envFlags(fs)
-	setupExecutor := executorFlags(fs, envFor)
-	warmPool := warmFlags(fs.FlagSet)
+	o.jupyter = fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
+	o.envFor = envFlags(fs)
+	o.setupExecutor = executorFlags(fs, o.envFor)
+	o.warmPool = warmFlags(fs.FlagSet)
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
 	}
-	log := newLogger(stderr, *logLevel)
-	uploadWindow, err := parseUploadLimit(*uploadLimit)
-	if err != nil {
-		fmt.Fprintln(stderr, "npugrade serve: --upload-limit:", err)
-		return exitError
-	}
-
-	cat, err := exercise.Load(*exDir, *ansDir)
-	if err != nil {
-		fmt.Fprintln(stderr, "npugrade serve: load exercises:", err)
-		return exitError
-	}
-	for _, b := range cat.Broken() {
-		// The others are served; this one answers 404 until it is fixed.
-		log.Error("exercise not loaded", "exercise", b.ID, "err", b.Err)
-	}
-	db, err := store.Open(ctx, *dbURL, log)
+	o.log = newLogger(stderr, *logLevel)
+	app, err := openServe(ctx, o)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade serve:", err)
 		return exitError
 	}
-	defer db.Close()
-
-	q := queue.New(db, log)
-	metrics := httpapi.NewMetrics(q)
-	// A runner polls at least every 25 s; two minutes of silence is stale.
-	metrics.WatchRunners(db, 2*time.Minute)
-	disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *leaseTTL, JobTimeout: *jobTimeout,
-		CellTimeout: *cellTimeout, Log: log, OnGraded: metrics.Observe}
-	srv := &httpapi.Server{
-		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: log, Metrics: metrics, MaxUpload: *maxUpload, MetricsToken: *metricsToken,
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *maxUpload}, UploadLimit: uploadWindow},
-	}
-
+	defer app.db.Close()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade serve:", err)
 		return exitError
 	}
-	url := "http://" + ln.Addr().String()
-	fmt.Fprintf(stdout, "npugrade serving on %s (database %s, %d exercises, %d local runner slots)\n", url, db.Dialect, len(cat.List()), *local)
+	fmt.Fprintf(stdout, "npugrade serving on %s (database %s, %d exercises, %d local runner slots)\n",
+		"http://"+ln.Addr().String(), app.db.Dialect, len(app.cat.List()), *o.local)
 	if *printAdmin {
-		token, err := adminToken(ctx, db)
+		token, err := adminToken(ctx, app.db)
 		if err != nil {
 			fmt.Fprintln(stderr, "npugrade serve:", err)
 			return exitError
 		}
 		fmt.Fprintf(stdout, "admin token: %s\n", token)
 	}
+	if err := app.run(ctx, o, ln, stderr); err != nil {
+		fmt.Fprintln(stderr, "npugrade serve:", err)
+		return exitError
+	}
+	return exitOK
+}
 
+// serveOptions are serve's flags, parsed.
+type serveOptions struct {
+	dbURL, exDir, ansDir, uploadLimit, jupyter *string
+	metricsAddr, metricsToken                  *string
+	local                                      *int
+	leaseTTL, cellTimeout, jobTimeout          *time.Duration
+	maxUpload                                  *int64
+	envFor                                     envChooser
+	setupExecutor                              func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error
+	warmPool                                   func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func())
+	log                                        *slog.Logger
+}
+
+// serveApp is the wired server: one database, queue, catalog, dispatcher
+// and HTTP handler set.
+type serveApp struct {
+	db   *store.DB
+	q    *queue.Queue
+	cat  *exercise.Catalog
+	disp *dispatch.Dispatcher
+	srv  *httpapi.Server
+	log  *slog.Logger
+}
+
+// openServe loads the catalog, opens (and migrates) the database and wires
+// the services.
+func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
+	uploadWindow, err := parseUploadLimit(*o.uploadLimit)
+	if err != nil {
+		return nil, fmt.Errorf("--upload-limit: %w", err)
+	}
+	cat, err := exercise.Load(*o.exDir, *o.ansDir)
+	if err != nil {
+		return nil, fmt.Errorf("load exercises: %w", err)
+	}
+	for _, b := range cat.Broken() {
+		// The others are served; this one answers 404 until it is fixed.
+		o.log.Error("exercise not loaded", "exercise", b.ID, "err", b.Err)
+	}
+	db, err := store.Open(ctx, *o.dbURL, o.log)
+	if err != nil {
+		return nil, err
+	}
+	q := queue.New(db, o.log)
+	metrics := httpapi.NewMetrics(q)
+	// A runner polls at least every 25 s; two minutes of silence is stale.
+	metrics.WatchRunners(db, 2*time.Minute)
+	disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *o.leaseTTL, JobTimeout: *o.jobTimeout,
+		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
+	srv := &httpapi.Server{
+		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: o.log, Metrics: metrics, MaxUpload: *o.maxUpload, MetricsToken: *o.metricsToken,
+		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *o.maxUpload}, UploadLimit: uploadWindow},
+	}
+	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log}, nil
+}
+
+// run serves on ln with the reaper, the event deliverer and the local
+// runner slots until ctx ends, then drains: in-flight jobs finish or are
+// released, then connections close.
+func (a *serveApp) run(ctx context.Context, o serveOptions, ln net.Listener, stderr io.Writer) error {
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); q.RunReaper(runCtx, *leaseTTL/4+time.Second) }()
+	wg.Add(2)
+	go func() { defer wg.Done(); a.q.RunReaper(runCtx, *o.leaseTTL/4+time.Second) }()
 	// Events (graded, failed, regrade applied) leave the outbox after their
 	// commit; the log is their notifier until an LMS or webhook one is added.
-	deliverer := &events.Deliverer{DB: db, Notifier: events.Log(log.With("component", "events")), Log: log}
-	wg.Add(1)
+	deliverer := &events.Deliverer{DB: a.db, Notifier: events.Log(a.log.With("component", "events")), Log: a.log}
 	go func() { defer wg.Done(); deliverer.Run(runCtx, time.Second) }()
-
-	runnerDone := make(chan struct{})
-	if *local > 0 {
-		ex := &execution.Executor{Jupyter: *jupyter, Profile: "cpu", Match: domain.CPUMatcher, Log: log}
-		if err := setupExecutor(ctx, ex, stderr); err != nil {
-			fmt.Fprintln(stderr, "npugrade serve: the local runner cannot execute notebooks:", err)
-			return exitError
-		}
-		host, _ := os.Hostname()
-		localID := "local-" + host
-		env, err := envFor("cpu", io.Discard)
-		if err != nil {
-			fmt.Fprintln(stderr, "npugrade serve:", err)
-			return exitError
-		}
-		registerLocalRunner(ctx, db, localID, host, *local, env, ex.Sandbox, log)
-		slotsEx, stopWarm := warmPool(ex, *local, log.With("component", "runner"))
-		r := &runner.Runner{
-			Source:         &dispatch.Local{D: disp, RunnerID: localID, Match: domain.Matcher(domain.CPUMatcher)},
-			Executor:       slotsEx,
-			Slots:          *local,
-			HeartbeatEvery: *leaseTTL / 3,
-			Fingerprint:    "local-cpu",
-			Log:            log.With("component", "runner"),
-		}
-		go func() { defer close(runnerDone); _ = r.Run(ctx); stopWarm() }()
-	} else {
-		close(runnerDone)
+	runnerDone, err := a.startLocalRunner(ctx, o, stderr)
+	if err != nil {
+		return err
 	}
-
 	stopping := make(chan struct{})
-	srv.Stopping = stopping
-	hs := srv.HTTPServer(httpapi.DefaultTimeouts())
-	if *metricsAddr != "" {
-		ms, err := serveMetrics(*metricsAddr, srv.MetricsHandler())
+	a.srv.Stopping = stopping
+	hs := a.srv.HTTPServer(httpapi.DefaultTimeouts())
+	if *o.metricsAddr != "" {
+		ms, err := serveMetrics(*o.metricsAddr, a.srv.MetricsHandler())
 		if err != nil {
-			fmt.Fprintln(stderr, "npugrade serve: --metrics-addr:", err)
-			return exitError
+			return fmt.Errorf("--metrics-addr: %w", err)
 		}
 		defer ms.Close()
-		log.Info("metrics served", "addr", *metricsAddr)
+		a.log.Info("metrics served", "addr", *o.metricsAddr)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	select {
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintln(stderr, "npugrade serve:", err)
-			return exitError
+			return err
 		}
 	case <-ctx.Done():
 	}
-	log.Info("shutting down: draining runner slots and connections")
+	a.log.Info("shutting down: draining runner slots and connections")
 	shutCtx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
 	defer cancel()
 	<-runnerDone // in-flight jobs finish or are released (runner.DrainTimeout)
@@ -176,8 +187,40 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	_ = hs.Shutdown(shutCtx)
 	stopRun()
 	wg.Wait()
-	log.Info("stopped")
-	return exitOK
+	a.log.Info("stopped")
+	return nil
+}
+
+// startLocalRunner starts the in-process runner slots (none with
+// --local-runner 0); the channel closes when they have drained.
+func (a *serveApp) startLocalRunner(ctx context.Context, o serveOptions, stderr io.Writer) (<-chan struct{}, error) {
+	done := make(chan struct{})
+	if *o.local <= 0 {
+		close(done)
+		return done, nil
+	}
+	ex := &execution.Executor{Jupyter: *o.jupyter, Profile: "cpu", Match: domain.CPUMatcher, Log: a.log}
+	if err := o.setupExecutor(ctx, ex, stderr); err != nil {
+		return nil, fmt.Errorf("the local runner cannot execute notebooks: %w", err)
+	}
+	host, _ := os.Hostname()
+	localID := "local-" + host
+	env, err := o.envFor("cpu", io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	registerLocalRunner(ctx, a.db, localID, host, *o.local, env, ex.Sandbox, a.log)
+	slotsEx, stopWarm := o.warmPool(ex, *o.local, a.log.With("component", "runner"))
+	r := &runner.Runner{
+		Source:         &dispatch.Local{D: a.disp, RunnerID: localID, Match: domain.Matcher(domain.CPUMatcher)},
+		Executor:       slotsEx,
+		Slots:          *o.local,
+		HeartbeatEvery: *o.leaseTTL / 3,
+		Fingerprint:    "local-cpu",
+		Log:            a.log.With("component", "runner"),
+	}
+	go func() { defer close(done); _ = r.Run(ctx); stopWarm() }()
+	return done, nil
 }
 
 // adminToken makes sure an admin exists and returns a fresh token for it.
