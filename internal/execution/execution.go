@@ -13,6 +13,14 @@
 // the cells after it stay unexecuted; package scoring turns that into
 // per-cell verdicts. The driver owns one kernel for one notebook; Pool
 // keeps drivers started ahead of their jobs (warm.go).
+//
+// The seam for other backends (a Kubernetes pod, a remote host) is the
+// runner's one interface, runner.Executor: Execute a notebook under
+// Options and return a domain.ExecutionResult. Such a backend reports how
+// its run ended as a Stop and lets Annotate, a pure function, write the
+// stop reasons into the notebook, so the grader reads every backend's
+// stops alike. Files: execution.go (Executor, the run), driver.go (the
+// driver protocol), annotate.go (stop annotation), warm.go (the pool).
 package execution
 
 import (
@@ -184,50 +192,6 @@ func shebang(cmd string) string {
 		return fields[1]
 	}
 	return fields[0]
-}
-
-// driverConfig is driver.py's CONFIG file.
-type driverConfig struct {
-	Notebook          string                       `json:"notebook"`
-	Output            string                       `json:"output"`
-	Progress          string                       `json:"progress"`
-	Cwd               string                       `json:"cwd"`
-	Config            map[string]map[string]string `json:"config"`
-	CellTimeout       int                          `json:"cell_timeout"`
-	InterruptGrace    float64                      `json:"interrupt_grace"`
-	MaxCellOutput     int64                        `json:"max_cell_output"`
-	MaxNotebookOutput int64                        `json:"max_notebook_output"`
-	MaxCellOutputs    int                          `json:"max_cell_outputs"`
-	StartupTimeout    int                          `json:"startup_timeout"`
-	// Preload (warm drivers only) names modules imported in the kernel
-	// before the job is handed over.
-	Preload []string `json:"preload,omitempty"`
-}
-
-// progress is what the driver last wrote to its progress file.
-type progress struct {
-	Cell       *int `json:"cell"`
-	KernelDied bool `json:"kernel_died"`
-	Done       bool `json:"done"`
-}
-
-// traitletsConfig turns nbconvert command-line options ("--Class.trait=value",
-// as sandbox.Kernel.Args holds them) into the driver's config map.
-func traitletsConfig(args []string) (map[string]map[string]string, error) {
-	out := map[string]map[string]string{}
-	for _, a := range args {
-		kv, ok := strings.CutPrefix(a, "--")
-		key, val, ok2 := strings.Cut(kv, "=")
-		cls, trait, ok3 := strings.Cut(key, ".")
-		if !ok || !ok2 || !ok3 {
-			return nil, fmt.Errorf("kernel option %q: want --Class.trait=value", a)
-		}
-		if out[cls] == nil {
-			out[cls] = map[string]string{}
-		}
-		out[cls][trait] = val
-	}
-	return out, nil
 }
 
 // Execute runs nbBytes and returns the executed notebook. Learner faults
@@ -504,7 +468,7 @@ func (e *Executor) finish(ctx context.Context, j *job, p *driverProc, opt Option
 			return res, fmt.Errorf("execution driver failed (%v): %s", waitErr, lastLine(res.Log))
 		}
 	}
-	annotated, killed, reason, err := annotate(out, prog, jobKilled, opt.JobTimeout, stats)
+	annotated, killed, reason, err := Annotate(out, Stop{JobKilled: jobKilled, JobTimeout: opt.JobTimeout, Cell: prog.Cell, KernelDied: prog.KernelDied, Limits: stats})
 	if err != nil {
 		return res, err
 	}
@@ -553,99 +517,6 @@ func readBounded(path string, max int64) ([]byte, error) {
 		return nil, errTooBig
 	}
 	return buf.Bytes(), nil
-}
-
-// stopReason is the run-level message for a run that stopped early;
-// cell is the 1-based notebook position of the cell that was running, or -1.
-func stopReason(jobKilled bool, jobTimeout time.Duration, st sandbox.Stats, cell int) string {
-	where := ""
-	if cell > 0 {
-		where = fmt.Sprintf("cell %d ", cell)
-	}
-	switch {
-	case jobKilled:
-		if cell > 0 {
-			return fmt.Sprintf("the notebook did not finish within the %s limit for the whole run (cell %d was running); the cells after it were not run", jobTimeout, cell)
-		}
-		return fmt.Sprintf("the notebook did not finish within the %s limit for the whole run", jobTimeout)
-	case st.MemoryLimitHit:
-		return fmt.Sprintf("%sexceeded the %s memory limit; the kernel was stopped and the cells after it were not run", nonEmpty(where, "the notebook "), sandbox.FormatSize(st.MemoryLimit))
-	default:
-		return fmt.Sprintf("the kernel died while %s ran; the cells after it were not run", nonEmpty(strings.TrimSpace(where), "the notebook"))
-	}
-}
-
-func nonEmpty(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
-}
-
-// annotate notes on the cell where the run stopped why it stopped (what
-// only the runner knows: the sandbox's counters, the whole-run deadline)
-// and returns the run-level verdict.
-func annotate(executed []byte, prog progress, jobKilled bool, jobTimeout time.Duration, st sandbox.Stats) ([]byte, bool, string, error) {
-	nb, err := notebook.Parse(executed, notebook.Limits{MaxBytes: int64(len(executed)) + 1, MaxOutputs: 1 << 20})
-	if err != nil {
-		return nil, false, "", fmt.Errorf("parse executed notebook: %w", err)
-	}
-	stopAt := -1
-	for i, c := range nb.Cells {
-		if c.CellType != "code" {
-			continue
-		}
-		m := notebook.ReadCellMeta(c)
-		if m.KernelDied || m.InterruptIgnored {
-			stopAt = i
-			break
-		}
-	}
-	if stopAt < 0 && (jobKilled || prog.KernelDied) && prog.Cell != nil && *prog.Cell < len(nb.Cells) {
-		stopAt = *prog.Cell
-	}
-	if st.PidsLimitHit {
-		// Which cell forked too much is not known; its error output says
-		// it. Note the limit on every cell that raised.
-		for _, c := range nb.Cells {
-			for _, o := range c.Outputs {
-				if o.OutputType == notebook.OutputError {
-					m := notebook.ReadCellMeta(c)
-					m.PidsLimit = st.PidsLimit
-					notebook.WriteCellMeta(c, m)
-					break
-				}
-			}
-		}
-	}
-	killed, reason := false, ""
-	if stopAt >= 0 {
-		c := nb.Cells[stopAt]
-		m := notebook.ReadCellMeta(c)
-		switch {
-		case jobKilled:
-			m.JobTimeout = jobTimeout.Seconds()
-			reason = stopReason(true, jobTimeout, st, stopAt+1)
-		case m.InterruptIgnored:
-			reason = fmt.Sprintf("cell %d did not stop when interrupted at its %gs time limit; the kernel was stopped and the cells after it were not run", stopAt+1, m.Timeout)
-		default:
-			m.KernelDied = true
-			if st.MemoryLimitHit {
-				m.MemoryLimit = st.MemoryLimit
-			}
-			reason = stopReason(false, jobTimeout, st, stopAt+1)
-		}
-		m.Stopped = reason
-		notebook.WriteCellMeta(c, m)
-		killed = true
-	} else if jobKilled || prog.KernelDied {
-		killed, reason = true, stopReason(jobKilled, jobTimeout, st, -1)
-	}
-	b, err := notebook.Encode(nb)
-	if err != nil {
-		return nil, false, "", err
-	}
-	return b, killed, reason, nil
 }
 
 // Check verifies that the driver's Python has nbconvert, nbclient and a
