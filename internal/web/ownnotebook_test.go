@@ -33,7 +33,8 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	cfg["visibility"] = map[string]string{"q1": "hidden"}
+	// q2 visible whatever the chapter says (its quiz items show details only after the deadline).
+	cfg["visibility"] = map[string]string{"q1": "hidden", "q2": "visible"}
 	cfg["deadline"] = "2999-01-02T03:04:05Z"
 	cfg["late_penalty"] = []map[string]any{{"after": "48h", "multiplier": 0.5}, {"after": "1h", "multiplier": 0.9}}
 	cfg["max_submissions"] = 3
