@@ -29,7 +29,7 @@ const defaultEnv = envAuto
 // envFlags registers --env and --envs-dir (serve, runner and check).
 func envFlags(fs *command) envChooser {
 	fs.env = append(fs.env, envEnv, envEnvsDir)
-	spec := fs.String("env", envOr("NPUGRADE_ENV", defaultEnv), "grading environment the kernels run in: one name for every profile, or per profile (cpu=cpu,npu-a2=npu-a2); host runs them on this machine's own Python; auto is the environment named like the profile when it exists, else host (see `npugrade env list`)")
+	spec := fs.String("env", envOr("NPUGRADE_ENV", defaultEnv), "grading environment the kernels run in: one name for every profile, or per profile (cpu=cpu,npu-a2=npu-a2); host runs them on this machine's own Python; auto is the environment named like the profile when it exists, else host (see npugrade env list)")
 	dir := fs.String("envs-dir", envOr("NPUGRADE_ENVS_DIR", envs.DefaultDir), "directory of the grading environments")
 	return func(profile string, stderr io.Writer) (*envs.Env, error) {
 		name, err := envForProfile(*spec, profile)
