@@ -62,7 +62,8 @@ func (c *command) printUsage(w io.Writer) {
 			fmt.Fprintln(w, "\nflags:")
 			first = false
 		}
-		fmt.Fprintf(w, "  --%s%s\n    \t%s", f.Name, flagType(f), f.Usage)
+		_, text := flag.UnquoteUsage(f) // "a `FILE`" names the value and reads "a FILE"
+		fmt.Fprintf(w, "  --%s%s\n    \t%s", f.Name, flagType(f), text)
 		if def := shownDefault(f); def != "" {
 			fmt.Fprintf(w, " (default %s)", def)
 		}

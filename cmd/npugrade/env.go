@@ -97,8 +97,8 @@ func envBuild(ctx context.Context, fs *command, dir *string, args []string, stdo
 }
 
 func envImport(ctx context.Context, fs *command, dir *string, args []string, stdout, stderr io.Writer) int {
-	tarFile := fs.String("tar", "", "a `docker export` tarball (gzip allowed; - reads stdin)")
-	oci := fs.String("oci", "", "an unpacked OCI image layout (index.json, blobs/), e.g. from `skopeo copy docker://IMAGE oci:DIR`")
+	tarFile := fs.String("tar", "", "a docker export tarball `FILE` (gzip allowed; - reads stdin)")
+	oci := fs.String("oci", "", "an unpacked OCI image layout `DIR` (index.json, blobs/), e.g. from skopeo copy docker://IMAGE oci:DIR")
 	pos, code, ok := fs.parse(args, 1, 1, stdout, stderr)
 	if !ok {
 		return code
