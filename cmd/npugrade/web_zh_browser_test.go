@@ -14,10 +14,14 @@ import (
 
 // englishWords are words of the grader's and the pages' English that must
 // not appear on a Chinese learner page. Quoted text (the learner's own
-// output) and code (exception names, MIME types) are removed first.
+// output), code (exception names, MIME types) and the author's 解析 are
+// removed first.
 var englishWords = regexp.MustCompile(`(?i)\b(the|output|outputs|expected|cell|cells|pass|passes|mismatch|graded|queued|running|failed|line|got|question|questions|attempt|attempts|points|score|matches|differs|submitted|deadline|learner)\b`)
 
 func withoutCode(s string) string {
+	// The exercise author's own explanation (解析) is course content, not
+	// the grader's words: it may name technical terms such as "FX pass".
+	s = regexp.MustCompile(`(?s)解析：.*$`).ReplaceAllString(s, "")
 	s = regexp.MustCompile(`"[^"]*"|“[^”]*”|\b[A-Za-z_.]*(Error|Exception)\b(: [^；]*)?|\b[a-z]+/[a-z0-9.+-]+\b|\bq[0-9]+\b`).ReplaceAllString(s, "")
 	return s
 }
