@@ -122,6 +122,29 @@ func (p Policy) LateMultiplier(t time.Time) float64 {
 	return m
 }
 
+// Extension is one learner's own deadline (issue 18). LatePenalty
+// replaces the exercise's schedule after it when OwnPenalty is set (an
+// empty one: no penalty at all).
+type Extension struct {
+	Deadline    time.Time
+	LatePenalty []LateStep
+	OwnPenalty  bool
+}
+
+// Extended is p as it applies to a learner with extension e (p itself
+// when e is nil): the deadline moved, the schedule replaced when e has one.
+func (p Policy) Extended(e *Extension) Policy {
+	if e == nil {
+		return p
+	}
+	d := e.Deadline
+	p.Deadline = &d
+	if e.OwnPenalty {
+		p.LatePenalty = e.LatePenalty
+	}
+	return p
+}
+
 // DetailsVisible reports whether a learner may see the details (message,
 // observed and expected output) of graded cell id at time now.
 func (ex *Exercise) DetailsVisible(id string, now time.Time) bool {

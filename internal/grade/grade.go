@@ -47,6 +47,8 @@ type Run struct {
 	Result domain.ExecutionResult
 	// SubmittedAt decides the late penalty; zero means on time.
 	SubmittedAt time.Time
+	// Extension is the learner's own deadline for the exercise; nil: none.
+	Extension *exercise.Extension
 }
 
 // Score is a graded run.
@@ -72,7 +74,7 @@ func (g Grader) Grade(ctx context.Context, run Run) (Score, error) {
 		return Score{}, err
 	}
 	out := scoring.Score(scoring.Input{Exercise: run.Exercise, Reference: ref, Integrity: run.Integrity,
-		Executed: run.Executed, Result: run.Result, SubmittedAt: run.SubmittedAt})
+		Executed: run.Executed, Result: run.Result, SubmittedAt: run.SubmittedAt, Extension: run.Extension})
 	return Score{Output: out, Profile: profile, GraderVersion: scoring.GraderVersion(run.Exercise)}, nil
 }
 
@@ -93,6 +95,15 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 		return store.Grade{}, err
 	}
 	run := Run{Exercise: ex, Integrity: integ, Result: res, SubmittedAt: sub.CreatedAt}
+	// The extension in force when grading applies (a later grant or
+	// revocation rescores: package extension).
+	ext, err := s.DB.ActiveExtension(ctx, ex.ID, sub.UserID)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	if run.Extension, err = ExtensionPolicy(ext); err != nil {
+		return store.Grade{}, err
+	}
 	if executed != nil {
 		if run.Executed, err = notebook.ParseExecuted(executed); err != nil {
 			return store.Grade{}, fmt.Errorf("parse executed notebook: %w", err)
@@ -109,6 +120,21 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 		Profile: sc.Profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: sc.GraderVersion,
 		Executed: res.Notebook, Cells: sc.Cells,
 	}, nil
+}
+
+// ExtensionPolicy is a stored extension as the exercise's policy reads it
+// (nil for none).
+func ExtensionPolicy(e *store.Extension) (*exercise.Extension, error) {
+	if e == nil {
+		return nil, nil
+	}
+	out := &exercise.Extension{Deadline: e.Deadline, OwnPenalty: e.LatePenalty != nil}
+	if out.OwnPenalty {
+		if err := json.Unmarshal(e.LatePenalty, &out.LatePenalty); err != nil {
+			return nil, fmt.Errorf("decode the late penalty of extension %d: %w", e.ID, err)
+		}
+	}
+	return out, nil
 }
 
 // Integrity returns the integrity findings of sub's upload under ex: those

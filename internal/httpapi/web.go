@@ -9,7 +9,8 @@ import (
 // webRoutes mounts the pages of package web and GET /api/v1/gradebook.csv.
 func (s *Server) webRoutes(r *gin.Engine) {
 	deps := web.Deps{DB: s.DB, Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
-		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User, Policy: s.policy()}
+		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User, Policy: s.policy(),
+		Extensions: s.extensions()}
 	if s.Metrics != nil {
 		deps.OnSubmitted = s.Metrics.Submissions.Inc
 	}

@@ -34,6 +34,8 @@ type Input struct {
 	Result   domain.ExecutionResult
 	// SubmittedAt decides the late penalty; zero means on time.
 	SubmittedAt time.Time
+	// Extension is the learner's own deadline for the exercise; nil: none.
+	Extension *exercise.Extension
 }
 
 // Output is the graded result.
@@ -120,7 +122,7 @@ func Score(in Input) Output {
 	}
 	out.Multiplier = 1
 	if !in.SubmittedAt.IsZero() {
-		out.Multiplier = in.Exercise.LateMultiplier(in.SubmittedAt)
+		out.Multiplier = in.Exercise.Policy.Extended(in.Extension).LateMultiplier(in.SubmittedAt)
 	}
 	switch {
 	case in.Result.Killed:
@@ -138,9 +140,24 @@ func Score(in Input) Output {
 	}
 	if out.Multiplier != 1 {
 		out.Score *= out.Multiplier
-		out.Message += fmt.Sprintf("; submitted after the deadline: score multiplied by %g", out.Multiplier)
 	}
+	out.Message = LateNote(out.Message, out.Multiplier)
 	return out
+}
+
+const lateNote = "; submitted after the deadline: score multiplied by "
+
+// LateNote is message with the late-penalty note for multiplier m (none
+// when m is 1) in place of any earlier one: rescoring after an extension
+// changes the note with the score.
+func LateNote(message string, m float64) string {
+	if i := strings.Index(message, lateNote); i >= 0 {
+		message = message[:i]
+	}
+	if m != 1 {
+		message += lateNote + fmt.Sprintf("%g", m)
+	}
+	return message
 }
 
 // probeCell grades a hidden test. Its feedback never carries the observed

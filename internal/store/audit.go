@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
@@ -47,6 +49,15 @@ func (auditRow) TableName() string { return "audit_log" }
 // Audit records an event. Actor is the user who acted (zero for the
 // command line, which is recorded as "cli").
 func (db *DB) Audit(ctx context.Context, actor domain.User, action, subject, detail string) error {
+	return db.audit(db.gorm.WithContext(ctx), actor, action, subject, detail)
+}
+
+// Audit records an event in tx, so that it commits with what it records.
+func (tx *Tx) Audit(actor domain.User, action, subject, detail string) error {
+	return tx.db.audit(tx.g, actor, action, subject, detail)
+}
+
+func (db *DB) audit(g *gorm.DB, actor domain.User, action, subject, detail string) error {
 	row := auditRow{At: db.Now(), Actor: actor.Name, Action: action, Subject: subject, Detail: detail}
 	if actor.ID != 0 {
 		id := actor.ID
@@ -55,7 +66,7 @@ func (db *DB) Audit(ctx context.Context, actor domain.User, action, subject, det
 	if row.Actor == "" {
 		row.Actor = "cli"
 	}
-	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {
+	if err := g.Create(&row).Error; err != nil {
 		return fmt.Errorf("write the audit log (%s %s): %w", action, subject, err)
 	}
 	return nil

@@ -74,7 +74,10 @@ type exercisePageData struct {
 	// The exercise's policy as the learner needs it.
 	Deadline *time.Time
 	Late     []string // the late-penalty schedule, one line per step
-	Attempts string   // attempts left (or used, when unlimited)
+	// Original is the exercise's deadline when the learner has an
+	// extension (Deadline is then theirs); nil otherwise.
+	Original *time.Time
+	Attempts string // attempts left (or used, when unlimited)
 }
 
 func (h *handler) exercisePage(c *gin.Context) {
@@ -95,6 +98,16 @@ func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
 	}
 	d := exercisePageData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Questions: len(ex.Graded), History: hist,
 		Deadline: ex.Deadline, Late: lateSchedule(lang, ex.LatePenalty)}
+	if h.Extensions != nil {
+		pol, ext, err := h.Extensions.Policy(ctx, ex, u.ID)
+		if err != nil {
+			h.fail(c, err)
+			return
+		}
+		if ext != nil {
+			d.Deadline, d.Late, d.Original = pol.Deadline, lateSchedule(lang, pol.LatePenalty), ex.Deadline
+		}
+	}
 	used, err := h.DB.CountSubmissions(ctx, u.ID, ex.ID, time.Time{})
 	if err != nil {
 		h.fail(c, err)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"time"
@@ -9,7 +10,9 @@ import (
 )
 
 var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "submission",
-	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade", "audit"}
+	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade", "audit",
+	"extensions", // issue 18 (g18roster)
+}
 
 // mustParse builds every page once per language, each with its own
 // translation function, from the embedded templates.
@@ -18,17 +21,18 @@ func mustParse() map[string]map[string]*template.Template {
 	for _, lang := range []string{langEN, langZH} {
 		out[lang] = map[string]*template.Template{}
 		funcs := template.FuncMap{
-			"t":       func(key string) string { return translate(lang, key) },
-			"st":      func(status string) string { return translate(lang, "st."+status) },
-			"vd":      func(verdict string) string { return translate(lang, "v."+verdict) },
-			"role":    func(r domain.Role) string { return translate(lang, "role."+string(r)) },
-			"fbk":     func(msg string) string { return translateFeedback(lang, msg) },
-			"plural":  func(key string, n int) string { return plural(lang, key, n) },
-			"when":    whenHTML,
-			"num":     trimFloat,
-			"dur":     fmtDuration,
-			"verdict": verdictClass,
-			"staff":   func(r domain.Role) bool { return r.CanSeeAll() },
+			"t":         func(key string) string { return translate(lang, key) },
+			"st":        func(status string) string { return translate(lang, "st."+status) },
+			"vd":        func(verdict string) string { return translate(lang, "v."+verdict) },
+			"role":      func(r domain.Role) string { return translate(lang, "role."+string(r)) },
+			"fbk":       func(msg string) string { return translateFeedback(lang, msg) },
+			"plural":    func(key string, n int) string { return plural(lang, key, n) },
+			"when":      whenHTML,
+			"num":       trimFloat,
+			"dur":       fmtDuration,
+			"verdict":   verdictClass,
+			"staff":     func(r domain.Role) bool { return r.CanSeeAll() },
+			"latesteps": func(raw json.RawMessage) []string { return lateSchedule(lang, lateSteps(raw)) },
 			"pct": func(a, b float64) string {
 				if b <= 0 {
 					return "–"

@@ -65,6 +65,8 @@ type Deps struct {
 	Tokens func(ctx context.Context, addr, path, token string) (domain.User, error)
 	// SessionTTL is how long a sign-in lasts (default 12 hours).
 	SessionTTL time.Duration
+	// Extensions grants and revokes per-learner extensions (issue 18).
+	Extensions Extensions
 }
 
 // userByToken resolves token through Tokens when set.
@@ -124,6 +126,11 @@ func Mount(r gin.IRouter, d Deps) {
 	p.GET("/dashboard/regrades/:id", h.session(staff...), h.showRegrade)
 	p.POST("/dashboard/regrades/:id/apply", h.session(staff...), h.csrf(), h.decideRegrade(true))
 	p.POST("/dashboard/regrades/:id/discard", h.session(staff...), h.csrf(), h.decideRegrade(false))
+
+	// Issue 18 (g18roster): per-learner extensions.
+	p.GET("/dashboard/exercises/:id/extensions", h.session(staff...), h.extensionsPage)
+	p.POST("/dashboard/exercises/:id/extensions", h.session(staff...), h.csrf(), h.grantExtension)
+	p.POST("/dashboard/exercises/:id/extensions/:learner/revoke", h.session(staff...), h.csrf(), h.revokeExtension)
 
 	p.GET("/admin/users", h.session(domain.RoleAdmin), h.usersPage)
 	p.POST("/admin/users", h.session(domain.RoleAdmin), h.csrf(), h.createUser)

@@ -1,0 +1,220 @@
+package extension_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/extension"
+	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+const answer = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"grader": {"compare": "tokens"}},
+ "cells": [
+  {"cell_type": "code", "id": "impl", "metadata": {"grader": {"id": "impl", "solution": true}}, "source": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION", "outputs": [], "execution_count": null},
+  {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "points": 1}}, "source": "print(x)", "outputs": [], "execution_count": null},
+  {"cell_type": "code", "id": "q2", "metadata": {"grader": {"id": "q2", "points": 1}}, "source": "print(x + 1)", "outputs": [], "execution_count": null}
+ ]}`
+
+// The exercise is due 2026-03-01 12:00 UTC; any lateness halves the score.
+var due = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func stdout(s string) []*notebook.Output {
+	return []*notebook.Output{{OutputType: notebook.OutputStream, Name: "stdout", Text: notebook.MultilineString(s)}}
+}
+
+func catalog(t *testing.T) *exercise.Catalog {
+	t.Helper()
+	root := t.TempDir()
+	exDir, ansDir := filepath.Join(root, "ex", "late"), filepath.Join(root, "ans", "late")
+	for _, d := range []string{exDir, filepath.Join(ansDir, "references")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(p string, b []byte) {
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(exDir, "exercise.json"), []byte(`{"id": "late", "title": "Late", "starter": "s.ipynb", "answer": "a.ipynb",
+		"deadline": "2026-03-01T12:00:00Z", "late_penalty": [{"after": "0s", "multiplier": 0.5}]}`))
+	write(filepath.Join(ansDir, "a.ipynb"), []byte(answer))
+	ex, err := exercise.LoadOne(exDir, ansDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := json.Marshal(exercise.Reference{Exercise: "late", Profile: "cpu", AnswerSHA256: ex.AnswerSHA256(),
+		Cells: map[string][]*notebook.Output{"q1": stdout("1\n"), "q2": stdout("2\n")}})
+	write(filepath.Join(ansDir, "references", "cpu.json"), ref)
+	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// executed is a runner's notebook in which every graded cell passes.
+func executed(t *testing.T, ex *exercise.Exercise) []byte {
+	t.Helper()
+	nb, _, err := notebook.Rebuild(ex.Answer, ex.Answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range nb.Cells {
+		n := i + 1
+		c.ExecutionCount = &n
+		switch c.MustGrader().ID {
+		case "q1":
+			c.Outputs = stdout("1\n")
+		case "q2":
+			c.Outputs = stdout("2\n")
+		}
+	}
+	b, err := notebook.Encode(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// submitAndGrade submits the answer as u at the database's clock and
+// grades it through the one grading use case (grade.Submissions), as a
+// runner's completion does.
+func submitAndGrade(t *testing.T, db *store.DB, subs *submission.Service, cat *exercise.Catalog, u domain.User) domain.Submission {
+	t.Helper()
+	ctx := context.Background()
+	ex, _ := cat.Get("late")
+	sub, _, err := subs.Submit(ctx, submission.Request{User: u, ExerciseID: "late", Notebook: []byte(answer)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := (&grade.Submissions{DB: db}).Grade(ctx, ex, sub, executed(t, ex), domain.ExecutionResult{Profile: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.RawExec(ctx, "UPDATE jobs SET state = ? WHERE submission_id = ?", domain.JobSucceeded, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Submission(ctx, sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestExtensionLateWithoutPenalty is issue 18's done-when: an extension
+// lets one learner submit late without penalty while another is
+// penalised; granting one after the fact rescores (old score on record),
+// revoking rescores back, and all of it is in the audit log.
+func TestExtensionLateWithoutPenalty(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			db.Now = func() time.Time { return due.Add(-24 * time.Hour) }
+			cat := catalog(t)
+			q := queue.New(db, nil)
+			subs := &submission.Service{DB: db, Queue: q, Catalog: cat}
+			svc := &extension.Service{DB: db, Catalog: cat}
+			lena, _, _ := db.CreateUser(ctx, "lena", domain.RoleLearner)
+			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
+			tom, _, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
+
+			// Every problem of a bad grant at once.
+			_, err := svc.Grant(ctx, tom, "late", extension.Request{Learner: "tom", Deadline: "2026-02-01T00:00:00Z",
+				LatePenalty: &[]exercise.LateStep{{After: exercise.Duration(time.Hour), Multiplier: 2}}})
+			if domain.ErrorCode(err) != domain.EINVALID || len(domain.ErrorProblems(err)) != 3 {
+				t.Errorf("bad grant: %v (want 3 problems: not a learner, not after the deadline, multiplier)", err)
+			}
+			if _, err := svc.Grant(ctx, tom, "nope", extension.Request{Learner: "lena", Deadline: "2026-04-01T00:00:00Z"}); domain.ErrorCode(err) != domain.ENOTFOUND {
+				t.Errorf("unknown exercise: %v", err)
+			}
+
+			granted, err := svc.Grant(ctx, tom, "late", extension.Request{Learner: "lena", Deadline: "2026-03-08T12:00:00+08:00"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if granted.Learner != "lena" || !granted.Deadline.Equal(time.Date(2026, 3, 8, 4, 0, 0, 0, time.UTC)) || granted.Rescored != 0 {
+				t.Errorf("granted %+v", granted)
+			}
+
+			// Both submit two days late.
+			db.Now = func() time.Time { return due.Add(48 * time.Hour) }
+			sl := submitAndGrade(t, db, subs, cat, lena)
+			sb := submitAndGrade(t, db, subs, cat, bob)
+			if sl.Score != 2 || sl.MaxScore != 2 || strings.Contains(sl.Message, "after the deadline") {
+				t.Errorf("lena (extended) scored %g/%g %q, want 2/2 without penalty", sl.Score, sl.MaxScore, sl.Message)
+			}
+			if sb.Score != 1 || !strings.Contains(sb.Message, "multiplied by 0.5") {
+				t.Errorf("bob (no extension) scored %g %q, want 1 (halved)", sb.Score, sb.Message)
+			}
+
+			// Bob is granted one afterwards, with his own schedule: rescored.
+			res, err := svc.Grant(ctx, tom, "late", extension.Request{Learner: "bob", Deadline: "2026-03-04T00:00:00Z",
+				LatePenalty: &[]exercise.LateStep{{After: 0, Multiplier: 0.8}}})
+			if err != nil || res.Rescored != 1 {
+				t.Fatalf("grant to bob: %+v %v", res, err)
+			}
+			if s, _ := db.Submission(ctx, sb.ID); s.Score != 2 || strings.Contains(s.Message, "after the deadline") {
+				t.Errorf("bob after the grant: %g %q", s.Score, s.Message)
+			}
+			hist, err := db.ScoreHistory(ctx, sb.ID)
+			if err != nil || len(hist) != 1 || hist[0].Score != 1 {
+				t.Errorf("bob's old score is not on record: %+v %v", hist, err)
+			}
+
+			// Revoking lena's falls back to the exercise's deadline.
+			rev, err := svc.Revoke(ctx, tom, "late", "lena")
+			if err != nil || rev.Rescored != 1 || rev.RevokedAt == nil {
+				t.Fatalf("revoke: %+v %v", rev, err)
+			}
+			if s, _ := db.Submission(ctx, sl.ID); s.Score != 1 {
+				t.Errorf("lena after the revocation: %g, want 1", s.Score)
+			}
+			if _, err := svc.Revoke(ctx, tom, "late", "lena"); domain.ErrorCode(err) != domain.ENOTFOUND {
+				t.Errorf("second revoke: %v", err)
+			}
+			// Bob's later submission, three days late, is past his own
+			// deadline: his schedule (0.8) applies, not the exercise's.
+			db.Now = func() time.Time { return due.Add(72 * time.Hour) }
+			if s := submitAndGrade(t, db, subs, cat, bob); s.Score != 1.6 {
+				t.Errorf("bob past his extension: %g, want 1.6", s.Score)
+			}
+
+			active, err := svc.List(ctx, "late", false)
+			if err != nil || len(active) != 1 || active[0].Learner != "bob" || string(active[0].LatePenalty) == "" {
+				t.Errorf("active: %+v %v", active, err)
+			}
+			all, _ := svc.List(ctx, "late", true)
+			if len(all) != 2 || all[1].Learner != "lena" || all[1].RevokedBy != "tom" {
+				t.Errorf("all: %+v", all)
+			}
+			events, _ := db.AuditEvents(ctx, 50)
+			var actions []string
+			for _, ev := range events {
+				actions = append(actions, ev.Action+" "+ev.Subject+" by "+ev.Actor)
+			}
+			want := []string{"extension-revoked lena on late by tom", "extension-granted bob on late by tom", "extension-granted lena on late by tom"}
+			if strings.Join(actions, "|") != strings.Join(want, "|") {
+				t.Errorf("audit log %q, want %q", actions, want)
+			}
+		})
+	}
+}

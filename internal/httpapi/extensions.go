@@ -1,0 +1,60 @@
+package httpapi
+
+import (
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/extension"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// extensionRoutes mounts per-learner extensions (issue 18) for staff.
+func (s *Server) extensionRoutes(api *gin.RouterGroup) {
+	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)
+	api.POST("/exercises/:id/extensions", staff, s.grantExtension)
+	api.GET("/exercises/:id/extensions", staff, s.listExtensions)
+	api.DELETE("/exercises/:id/extensions/:learner", staff, s.revokeExtension)
+}
+
+func (s *Server) extensions() *extension.Service {
+	return &extension.Service{DB: s.DB, Catalog: s.Catalog}
+}
+
+func (s *Server) grantExtension(c *gin.Context) {
+	var req extension.Request
+	if err := c.ShouldBindJSON(&req); err != nil {
+		s.problem(c, &domain.Error{Code: domain.EINVALID,
+			Message:  `the body must be JSON {"learner": ..., "deadline": "RFC 3339", "late_penalty": [{"after": "24h", "multiplier": 0.5}]}`,
+			Problems: []string{err.Error()}})
+		return
+	}
+	r, err := s.extensions().Grant(c.Request.Context(), currentUser(c), c.Param("id"), req)
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	c.JSON(http.StatusCreated, r)
+}
+
+func (s *Server) listExtensions(c *gin.Context) {
+	list, err := s.extensions().List(c.Request.Context(), c.Param("id"), c.Query("revoked") == "true")
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	if list == nil {
+		list = []store.Extension{}
+	}
+	c.JSON(http.StatusOK, gin.H{"exercise": c.Param("id"), "extensions": list})
+}
+
+func (s *Server) revokeExtension(c *gin.Context) {
+	r, err := s.extensions().Revoke(c.Request.Context(), currentUser(c), c.Param("id"), c.Param("learner"))
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	c.JSON(http.StatusOK, r)
+}

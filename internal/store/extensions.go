@@ -1,0 +1,217 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/domain"
+)
+
+// Extension is one learner's own deadline for one exercise (issue 18).
+// LatePenalty is the schedule after that deadline as the exercise writes
+// it (JSON list of {after, multiplier}); nil keeps the exercise's.
+type Extension struct {
+	ID          int64           `json:"id"`
+	ExerciseID  string          `json:"exercise"`
+	UserID      int64           `json:"-"`
+	Learner     string          `json:"learner"`
+	Deadline    time.Time       `json:"deadline"`
+	LatePenalty json.RawMessage `json:"late_penalty,omitempty"`
+	GrantedBy   string          `json:"granted_by"`
+	GrantedAt   time.Time       `json:"granted_at"`
+	RevokedBy   string          `json:"revoked_by,omitempty"`
+	RevokedAt   *time.Time      `json:"revoked_at,omitempty"`
+}
+
+type extensionRow struct {
+	ID          int64
+	ExerciseID  string
+	UserID      int64
+	Deadline    time.Time
+	LatePenalty *string
+	GrantedBy   string
+	GrantedAt   time.Time
+	RevokedBy   *string
+	RevokedAt   *time.Time
+}
+
+func (extensionRow) TableName() string { return "extensions" }
+
+func toExtension(r extensionRow, learner string) Extension {
+	e := Extension{ID: r.ID, ExerciseID: r.ExerciseID, UserID: r.UserID, Learner: learner, Deadline: r.Deadline.UTC(),
+		GrantedBy: r.GrantedBy, GrantedAt: r.GrantedAt.UTC(), RevokedAt: r.RevokedAt}
+	if r.LatePenalty != nil {
+		e.LatePenalty = json.RawMessage(*r.LatePenalty)
+	}
+	if r.RevokedBy != nil {
+		e.RevokedBy = *r.RevokedBy
+	}
+	return e
+}
+
+// GrantExtension records e as the learner's active extension for the
+// exercise, revoking the one it replaces (which stays on record).
+func (tx *Tx) GrantExtension(e Extension) (Extension, error) {
+	now := tx.db.Now()
+	if err := tx.g.Model(&extensionRow{}).Where("exercise_id = ? AND user_id = ? AND revoked_at IS NULL", e.ExerciseID, e.UserID).
+		Updates(map[string]any{"revoked_at": now, "revoked_by": e.GrantedBy}).Error; err != nil {
+		return Extension{}, fmt.Errorf("replace the extension of user %d for %s: %w", e.UserID, e.ExerciseID, err)
+	}
+	row := extensionRow{ExerciseID: e.ExerciseID, UserID: e.UserID, Deadline: e.Deadline.UTC(), GrantedBy: e.GrantedBy, GrantedAt: now}
+	if e.LatePenalty != nil {
+		s := string(e.LatePenalty)
+		row.LatePenalty = &s
+	}
+	if err := tx.g.Create(&row).Error; err != nil {
+		return Extension{}, fmt.Errorf("grant an extension to user %d for %s: %w", e.UserID, e.ExerciseID, translate(err))
+	}
+	return toExtension(row, e.Learner), nil
+}
+
+// RevokeExtension ends the learner's active extension for the exercise;
+// none is ENOTFOUND.
+func (tx *Tx) RevokeExtension(exerciseID string, userID int64, by string) (Extension, error) {
+	var row extensionRow
+	err := tx.g.Where("exercise_id = ? AND user_id = ? AND revoked_at IS NULL", exerciseID, userID).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return Extension{}, domain.Errorf(domain.ENOTFOUND, "no active extension of this learner for exercise %s", exerciseID)
+	}
+	if err != nil {
+		return Extension{}, fmt.Errorf("find the extension of user %d for %s: %w", userID, exerciseID, err)
+	}
+	now := tx.db.Now()
+	if err := tx.g.Model(&extensionRow{}).Where("id = ?", row.ID).
+		Updates(map[string]any{"revoked_at": now, "revoked_by": by}).Error; err != nil {
+		return Extension{}, fmt.Errorf("revoke extension %d: %w", row.ID, err)
+	}
+	row.RevokedAt, row.RevokedBy = &now, &by
+	return toExtension(row, ""), nil
+}
+
+// ActiveExtension returns the learner's active extension for the
+// exercise, or nil.
+func (db *DB) ActiveExtension(ctx context.Context, exerciseID string, userID int64) (*Extension, error) {
+	var rows []extensionRow
+	if err := db.gorm.WithContext(ctx).Where("exercise_id = ? AND user_id = ? AND revoked_at IS NULL", exerciseID, userID).
+		Limit(1).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the extension of user %d for %s: %w", userID, exerciseID, err)
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	e := toExtension(rows[0], "")
+	return &e, nil
+}
+
+// UserExtensions returns a learner's active extensions by exercise id.
+func (db *DB) UserExtensions(ctx context.Context, userID int64) (map[string]Extension, error) {
+	var rows []extensionRow
+	if err := db.gorm.WithContext(ctx).Where("user_id = ? AND revoked_at IS NULL", userID).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read the extensions of user %d: %w", userID, err)
+	}
+	out := make(map[string]Extension, len(rows))
+	for _, r := range rows {
+		out[r.ExerciseID] = toExtension(r, "")
+	}
+	return out, nil
+}
+
+// Extensions lists an exercise's extensions, active ones first (by
+// learner), then, with revoked, the revoked ones newest first.
+func (db *DB) Extensions(ctx context.Context, exerciseID string, revoked bool) ([]Extension, error) {
+	q := db.gorm.WithContext(ctx).Model(&extensionRow{}).Select("extensions.*").
+		Joins("JOIN users ON users.id = extensions.user_id").Where("extensions.exercise_id = ?", exerciseID)
+	if !revoked {
+		q = q.Where("extensions.revoked_at IS NULL")
+	}
+	var rows []extensionRow
+	if err := q.Order("extensions.revoked_at IS NOT NULL, extensions.revoked_at DESC, users.name, extensions.id").
+		Limit(5000).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list the extensions of %s: %w", exerciseID, err)
+	}
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		ids[i] = r.UserID
+	}
+	var users []userRow
+	if len(ids) > 0 {
+		if err := db.gorm.WithContext(ctx).Where("id IN ?", ids).Find(&users).Error; err != nil {
+			return nil, fmt.Errorf("read the learners of the extensions of %s: %w", exerciseID, err)
+		}
+	}
+	names := make(map[int64]string, len(users))
+	for _, u := range users {
+		names[u.ID] = u.Name
+	}
+	out := make([]Extension, len(rows))
+	for i, r := range rows {
+		out[i] = toExtension(r, names[r.UserID])
+	}
+	return out, nil
+}
+
+// Rescore re-applies the late penalty to a learner's graded submissions
+// of an exercise after their deadline changed: each score becomes the
+// counted cells' points times multiplier(submitted at), and message(old
+// message, multiplier) its message. A changed score keeps the old one in
+// the score history. It returns how many scores changed.
+func (tx *Tx) Rescore(exerciseID string, userID int64, multiplier func(time.Time) float64, message func(string, float64) string) (int, error) {
+	var subs []submissionRow
+	if err := tx.g.Where("exercise_id = ? AND user_id = ? AND status = ?", exerciseID, userID, domain.StatusGraded).
+		Order("created_at, id").Find(&subs).Error; err != nil {
+		return 0, fmt.Errorf("read graded submissions of user %d for %s: %w", userID, exerciseID, err)
+	}
+	changed := 0
+	for _, sub := range subs {
+		var cells []cellResultRow
+		if err := tx.g.Where("submission_id = ?", sub.ID).Order("position").Find(&cells).Error; err != nil {
+			return changed, fmt.Errorf("read cells of %s: %w", sub.ID, err)
+		}
+		raw := 0.0
+		for _, c := range cells {
+			if c.Counted {
+				raw += c.Points
+			}
+		}
+		m := multiplier(sub.CreatedAt)
+		score, msg := raw*m, message(sub.Message, m)
+		if math.Abs(score-sub.Score) < 1e-9 && msg == sub.Message {
+			continue
+		}
+		if err := tx.keepScore(sub, cells); err != nil {
+			return changed, err
+		}
+		if err := tx.g.Model(&submissionRow{}).Where("id = ?", sub.ID).
+			Updates(map[string]any{"score": score, "message": msg}).Error; err != nil {
+			return changed, fmt.Errorf("rescore %s: %w", sub.ID, err)
+		}
+		changed++
+	}
+	return changed, nil
+}
+
+// keepScore writes sub's current score to the score history.
+func (tx *Tx) keepScore(sub submissionRow, cells []cellResultRow) error {
+	crs := make([]domain.CellResult, len(cells))
+	for i, c := range cells {
+		crs[i] = domain.CellResult{CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
+			Counted: c.Counted, Message: string(c.Message), Observed: string(c.Observed), Expected: string(c.Expected), Diff: string(c.Diff)}
+	}
+	oc, err := json.Marshal(crs)
+	if err != nil {
+		return fmt.Errorf("encode old cells of %s: %w", sub.ID, err)
+	}
+	hist := scoreHistoryRow{SubmissionID: sub.ID, ExerciseVersion: sub.ExerciseVersion, GraderVersion: sub.GraderVersion,
+		Profile: sub.Profile, EnvFingerprint: sub.EnvFingerprint, Score: sub.Score, MaxScore: sub.MaxScore,
+		Message: sub.Message, Cells: string(oc), GradedAt: sub.GradedAt, RecordedAt: tx.db.Now()}
+	if err := tx.g.Create(&hist).Error; err != nil {
+		return fmt.Errorf("keep old score of %s: %w", sub.ID, err)
+	}
+	return nil
+}
