@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/npugrade/npugrade/internal/store/storetest"
+)
+
+// TestWebGrantExtension (issue 18): an instructor grants a learner an
+// extension on the exercise's extensions page, the learner's exercise page
+// shows their own deadline, and the instructor revokes it.
+func TestWebGrantExtension(t *testing.T) {
+	chromiumPath(t)
+	t.Parallel()
+	// ch1 with a deadline, served from a copy.
+	dir := t.TempDir()
+	copyTree(t, filepath.Join(repoRoot, "exercises", "ch1"), filepath.Join(dir, "exercises", "ch1"))
+	copyTree(t, filepath.Join(repoRoot, "answers", "ch1"), filepath.Join(dir, "answers", "ch1"))
+	cfgPath := filepath.Join(dir, "exercises", "ch1", "exercise.json")
+	var cfg map[string]any
+	b, _ := os.ReadFile(cfgPath)
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	cfg["deadline"] = "2026-03-01T12:00:00Z"
+	cfg["late_penalty"] = []map[string]any{{"after": "0s", "multiplier": 0.5}}
+	b, _ = json.Marshal(cfg)
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			dbURL := storetest.URL(t, d)
+			learnerTok := addUser(t, dbURL, "ada", "learner")
+			teacherTok := addUser(t, dbURL, "teacher", "instructor")
+			s := startServer(t, dbURL, "--local-runner", "0",
+				"--exercises", filepath.Join(dir, "exercises"), "--answers", filepath.Join(dir, "answers"))
+			defer s.stop()
+
+			in := newTab(t, s.url)
+			in.signIn("/dashboard/exercises/ch1", teacherTok)
+			in.do("open extensions", chromedp.Click(chromedp.CSS("#ext-link")), chromedp.WaitVisible(chromedp.CSS("#ext-form")))
+			in.shot("01-extensions-empty")
+			// datetime-local takes its value as typed digits in the
+			// browser's locale; setting it is what a date picker does.
+			in.do("fill the form", chromedp.SendKeys(chromedp.CSS("#ext-learner"), "ada"),
+				chromedp.SetValue(chromedp.CSS("#ext-deadline"), "2026-03-09T08:30"),
+				chromedp.SendKeys(chromedp.CSS("#ext-late"), `[{"after": "24h", "multiplier": 0.8}]`))
+			in.do("grant", chromedp.Click(chromedp.CSS("#ext-form button[type=submit]")), chromedp.WaitVisible(chromedp.CSS("#ext-done")))
+			in.shot("02-extension-granted")
+			row := in.text("#ext-list tbody tr")
+			if !strings.Contains(row, "ada") || !strings.Contains(row, "teacher") || !strings.Contains(row, "× 0.8") {
+				t.Errorf("granted row %q", row)
+			}
+			if n := eval[int](in, `document.querySelectorAll('#ext-list button[type=submit]').length`); n != 1 {
+				t.Errorf("%d revoke buttons, want 1", n)
+			}
+			when := eval[string](in, `document.querySelector('#ext-list tbody tr td time').getAttribute('datetime')`)
+			if when != "2026-03-09T08:30:00Z" {
+				t.Errorf("deadline shown %q, want 2026-03-09T08:30:00Z", when)
+			}
+
+			l := newTab(t, s.url)
+			l.signIn("/exercises/ch1", learnerTok)
+			if got := eval[string](l, `document.querySelector('#deadline time').getAttribute('datetime')`); got != "2026-03-09T08:30:00Z" {
+				t.Errorf("the learner's deadline %q", got)
+			}
+			if !strings.Contains(l.text("#extended"), "extended for you") || !strings.Contains(l.text("#late"), "0.8") {
+				t.Errorf("the learner's page: %q / %q", l.text("#extended"), l.text("#late"))
+			}
+			l.shot("03-learner-extended")
+
+			in.do("revoke", chromedp.Click(chromedp.CSS("#ext-list button[type=submit]")), chromedp.WaitVisible(chromedp.CSS("#ext-done")))
+			if n := eval[int](in, `document.querySelectorAll('#ext-list button[type=submit]').length`); n != 0 {
+				t.Errorf("%d revoke buttons after revoking", n)
+			}
+			if !strings.Contains(in.text("#ext-list tbody tr"), "revoked by teacher") {
+				t.Errorf("revoked row %q", in.text("#ext-list tbody tr"))
+			}
+			in.shot("04-extension-revoked")
+			l.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#deadline")))
+			if n := eval[int](l, `document.querySelectorAll('#extended').length`); n != 0 {
+				t.Error("the learner's page still shows the extension")
+			}
+		})
+	}
+}
+
+// copyTree copies a small directory tree (an exercise folder).
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
