@@ -149,8 +149,10 @@ func (a *serveApp) run(ctx context.Context, o serveOptions, ln net.Listener, std
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); a.q.RunReaper(runCtx, *o.leaseTTL/4+time.Second) }()
+	// On Postgres, long polls wake on other servers' enqueues too (LISTEN/NOTIFY).
+	go func() { defer wg.Done(); a.q.Listen(runCtx) }()
 	// Events (graded, failed, regrade applied) leave the outbox after their
 	// commit; the log is their notifier until an LMS or webhook one is added.
 	deliverer := &events.Deliverer{DB: a.db, Notifier: events.Log(a.log.With("component", "events")), Log: a.log}

@@ -149,7 +149,20 @@ func (s *Server) claimJob(c *gin.Context) {
 		s.problem(c, domain.Errorf(domain.EINVALID, "invalid claim: %v", err))
 		return
 	}
-	if !s.ownRunner(c, req.RunnerID) {
+	// One statement checks that the runner is the caller's, records the
+	// poll and reads whether it drains (the per-claim work is what limits
+	// claims per second, see make bench).
+	if !cleanText(req.RunnerID, maxParamBytes) {
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %s is not registered with this token; register first", store.Printable(truncate(req.RunnerID, 64))))
+		return
+	}
+	found, draining, err := s.DB.TouchOwnRunner(c.Request.Context(), req.RunnerID, currentUser(c).ID)
+	if err != nil {
+		s.problem(c, err)
+		return
+	}
+	if !found {
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered with this token; register first", req.RunnerID))
 		return
 	}
 	rep, ok := s.runnerReports().get(req.RunnerID)
@@ -167,11 +180,6 @@ func (s *Server) claimJob(c *gin.Context) {
 	wait := time.Duration(req.WaitSeconds * float64(time.Second))
 	if wait <= 0 || wait > runnerproto.MaxPoll {
 		wait = runnerproto.MaxPoll
-	}
-	draining, err := s.DB.TouchRunner(c.Request.Context(), req.RunnerID)
-	if err != nil {
-		s.problem(c, err)
-		return
 	}
 	if draining {
 		// No new jobs; answer after a short pause so that a runner that

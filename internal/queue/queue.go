@@ -2,9 +2,12 @@
 // claim with a lease, heartbeat, complete, fail, release, and the reaper
 // that returns expired leases. It decides every transition (which job a
 // runner gets, when a failure is retried and when it is final); package
-// store writes them (store/jobs.go). The database row is the only truth:
-// there is no in-memory queue beside it, only a wake-up signal for long
-// polls and a short-lived cache of the requirements queued jobs carry.
+// store writes them (store/jobs.go), each claim as one statement. The
+// database row is the only truth: there is no in-memory queue beside it,
+// only wake-ups for long polls (wake.go: Postgres notifications reach
+// every server process) and a short-lived cache of the requirements
+// queued jobs carry. Several server processes may share one Postgres;
+// one of them reaps at a time (an advisory lock).
 //
 // Every write by a runner or the reaper is fenced by the lease token and
 // the state in the WHERE clause, so a runner that lost its lease (it was
@@ -32,7 +35,7 @@ type Queue struct {
 	log *slog.Logger
 
 	mu     sync.Mutex
-	wakeup chan struct{}
+	wake   wakeups
 	reqs   []domain.Requirement // distinct requirements of queued jobs (cache)
 	reqsAt time.Time            // when reqs was read from the table
 
@@ -46,7 +49,7 @@ func New(db *store.DB, log *slog.Logger) *Queue {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Queue{db: db, log: log, wakeup: make(chan struct{})}
+	return &Queue{db: db, log: log}
 }
 
 // DB returns the database the queue runs on.
@@ -73,31 +76,11 @@ func (q *Queue) Enqueue(tx *store.Tx, job *domain.Job) error {
 	return nil
 }
 
-// Notify wakes every waiting claimer.
-func (q *Queue) Notify() {
-	q.mu.Lock()
-	close(q.wakeup)
-	q.wakeup = make(chan struct{})
-	q.mu.Unlock()
-}
-
-func (q *Queue) waitChan() <-chan struct{} {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.wakeup
-}
-
 // Claimed is a leased job.
 type Claimed struct {
 	Job     domain.Job
 	Payload []byte
 }
-
-// candidates is how many queued jobs one claim looks at at most. Only jobs
-// whose requirement this runner satisfies are selected (see runnable), so
-// a queue head of NPU-only jobs cannot starve a CPU runner however long it
-// grows.
-const candidates = 32
 
 // requirementsTTL is how long the list of distinct queued requirements is
 // reused. Enqueue adds to it at once; a requirement enqueued by another
@@ -127,6 +110,13 @@ func (q *Queue) requirements(ctx context.Context) ([]domain.Requirement, error) 
 	return distinct, nil
 }
 
+// forgetRequirements makes the next claim re-read the requirements.
+func (q *Queue) forgetRequirements() {
+	q.mu.Lock()
+	q.reqsAt = time.Time{}
+	q.mu.Unlock()
+}
+
 func (q *Queue) addRequirement(r domain.Requirement) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -135,8 +125,11 @@ func (q *Queue) addRequirement(r domain.Requirement) {
 	}
 }
 
-// runnable returns the requirements of queued jobs that match accepts, and
-// whether that is all of them.
+// runnable returns the requirements of queued jobs that match accepts
+// (all: match is nil). A claim takes only jobs of these requirements, so a
+// requirement this process has not seen yet (another server enqueued it
+// a moment ago) waits for the next read instead of going to a runner that
+// may not satisfy it.
 func (q *Queue) runnable(ctx context.Context, match domain.Matcher) (all bool, reqs []domain.Requirement, err error) {
 	if match == nil {
 		return true, nil, nil
@@ -150,7 +143,7 @@ func (q *Queue) runnable(ctx context.Context, match domain.Matcher) (all bool, r
 			reqs = append(reqs, r)
 		}
 	}
-	return len(reqs) == len(distinct), reqs, nil
+	return false, reqs, nil
 }
 
 // Claim leases the oldest highest-priority queued job that match accepts.
@@ -160,42 +153,45 @@ func (q *Queue) Claim(ctx context.Context, runnerID string, match domain.Matcher
 	if err != nil {
 		return nil, err
 	}
-	job, err := q.db.ClaimJob(ctx, store.Claim{RunnerID: runnerID, Token: auth.RandomID(16), Expires: q.db.Now().Add(ttl),
-		Any: all, Requires: reqs, Candidates: candidates})
-	if err != nil || job == nil {
+	c, err := q.db.ClaimJob(ctx, store.Claim{RunnerID: runnerID, Token: auth.RandomID(16), Expires: q.db.Now().Add(ttl),
+		Any: all, Requires: reqs})
+	if err != nil || c == nil {
 		return nil, err
 	}
-	payload, err := q.db.Blob(ctx, job.PayloadSHA256)
-	if err != nil {
-		// The lease stays; the reaper returns it. This cannot happen while
-		// blobs are never deleted, but a clear error beats a panic.
-		return nil, fmt.Errorf("claim job %d: %w", job.ID, err)
-	}
-	return &Claimed{Job: *job, Payload: payload}, nil
+	return &Claimed{Job: c.Job, Payload: c.Payload}, nil
 }
 
-// ClaimWait is Claim as a long poll: it waits up to wait for a job.
+// ClaimWait is Claim as a long poll: it waits up to wait for a job, woken
+// by Notify or a Postgres notification (wake.go), re-querying by itself
+// only as a safety net.
 func (q *Queue) ClaimWait(ctx context.Context, runnerID string, match domain.Matcher, ttl, wait time.Duration) (*Claimed, error) {
+	w, e := q.addWaiter(match)
+	defer q.removeWaiter(w, e)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
-	// Other server processes enqueue without notifying us: re-check
-	// the table every second as well.
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
 	for {
-		ch := q.waitChan()
 		c, err := q.Claim(ctx, runnerID, match, ttl)
-		if err != nil || c != nil {
-			return c, err
+		if err != nil {
+			return nil, err
 		}
+		if c != nil {
+			// More jobs may be queued than wake-ups sent: let the next
+			// claimer look.
+			q.wakeSome(&c.Job.Requires, 1)
+			return c, nil
+		}
+		poll := time.NewTimer(jitter(q.pollEvery()))
 		select {
 		case <-ctx.Done():
+			poll.Stop()
 			return nil, nil
 		case <-deadline.C:
+			poll.Stop()
 			return nil, nil
-		case <-ch:
-		case <-tick.C:
+		case <-w.ch:
+		case <-poll.C:
 		}
+		poll.Stop()
 	}
 }
 
@@ -220,7 +216,7 @@ func (q *Queue) Fail(ctx context.Context, jobID int64, token, reason string) err
 		if err != nil {
 			return fmt.Errorf("fail job %d: %w", jobID, err)
 		}
-		return q.returnOrFail(tx, job, store.Fence{ID: job.ID, Token: job.LeaseToken}, reason, true)
+		return q.returnOrFail(tx, job, store.Fence{ID: job.ID, Token: job.LeaseToken}, reason)
 	})
 }
 
@@ -236,7 +232,7 @@ func (q *Queue) Release(ctx context.Context, jobID int64, token string) error {
 
 // returnOrFail requeues job, or fails it after its last attempt: the
 // failure taxonomy of the queue. The write is fenced by f.
-func (q *Queue) returnOrFail(tx *store.Tx, job domain.Job, f store.Fence, reason string, notify bool) error {
+func (q *Queue) returnOrFail(tx *store.Tx, job domain.Job, f store.Fence, reason string) error {
 	if job.Attempt >= job.MaxAttempts {
 		msg := fmt.Sprintf("grading failed after %d attempts: %s", job.Attempt, reason)
 		if err := tx.FailJob(f, job.SubmissionID, msg); err != nil {
@@ -252,9 +248,7 @@ func (q *Queue) returnOrFail(tx *store.Tx, job domain.Job, f store.Fence, reason
 		return err
 	}
 	q.log.Info("job returned to the queue", "job", job.ID, "attempt", job.Attempt, "reason", reason)
-	if notify {
-		q.Notify()
-	}
+	q.notifyAt(notBefore)
 	return nil
 }
 
@@ -276,7 +270,7 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 		}
 		f := store.Fence{ID: job.ID, Token: job.LeaseToken, ExpiredBefore: now}
 		err := q.db.InTx(ctx, func(tx *store.Tx) error {
-			return q.returnOrFail(tx, job, f, fmt.Sprintf("runner %s lost its lease (no heartbeat)", job.RunnerID), false)
+			return q.returnOrFail(tx, job, f, fmt.Sprintf("runner %s lost its lease (no heartbeat)", job.RunnerID))
 		})
 		if errors.Is(err, domain.ErrLeaseLost) {
 			continue // heartbeat, completion or another reaper came first
@@ -287,13 +281,13 @@ func (q *Queue) Reap(ctx context.Context) (int, error) {
 		}
 		n++
 	}
-	if n > 0 {
-		q.Notify()
-	}
 	return n, nil
 }
 
-// RunReaper reaps every interval until ctx ends.
+// RunReaper reaps every interval until ctx ends. Of several server
+// processes on one Postgres only one reaps at a time (an advisory lock);
+// the others skip the pass. The fences make a second reaper harmless, the
+// lock makes it cheap.
 func (q *Queue) RunReaper(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -302,7 +296,11 @@ func (q *Queue) RunReaper(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			if _, err := q.Reap(ctx); err != nil && ctx.Err() == nil {
+			_, err := q.db.Exclusively(ctx, store.LockReaper, func(ctx context.Context) error {
+				_, err := q.Reap(ctx)
+				return err
+			})
+			if err != nil && ctx.Err() == nil {
 				q.log.Warn("reaper", "err", err)
 			}
 		}

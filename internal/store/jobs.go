@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/npugrade/npugrade/internal/domain"
 )
@@ -106,70 +105,108 @@ type Claim struct {
 	// one of Requires are taken.
 	Any      bool
 	Requires []domain.Requirement
-	// Candidates is how many queued rows one claim looks at on SQLite.
-	Candidates int
 }
 
-// ClaimJob leases the oldest highest-priority queued job that c allows and
-// marks its submission running, in one transaction. It returns (nil, nil)
-// when there is none. On Postgres the row is locked FOR UPDATE SKIP LOCKED;
-// on SQLite (one writer) the state check of the update is the
-// compare-and-swap.
-func (db *DB) ClaimJob(ctx context.Context, c Claim) (*domain.Job, error) {
+// Claimed is a leased job and the notebook it runs.
+type Claimed struct {
+	Job     domain.Job
+	Payload []byte
+}
+
+// claimedRow is what the claim statement returns: the leased job and its payload.
+type claimedRow struct {
+	Job     jobRow `gorm:"embedded"`
+	Payload []byte
+}
+
+// claimPostgres is the whole claim as one statement: pick the first
+// queued job in claim order that this runner may take, skipping rows
+// other claimers hold locked (FOR UPDATE SKIP LOCKED, so 64 claimers never
+// wait on one another and never get the same row), lease it, mark its
+// submission running and return it with its payload. The index
+// jobs_queued_order (migration 00010) serves the pick. %s is the
+// requirement filter.
+const claimPostgres = `WITH leased AS (
+  UPDATE jobs SET state = 'leased', lease_token = @token, runner_id = @runner, lease_expires_at = @expires,
+    attempt = attempt + 1, updated_at = @now
+  WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND not_before <= @now%s
+    ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+  RETURNING *
+), running AS (
+  UPDATE submissions s SET status = 'running', started_at = @now, runner_id = @runner
+  FROM leased WHERE s.id = leased.submission_id AND s.status IN ('queued', 'running')
+)
+SELECT leased.*, b.data AS payload FROM leased LEFT JOIN blobs b ON b.sha256 = leased.payload_sha256`
+
+// claimSQLite is the same pick and lease on SQLite, which has one writer
+// (a claim cannot interleave with another) and no data-modifying WITH:
+// the lease is one UPDATE … RETURNING, the submission and payload follow
+// in the same transaction.
+const claimSQLite = `UPDATE jobs SET state = 'leased', lease_token = @token, runner_id = @runner, lease_expires_at = @expires,
+    attempt = attempt + 1, updated_at = @now
+  WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND not_before <= @now%s
+    ORDER BY priority DESC, id LIMIT 1)
+  RETURNING *`
+
+// ClaimJob leases the first queued job in claim order (highest priority,
+// then oldest) that c allows, marks its submission running and returns it
+// with its payload. It returns (nil, nil) when there is none.
+func (db *DB) ClaimJob(ctx context.Context, c Claim) (*Claimed, error) {
 	if !c.Any && len(c.Requires) == 0 {
 		return nil, nil
 	}
 	now := db.Now()
-	var claimed *domain.Job
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sel := tx.Where("state = ? AND not_before <= ?", domain.JobQueued, now).Order("priority DESC, id").Limit(max(c.Candidates, 1))
-		if !c.Any {
-			keys := make([]string, len(c.Requires))
-			for i, r := range c.Requires {
-				keys[i] = requirementKey(r)
-			}
-			sel = sel.Where("requires IN ?", keys)
+	args := map[string]any{"token": c.Token, "runner": c.RunnerID, "expires": c.Expires, "now": now}
+	filter := ""
+	if !c.Any {
+		keys := make([]string, len(c.Requires))
+		for i, r := range c.Requires {
+			keys[i] = requirementKey(r)
 		}
-		if db.Dialect == "postgres" {
-			// Every selected row is one this runner can run, so lock
-			// just one: locking more only makes the other claimers skip
-			// rows this claim will not take.
-			sel = sel.Limit(1).Clauses(clause.Locking{Strength: "UPDATE", Options: "SKIP LOCKED"})
+		filter, args["requires"] = " AND requires IN @requires", keys
+	}
+	var rows []claimedRow
+	if db.Dialect == "postgres" {
+		if err := db.gorm.WithContext(ctx).Raw(fmt.Sprintf(claimPostgres, filter), args).Scan(&rows).Error; err != nil {
+			return nil, fmt.Errorf("claim a job: %w", translate(err))
 		}
-		var rows []jobRow
-		if err := sel.Find(&rows).Error; err != nil {
-			return fmt.Errorf("select queued jobs: %w", err)
+	} else if err := db.claimSQLite(ctx, fmt.Sprintf(claimSQLite, filter), args, &rows); err != nil {
+		return nil, err
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	r := rows[0]
+	if r.Payload == nil {
+		// The lease stays and the reaper returns it; blobs are never
+		// deleted, so this is a broken database, said clearly.
+		return nil, fmt.Errorf("claim job %d: payload %s: %w", r.Job.ID, r.Job.PayloadSHA256, ErrNotFound)
+	}
+	return &Claimed{Job: r.Job.job(), Payload: r.Payload}, nil
+}
+
+func (db *DB) claimSQLite(ctx context.Context, stmt string, args map[string]any, rows *[]claimedRow) error {
+	return translate(db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var leased []jobRow
+		if err := tx.Raw(stmt, args).Scan(&leased).Error; err != nil {
+			return fmt.Errorf("claim a job: %w", err)
 		}
-		for i := range rows {
-			row := &rows[i]
-			res := tx.Model(&jobRow{}).Where("id = ? AND state = ?", row.ID, domain.JobQueued).Updates(map[string]any{
-				"state": domain.JobLeased, "lease_token": c.Token, "runner_id": c.RunnerID,
-				"lease_expires_at": c.Expires, "attempt": gorm.Expr("attempt + 1"), "updated_at": now,
-			})
-			if res.Error != nil {
-				return fmt.Errorf("lease job %d: %w", row.ID, res.Error)
-			}
-			if res.RowsAffected != 1 {
-				continue // another claimer won this row
-			}
-			expires := c.Expires
-			row.State, row.LeaseToken, row.RunnerID, row.LeaseExpiresAt = domain.JobLeased, c.Token, c.RunnerID, &expires
-			row.Attempt++
-			if row.SubmissionID != nil {
-				if err := db.markRunning(tx, *row.SubmissionID, c.RunnerID); err != nil {
-					return err
-				}
-			}
-			j := row.job()
-			claimed = &j
+		if len(leased) == 0 {
 			return nil
 		}
+		row := leased[0]
+		if row.SubmissionID != nil {
+			if err := db.markRunning(tx, *row.SubmissionID, row.RunnerID); err != nil {
+				return err
+			}
+		}
+		var blob blobRow
+		if err := tx.Where("sha256 = ?", row.PayloadSHA256).Limit(1).Find(&blob).Error; err != nil {
+			return fmt.Errorf("read payload of job %d: %w", row.ID, err)
+		}
+		*rows = []claimedRow{{Job: row, Payload: blob.Data}}
 		return nil
-	})
-	if err != nil {
-		return nil, translate(err)
-	}
-	return claimed, nil
+	}))
 }
 
 // leased is the fence of every write on a leased job.

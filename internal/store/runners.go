@@ -227,3 +227,20 @@ func (s RunnerScope) Refuses(profile string, labels map[string]string) string {
 	}
 	return ""
 }
+
+// TouchOwnRunner is a claim's one look at its runner: it records that
+// runner id polled, if the runner was registered by user userID, and
+// reports whether it is draining. found is false when there is no such
+// runner of that user (a runner token acts only as its own runners).
+func (db *DB) TouchOwnRunner(ctx context.Context, id string, userID int64) (found, draining bool, err error) {
+	var rows []struct{ Draining bool }
+	err = db.gorm.WithContext(ctx).Raw("UPDATE runners SET last_seen = ? WHERE id = ? AND user_id = ? RETURNING draining",
+		db.Now(), id, userID).Scan(&rows).Error
+	if err != nil {
+		return false, false, fmt.Errorf("touch runner %s: %w", id, translate(err))
+	}
+	if len(rows) == 0 {
+		return false, false, nil
+	}
+	return true, rows[0].Draining, nil
+}

@@ -37,6 +37,17 @@ type DB struct {
 	Dialect string // "sqlite" or "postgres"
 	// Now is the clock; tests replace it.
 	Now func() time.Time
+	// dsn is the driver DSN, for connections outside the pool (ListenDSN).
+	dsn string
+}
+
+// ListenDSN is the Postgres DSN for a dedicated connection outside the
+// pool (package pgnotify's LISTEN); "" on SQLite.
+func (db *DB) ListenDSN() string {
+	if db.Dialect != "postgres" {
+		return ""
+	}
+	return db.dsn
 }
 
 // DefaultURL is used when neither --db nor NPUGRADE_DB is given.
@@ -163,7 +174,7 @@ func Connect(ctx context.Context, url string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
-	return &DB{gorm: gdb, Dialect: dialect, Now: func() time.Time { return time.Now().UTC() }}, nil
+	return &DB{gorm: gdb, Dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, dsn: dsn}, nil
 }
 
 // Close closes the connection pool.
