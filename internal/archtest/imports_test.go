@@ -134,3 +134,29 @@ func TestRawSQLOnlyInTests(t *testing.T) {
 		})
 	}
 }
+
+// TestHandlersDoNotReachTheStore: the pages depend on services (domain's
+// interfaces, fleet, policy), never on package store: who may read what is
+// decided in policy, not in a handler. Their tests may seed a database.
+func TestHandlersDoNotReachTheStore(t *testing.T) {
+	t.Parallel()
+	const storePkg = module + "/internal/store"
+	sealed := map[string]bool{"internal/web": true}
+	checked := map[string]bool{}
+	for _, f := range sources(t, parser.ImportsOnly) {
+		if f.test || !sealed[f.dir] {
+			continue
+		}
+		checked[f.dir] = true
+		for _, imp := range f.ast.Imports {
+			if path, _ := strconv.Unquote(imp.Path.Value); path == storePkg || strings.HasPrefix(path, storePkg+"/") {
+				t.Errorf("%s imports %s: the handlers use the services of package domain, fleet and policy", f.path, path)
+			}
+		}
+	}
+	for dir := range sealed {
+		if !checked[dir] {
+			t.Errorf("no source file in %s: the rule checks nothing", dir)
+		}
+	}
+}

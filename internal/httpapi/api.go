@@ -3,7 +3,6 @@ package httpapi
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
@@ -179,37 +177,16 @@ func (s *Server) getSubmission(c *gin.Context) {
 }
 
 func (s *Server) executedNotebook(c *gin.Context) {
-	u := currentUser(c)
 	sub, ok := s.visible(c)
 	if !ok {
 		return
 	}
-	b, err := s.DB.ExecutedNotebook(c.Request.Context(), sub.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		s.problem(c, domain.Errorf(domain.ENOTFOUND, "submission %s has not been executed yet", sub.ID))
-		return
-	}
+	b, err := s.policy().Executed(c.Request.Context(), currentUser(c), sub)
 	if err != nil {
 		s.problem(c, err)
 		return
 	}
-	if !u.Role.CanSeeAll() {
-		if b, err = s.learnerCopy(sub, b); err != nil {
-			s.problem(c, err)
-			return
-		}
-	}
 	c.Data(http.StatusOK, "application/x-ipynb+json", b)
-}
-
-// learnerCopy is what a learner may download of their executed notebook
-// (notebook.LearnerCopy under the exercise's visibility rules).
-func (s *Server) learnerCopy(sub domain.Submission, executed []byte) ([]byte, error) {
-	nb, err := notebook.ParseExecuted(executed)
-	if err != nil {
-		return nil, fmt.Errorf("read the executed notebook of %s: %w", sub.ID, err)
-	}
-	return notebook.Encode(s.policy().LearnerCopy(sub, nb))
 }
 
 func (s *Server) queueDepth(c *gin.Context) {

@@ -375,4 +375,4 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 
 // policy is the ownership, redaction and counting rules the API shares
 // with the pages.
-func (s *Server) policy() *policy.Service { return &policy.Service{DB: s.DB, Catalog: s.Catalog} }
+func (s *Server) policy() *policy.Service { return &policy.Service{DB: s.DB, Now: s.DB.Now, Catalog: s.Catalog} }

@@ -8,7 +8,10 @@ import (
 
 // webRoutes mounts the pages of package web and GET /api/v1/gradebook.csv.
 func (s *Server) webRoutes(r *gin.Engine) {
-	deps := web.Deps{DB: s.DB, Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
+	// *store.DB is each of the pages' services; the pages see only the
+	// interface they need of it.
+	deps := web.Deps{Sessions: s.DB, Users: s.DB, Audit: s.DB, Reports: s.DB, Fleet: s.DB,
+		Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
 		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User, Policy: s.policy(),
 		Extensions: s.extensions()}
 	if s.Metrics != nil {

@@ -3,11 +3,13 @@
 // ownership (another learner's submission is not found, so ids cannot be
 // probed), redaction (the details of questions whose feedback a learner may
 // not see yet), which graded submission counts (best or latest, per
-// exercise), and the one mapping of error codes to HTTP statuses.
+// exercise), the learner-facing reads that apply them, and the one mapping
+// of errors to HTTP statuses. Handlers decide nothing of this themselves.
 package policy
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -17,10 +19,34 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
+// Store is what the policies read (package store's *DB implements it).
+type Store interface {
+	Submission(ctx context.Context, id string) (domain.Submission, error)
+	// GradedSubmissions lists graded submissions of userID, oldest first,
+	// of one exercise ("" = all).
+	GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]domain.Submission, error)
+	Submissions(ctx context.Context, f domain.SubmissionFilter) ([]domain.Submission, error)
+	// LatestSubmissions returns userID's newest submission per exercise.
+	LatestSubmissions(ctx context.Context, userID int64) (map[string]domain.Submission, error)
+	CountSubmissions(ctx context.Context, userID int64, exerciseID string, since time.Time) (int64, error)
+	// ExecutedNotebook is the stored executed notebook (ENOTFOUND without one).
+	ExecutedNotebook(ctx context.Context, id string) ([]byte, error)
+}
+
 // Service applies the policies over one database and catalog.
 type Service struct {
-	DB      *store.DB
+	DB      Store
 	Catalog *exercise.Catalog
+	// Now is the clock deadlines are judged by: the database's (store.DB.Now),
+	// so that every server agrees; nil is time.Now.
+	Now func() time.Time
+}
+
+func (p *Service) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
 }
 
 // Readable returns submission id when u may read it: their own, or anyone's
@@ -55,7 +81,7 @@ func (p *Service) Redact(u domain.User, sub domain.Submission) domain.Submission
 		return sub
 	}
 	ex, exErr := p.Catalog.Get(sub.ExerciseID)
-	now := p.DB.Now()
+	now := p.now()
 	cells := make([]domain.CellResult, len(sub.Cells))
 	for i, cr := range sub.Cells {
 		if exErr != nil || !ex.DetailsVisible(cr.CellID, now) {
@@ -85,10 +111,69 @@ func hiddenMessage(ex *exercise.Exercise, exErr error, cellID string, now time.T
 func (p *Service) LearnerCopy(sub domain.Submission, executed *notebook.Notebook) *notebook.Notebook {
 	visible := func(string) bool { return false }
 	if ex, err := p.Catalog.Get(sub.ExerciseID); err == nil {
-		now := p.DB.Now()
+		now := p.now()
 		visible = func(id string) bool { return ex.DetailsVisible(id, now) }
 	}
 	return notebook.LearnerCopy(executed, visible)
+}
+
+// Latest returns u's own newest submission per exercise (for status
+// lines; not redacted, it carries no cell results).
+func (p *Service) Latest(ctx context.Context, u domain.User) (map[string]domain.Submission, error) {
+	return p.DB.LatestSubmissions(ctx, u.ID)
+}
+
+// History lists u's own submissions of one exercise, newest first, at
+// most limit, redacted for u.
+func (p *Service) History(ctx context.Context, u domain.User, exerciseID string, limit int) ([]domain.Submission, error) {
+	subs, err := p.DB.Submissions(ctx, domain.SubmissionFilter{UserID: u.ID, ExerciseID: exerciseID, Limit: limit})
+	for i := range subs {
+		subs[i] = p.Redact(u, subs[i])
+	}
+	return subs, err
+}
+
+// Attempts counts u's submissions of one exercise (what max_submissions
+// caps).
+func (p *Service) Attempts(ctx context.Context, u domain.User, exerciseID string) (int, error) {
+	n, err := p.DB.CountSubmissions(ctx, u.ID, exerciseID, time.Time{})
+	return int(n), err
+}
+
+// Executed returns the executed notebook of sub (which u may read; see
+// Readable) as u may download it: staff get it as stored, learners their
+// LearnerCopy. A submission not executed yet is ENOTFOUND.
+func (p *Service) Executed(ctx context.Context, u domain.User, sub domain.Submission) ([]byte, error) {
+	if u.Role.CanSeeAll() {
+		return p.executed(ctx, sub)
+	}
+	nb, err := p.LearnerNotebook(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	return notebook.Encode(nb)
+}
+
+// LearnerNotebook is the learner's copy of sub's executed notebook
+// (ENOTFOUND when it has not been executed yet).
+func (p *Service) LearnerNotebook(ctx context.Context, sub domain.Submission) (*notebook.Notebook, error) {
+	raw, err := p.executed(ctx, sub)
+	if err != nil {
+		return nil, err
+	}
+	nb, err := notebook.ParseExecuted(raw)
+	if err != nil {
+		return nil, fmt.Errorf("read the executed notebook of %s: %w", sub.ID, err)
+	}
+	return p.LearnerCopy(sub, nb), nil
+}
+
+func (p *Service) executed(ctx context.Context, sub domain.Submission) ([]byte, error) {
+	raw, err := p.DB.ExecutedNotebook(ctx, sub.ID)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		return nil, domain.Errorf(domain.ENOTFOUND, "submission %s has not been executed yet", sub.ID)
+	}
+	return raw, err
 }
 
 // Counted is a learner's standing in one exercise under its policy.

@@ -90,7 +90,7 @@ func TestCountsAndOwnership(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := storetest.Open(t, d)
-			p := &policy.Service{DB: db, Catalog: catalog(t)}
+			p := &policy.Service{DB: db, Now: db.Now, Catalog: catalog(t)}
 			ada, _, _ := db.CreateUser(ctx, "ada", domain.RoleLearner)
 			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
 			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)

@@ -10,29 +10,20 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Audit actions: what the audit log records.
+// Defined in package domain (the pages and the API use them without the store).
 const (
-	AuditLogin         = "login"
-	AuditLoginFailed   = "login-failed"
-	AuditUserCreated   = "user-created"
-	AuditTokenCreated  = "token-created"
-	AuditTokensRevoked = "tokens-revoked"
-	AuditTokenRevoked  = "token-revoked"
-	AuditRegradeApply  = "regrade-applied"
-	AuditRunnerDrain   = "runner-drain"
-	AuditRunnerResume  = "runner-resume"
+	AuditLogin         = domain.AuditLogin
+	AuditLoginFailed   = domain.AuditLoginFailed
+	AuditUserCreated   = domain.AuditUserCreated
+	AuditTokenCreated  = domain.AuditTokenCreated
+	AuditTokensRevoked = domain.AuditTokensRevoked
+	AuditTokenRevoked  = domain.AuditTokenRevoked
+	AuditRegradeApply  = domain.AuditRegradeApply
+	AuditRunnerDrain   = domain.AuditRunnerDrain
+	AuditRunnerResume  = domain.AuditRunnerResume
 )
 
-// AuditEvent is one entry of the audit log.
-type AuditEvent struct {
-	ID      int64
-	At      time.Time
-	ActorID int64  // 0: no signed-in user (the command line, a failed sign-in)
-	Actor   string // the actor's name, or "cli"
-	Action  string
-	Subject string // whom or what it was done to
-	Detail  string
-}
+type AuditEvent = domain.AuditEvent
 
 type auditRow struct {
 	ID      int64 `gorm:"primaryKey"`

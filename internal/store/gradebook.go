@@ -5,45 +5,18 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Which graded submission of a learner counts for an exercise.
+// Defined in package domain (the pages and the API use them without the store).
 const (
-	CountBest   = "best"   // the highest score (the earliest of equal ones)
-	CountLatest = "latest" // the most recent graded submission
+	CountBest   = domain.CountBest
+	CountLatest = domain.CountLatest
 )
 
-// GradebookFilter selects gradebook rows.
-type GradebookFilter struct {
-	// Exercises are the exercise ids a row is written for, in order (the
-	// catalog's); a learner without a graded submission still gets a row.
-	Exercises []string
-	// ExerciseID keeps one exercise ("" = all of Exercises).
-	ExerciseID string
-	// Learner keeps learners whose name contains it (case-insensitive).
-	Learner string
-	// Counts returns an exercise's policy, CountBest or CountLatest; nil
-	// or "" means CountBest.
-	Counts func(exerciseID string) string
-}
-
-// GradebookRow is one learner × exercise.
-type GradebookRow struct {
-	UserID     int64
-	Learner    string
-	ExerciseID string
-	Policy     string
-	// Attempts counts graded submissions; 0 means no score yet.
-	Attempts int
-	Score    float64
-	MaxScore float64
-	// SubmissionID is the submission that counts.
-	SubmissionID string
-	GradedAt     *time.Time
-}
+type GradebookFilter = domain.GradebookFilter
+type GradebookRow = domain.GradebookRow
 
 type gradeAcc struct {
 	attempts     int

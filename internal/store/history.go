@@ -8,16 +8,9 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// RegradeSummary is one past or open regrade, without its items.
-type RegradeSummary struct {
-	ID         int64
-	ExerciseID string
-	Mode       string
-	State      string
-	Items      int
-	CreatedAt  time.Time
-	DecidedAt  *time.Time
-}
+// Defined in package domain (the pages and the API use them without the store).
+type QueuePoint = domain.QueuePoint
+type RegradeSummary = domain.RegradeSummary
 
 // Regrades lists regrades, newest first, at most limit (default 50).
 func (db *DB) Regrades(ctx context.Context, limit int) ([]RegradeSummary, error) {
@@ -53,12 +46,6 @@ func (db *DB) Regrades(ctx context.Context, limit int) ([]RegradeSummary, error)
 		out[i].Items = byID[out[i].ID]
 	}
 	return out, nil
-}
-
-// QueuePoint is how many submissions waited for a runner at one time.
-type QueuePoint struct {
-	At      time.Time
-	Waiting int
 }
 
 // QueueHistory samples the queue depth (submissions submitted but not

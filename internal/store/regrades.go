@@ -13,20 +13,21 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Regrade states and modes.
+// Defined in package domain (the pages and the API use them without the store).
 const (
-	RegradeStaged    = "staged" // items are still being computed (re-executions queued)
-	RegradeReady     = "ready"  // every item has its new score: preview complete
-	RegradeApplied   = "applied"
-	RegradeDiscarded = "discarded"
-
-	RegradeRecompare = "recompare"
-	RegradeReexecute = "reexecute"
-
-	ItemPending = "pending"
-	ItemDone    = "done"
-	ItemFailed  = "failed"
+	RegradeStaged    = domain.RegradeStaged
+	RegradeReady     = domain.RegradeReady
+	RegradeApplied   = domain.RegradeApplied
+	RegradeDiscarded = domain.RegradeDiscarded
+	RegradeRecompare = domain.RegradeRecompare
+	RegradeReexecute = domain.RegradeReexecute
+	ItemPending      = domain.RegradeItemPending
+	ItemDone         = domain.RegradeItemDone
+	ItemFailed       = domain.RegradeItemFailed
 )
+
+type Regrade = domain.Regrade
+type RegradeItem = domain.RegradeItem
 
 type regradeRow struct {
 	ID              int64
@@ -80,38 +81,6 @@ type scoreHistoryRow struct {
 }
 
 func (scoreHistoryRow) TableName() string { return "score_history" }
-
-// Regrade is a staged regrade with its items.
-type Regrade struct {
-	ID              int64         `json:"id"`
-	ExerciseID      string        `json:"exercise"`
-	Mode            string        `json:"mode"`
-	State           string        `json:"state"`
-	ExerciseVersion string        `json:"exercise_version"`
-	GraderVersion   string        `json:"grader_version"`
-	CreatedAt       time.Time     `json:"created_at"`
-	DecidedAt       *time.Time    `json:"decided_at,omitempty"`
-	Items           []RegradeItem `json:"items"`
-}
-
-// RegradeItem is one affected submission: its score now and the new one.
-type RegradeItem struct {
-	SubmissionID   string              `json:"submission_id"`
-	UserID         int64               `json:"-"`
-	Learner        string              `json:"learner"`
-	State          string              `json:"state"`
-	JobID          *int64              `json:"job_id,omitempty"`
-	OldScore       float64             `json:"old_score"`
-	OldMaxScore    float64             `json:"old_max_score"`
-	OldVersion     string              `json:"old_grader_version"`
-	NewScore       float64             `json:"new_score"`
-	NewMaxScore    float64             `json:"new_max_score"`
-	Change         float64             `json:"change"`
-	Message        string              `json:"message,omitempty"`
-	Profile        string              `json:"profile,omitempty"`
-	EnvFingerprint string              `json:"env_fingerprint,omitempty"`
-	Cells          []domain.CellResult `json:"cells,omitempty"`
-}
 
 // NewRegradeItem is an affected submission as staged.
 type NewRegradeItem struct {

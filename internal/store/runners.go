@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -13,6 +12,13 @@ import (
 	"gorm.io/gorm/clause"
 
 	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/fleet"
+)
+
+// Defined in package fleet (the pages and the API list runners without the store).
+type (
+	Runner      = fleet.Runner
+	RunnerScope = fleet.RunnerScope
 )
 
 // RunnerRegistration is what a runner announces when it registers.
@@ -90,23 +96,6 @@ func (db *DB) RunnerReport(ctx context.Context, id string) (envprobe.Report, boo
 	return rep, true
 }
 
-// Runner is a registered runner as instructors see it.
-type Runner struct {
-	ID        string
-	Name      string
-	Slots     int
-	Labels    map[string]string
-	Profile   string
-	Verdict   string
-	Report    envprobe.Report
-	Draining  bool
-	LastSeen  time.Time
-	CreatedAt time.Time
-	// Allowed is the registering token's scope (nil: not bound), shown
-	// beside what the runner attested.
-	Allowed *RunnerScope
-}
-
 // Runners lists registered runners seen since since (zero: all), most
 // recently seen first.
 func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
@@ -162,14 +151,6 @@ func (db *DB) RunnerOwner(ctx context.Context, id string) (userID int64, ok bool
 	return *row.UserID, true, nil
 }
 
-// RunnerScope is what one runner token may register as: its environment
-// report's profile must be one of Profiles, and each of Labels must be
-// the registration's value of that label.
-type RunnerScope struct {
-	Profiles []string          `json:"profiles"`
-	Labels   map[string]string `json:"labels"`
-}
-
 type runnerScopeRow struct {
 	UserID   int64 `gorm:"primaryKey"`
 	Profiles string
@@ -207,25 +188,6 @@ func (db *DB) RunnerScopeOf(ctx context.Context, userID int64) (s RunnerScope, o
 	}
 	_ = json.Unmarshal([]byte(row.Labels), &s.Labels)
 	return s, true, nil
-}
-
-// Refuses says why a registration with profile and labels is outside s,
-// or "" when it is inside.
-func (s RunnerScope) Refuses(profile string, labels map[string]string) string {
-	if len(s.Profiles) > 0 && !slices.Contains(s.Profiles, profile) {
-		return fmt.Sprintf("this runner token may register only profiles %s, not %q", strings.Join(s.Profiles, ", "), profile)
-	}
-	keys := make([]string, 0, len(s.Labels))
-	for k := range s.Labels {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if labels[k] != s.Labels[k] {
-			return fmt.Sprintf("this runner token must register with label %s=%s, not %q", k, s.Labels[k], labels[k])
-		}
-	}
-	return ""
 }
 
 // TouchOwnRunner is a claim's one look at its runner: it records that

@@ -12,6 +12,9 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
+// Defined in package domain (the pages and the API use them without the store).
+type WebSession = domain.WebSession
+
 // Browser sessions of the web pages. The cookie carries a random session
 // id; the table holds only its SHA-256 (as for API tokens), the user, the
 // per-session CSRF token and the expiry.
@@ -25,13 +28,6 @@ type webSessionRow struct {
 }
 
 func (webSessionRow) TableName() string { return "web_sessions" }
-
-// WebSession is a signed-in browser.
-type WebSession struct {
-	User      domain.User
-	CSRFToken string
-	ExpiresAt time.Time
-}
 
 // CreateWebSession starts a session for userID lasting ttl and returns the
 // secret id for the cookie (shown once; only its hash is stored).

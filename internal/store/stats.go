@@ -9,15 +9,16 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
+// Defined in package domain (the pages and the API use them without the store).
+type TokenInfo = domain.TokenInfo
+type DayCount = domain.DayCount
+type Latency = domain.Latency
+type QuestionStat = domain.QuestionStat
+type FailureStat = domain.FailureStat
+
 // Queries behind the instructor dashboard. Aggregations that SQLite and
 // Postgres write differently (dates, percentiles) are done in Go over
 // streamed rows, so both dialects give the same answer.
-
-// DayCount is the number of submissions created on one UTC day.
-type DayCount struct {
-	Day   time.Time
-	Count int
-}
 
 // SubmissionsPerDay counts submissions per UTC day over the last days days
 // (today included), oldest first; days without submissions count 0.
@@ -44,13 +45,6 @@ func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, erro
 		}
 	}
 	return out, rows.Err()
-}
-
-// Latency is grading latency (submitted to graded) over recent submissions.
-type Latency struct {
-	N             int
-	P50, P90, P99 time.Duration
-	Max           time.Duration
 }
 
 // GradingLatency computes latency percentiles over the last n graded submissions.
@@ -84,15 +78,6 @@ func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
 	return Latency{N: len(ds), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: ds[len(ds)-1]}, nil
 }
 
-// QuestionStat is how one graded cell of an exercise fares over every
-// graded submission where it counted.
-type QuestionStat struct {
-	CellID   string
-	Position int
-	Total    int
-	Passed   int
-}
-
 // QuestionStats returns pass counts per graded cell of an exercise, in notebook order.
 func (db *DB) QuestionStats(ctx context.Context, exerciseID string) ([]QuestionStat, error) {
 	var out []QuestionStat
@@ -106,14 +91,6 @@ func (db *DB) QuestionStats(ctx context.Context, exerciseID string) ([]QuestionS
 		return nil, fmt.Errorf("question stats of %s: %w", exerciseID, err)
 	}
 	return out, nil
-}
-
-// FailureStat is one (cell, verdict, message) and how often it happened.
-type FailureStat struct {
-	CellID  string
-	Verdict string
-	Message string
-	Count   int
 }
 
 // CommonFailures returns the most frequent failing verdicts and messages of an exercise.
@@ -141,16 +118,6 @@ func (db *DB) SetRunnerDrain(ctx context.Context, id string, drain bool) error {
 		return domain.Errorf(domain.ENOTFOUND, "runner %s not found", id)
 	}
 	return nil
-}
-
-// TokenInfo describes an API token without its secret.
-type TokenInfo struct {
-	ID         int64
-	UserID     int64
-	Prefix     string
-	CreatedAt  time.Time
-	RevokedAt  *time.Time
-	LastUsedAt *time.Time
 }
 
 // Tokens lists every token, by user and age.

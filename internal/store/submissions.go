@@ -12,6 +12,9 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
+// Defined in package domain (the pages and the API use them without the store).
+type SubmissionFilter = domain.SubmissionFilter
+
 // PutBlob stores data under its sha256 (content-addressed; storing the
 // same bytes twice is a no-op) and returns the key.
 func (tx *Tx) PutBlob(data []byte) (string, error) { return tx.db.putBlob(tx.g, data) }
@@ -167,18 +170,6 @@ func (db *DB) withCells(ctx context.Context, row submissionRow) (domain.Submissi
 		})
 	}
 	return s, nil
-}
-
-// SubmissionFilter selects submissions for listings.
-type SubmissionFilter struct {
-	UserID     int64 // 0 = all users
-	ExerciseID string
-	Status     string // "" = any
-	Limit      int
-	// After continues a listing past this submission (cursor paging,
-	// stable while new submissions arrive): only older ones, or as old
-	// with a smaller id, are listed.
-	After *domain.Submission
 }
 
 // Submissions lists submissions, newest first, without cell results.

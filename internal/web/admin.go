@@ -9,12 +9,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 type userView struct {
 	domain.User
-	Tokens []store.TokenInfo
+	Tokens []domain.TokenInfo
 }
 
 type usersData struct {
@@ -29,17 +28,17 @@ func (h *handler) usersPage(c *gin.Context) { h.renderUsers(c, http.StatusOK, us
 
 func (h *handler) renderUsers(c *gin.Context, status int, d usersData) {
 	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
-	users, err := h.DB.ListUsers(ctx)
+	users, err := h.Users.ListUsers(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	tokens, err := h.DB.Tokens(ctx)
+	tokens, err := h.Users.Tokens(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	byUser := map[int64][]store.TokenInfo{}
+	byUser := map[int64][]domain.TokenInfo{}
 	for _, t := range tokens {
 		byUser[t.UserID] = append(byUser[t.UserID], t)
 	}
@@ -54,7 +53,7 @@ func (h *handler) renderUsers(c *gin.Context, status int, d usersData) {
 // (never in a URL).
 func (h *handler) createUser(c *gin.Context) {
 	name := strings.TrimSpace(c.PostForm("name"))
-	u, token, err := h.DB.CreateUser(c.Request.Context(), name, domain.Role(c.PostForm("role")))
+	u, token, err := h.Users.CreateUser(c.Request.Context(), name, domain.Role(c.PostForm("role")))
 	if err != nil {
 		if domain.ErrorCode(err) == domain.EINTERNAL {
 			h.fail(c, err)
@@ -63,7 +62,7 @@ func (h *handler) createUser(c *gin.Context) {
 		h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: domain.ErrorMessage(err)})
 		return
 	}
-	h.audit(c, store.AuditUserCreated, u.Name, "role "+string(u.Role))
+	h.audit(c, domain.AuditUserCreated, u.Name, "role "+string(u.Role))
 	h.renderUsers(c, http.StatusCreated, usersData{NewToken: token, NewFor: u.Name})
 }
 
@@ -73,19 +72,19 @@ func (h *handler) createToken(c *gin.Context) {
 		h.fail(c, domain.Errorf(domain.ENOTFOUND, "no user %q", c.Param("id")))
 		return
 	}
-	users, err := h.DB.ListUsers(c.Request.Context())
+	users, err := h.Users.ListUsers(c.Request.Context())
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
 	for _, u := range users {
 		if u.ID == id {
-			token, err := h.DB.CreateToken(c.Request.Context(), id)
+			token, err := h.Users.CreateToken(c.Request.Context(), id)
 			if err != nil {
 				h.fail(c, err)
 				return
 			}
-			h.audit(c, store.AuditTokenCreated, u.Name, "")
+			h.audit(c, domain.AuditTokenCreated, u.Name, "")
 			h.renderUsers(c, http.StatusCreated, usersData{NewToken: token, NewFor: u.Name})
 			return
 		}
@@ -96,7 +95,7 @@ func (h *handler) createToken(c *gin.Context) {
 func (h *handler) revokeToken(c *gin.Context) {
 	id, err := strconv.ParseInt(c.Param("id"), 10, 64)
 	if err == nil {
-		err = h.DB.RevokeToken(c.Request.Context(), id)
+		err = h.Users.RevokeToken(c.Request.Context(), id)
 	} else {
 		err = domain.Errorf(domain.ENOTFOUND, "no token %q", c.Param("id"))
 	}
@@ -104,13 +103,13 @@ func (h *handler) revokeToken(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	h.audit(c, store.AuditTokenRevoked, "token "+c.Param("id"), "")
+	h.audit(c, domain.AuditTokenRevoked, "token "+c.Param("id"), "")
 	c.Redirect(http.StatusSeeOther, "/admin/users")
 }
 
 func (h *handler) runnersPage(c *gin.Context) {
 	lang := c.GetString(ctxLang)
-	runners, err := h.DB.Runners(c.Request.Context(), time.Time{})
+	runners, err := h.Fleet.Runners(c.Request.Context(), time.Time{})
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -120,13 +119,13 @@ func (h *handler) runnersPage(c *gin.Context) {
 
 func (h *handler) drainRunner(c *gin.Context) {
 	drain := c.PostForm("drain") == "1"
-	if err := h.DB.SetRunnerDrain(c.Request.Context(), c.Param("id"), drain); err != nil {
+	if err := h.Fleet.SetRunnerDrain(c.Request.Context(), c.Param("id"), drain); err != nil {
 		h.fail(c, err)
 		return
 	}
-	action := store.AuditRunnerResume
+	action := domain.AuditRunnerResume
 	if drain {
-		action = store.AuditRunnerDrain
+		action = domain.AuditRunnerDrain
 	}
 	h.audit(c, action, c.Param("id"), "from the admin page")
 	c.Redirect(http.StatusSeeOther, "/admin/runners")
@@ -139,17 +138,17 @@ func (h *handler) audit(c *gin.Context, action, subject, detail string) {
 }
 
 func (h *handler) auditAs(c *gin.Context, actor domain.User, action, subject, detail string) {
-	if err := h.DB.Audit(c.Request.Context(), actor, action, subject, detail); err != nil {
+	if err := h.Audit.Audit(c.Request.Context(), actor, action, subject, detail); err != nil {
 		h.Log.Warn("audit log", "action", action, "err", err)
 	}
 }
 
 type auditData struct {
-	Events []store.AuditEvent
+	Events []domain.AuditEvent
 }
 
 func (h *handler) auditPage(c *gin.Context) {
-	events, err := h.DB.AuditEvents(c.Request.Context(), 500)
+	events, err := h.Audit.AuditEvents(c.Request.Context(), 500)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -9,7 +9,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 const sessionCookie = "npugrade_session"
@@ -19,7 +18,7 @@ const sessionCookie = "npugrade_session"
 func (h *handler) session(roles ...domain.Role) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id, _ := c.Cookie(sessionCookie)
-		s, err := h.DB.WebSessionByID(c.Request.Context(), id)
+		s, err := h.Sessions.WebSessionByID(c.Request.Context(), id)
 		if err != nil {
 			if domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 				h.fail(c, err)
@@ -137,19 +136,19 @@ func (h *handler) login(c *gin.Context) {
 		if actor.Name == "" {
 			actor.Name = "anonymous" // an unknown token names nobody
 		}
-		h.auditAs(c, actor, store.AuditLoginFailed, u.Name, msg+" from "+c.ClientIP())
+		h.auditAs(c, actor, domain.AuditLoginFailed, u.Name, msg+" from "+c.ClientIP())
 		h.render(c, http.StatusUnauthorized, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: translate(lang, msg)})
 		return
 	}
-	if _, err := h.DB.DeleteExpiredWebSessions(c.Request.Context()); err != nil {
+	if _, err := h.Sessions.DeleteExpiredWebSessions(c.Request.Context()); err != nil {
 		h.Log.Warn("delete expired sessions", "err", err)
 	}
-	id, s, err := h.DB.CreateWebSession(c.Request.Context(), u.ID, h.SessionTTL)
+	id, s, err := h.Sessions.CreateWebSession(c.Request.Context(), u.ID, h.SessionTTL)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	h.auditAs(c, u, store.AuditLogin, u.Name, "from "+c.ClientIP())
+	h.auditAs(c, u, domain.AuditLogin, u.Name, "from "+c.ClientIP())
 	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
 	if next == "" {
@@ -165,7 +164,7 @@ func (h *handler) logoutPage(c *gin.Context) {
 
 func (h *handler) logout(c *gin.Context) {
 	id, _ := c.Cookie(sessionCookie)
-	if err := h.DB.DeleteWebSession(c.Request.Context(), id); err != nil {
+	if err := h.Sessions.DeleteWebSession(c.Request.Context(), id); err != nil {
 		h.fail(c, err)
 		return
 	}

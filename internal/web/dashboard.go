@@ -15,16 +15,16 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/fleet"
 )
 
 type dashboardData struct {
-	PerDay    []store.DayCount
+	PerDay    []domain.DayCount
 	PerDaySVG any
 	Queue     []bar
 	QueueSVG  any
-	Latency   store.Latency
-	Runners   []store.Runner
+	Latency   domain.Latency
+	Runners   []fleet.Runner
 	Exercises []exerciseRow
 	Recent    []domain.Submission
 }
@@ -36,7 +36,7 @@ func (h *handler) dashboard(c *gin.Context) {
 	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
 	var d dashboardData
 	var err error
-	if d.PerDay, err = h.DB.SubmissionsPerDay(ctx, 14); err != nil {
+	if d.PerDay, err = h.Reports.SubmissionsPerDay(ctx, 14); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -54,7 +54,7 @@ func (h *handler) dashboard(c *gin.Context) {
 	for _, st := range queueNow {
 		d.Queue = append(d.Queue, bar{Label: translate(lang, "job."+st), Value: float64(depth[st])})
 	}
-	hist, err := h.DB.QueueHistory(ctx, 24*time.Hour, time.Hour)
+	hist, err := h.Reports.QueueHistory(ctx, 24*time.Hour, time.Hour)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -65,18 +65,18 @@ func (h *handler) dashboard(c *gin.Context) {
 	}
 	d.QueueSVG = columnChart(chart{Title: translate(lang, "dash.queue24"), XLabel: translate(lang, "axis.hour"),
 		YLabel: translate(lang, "axis.waiting"), Bars: points, Fill: "#7a5cb0"})
-	if d.Latency, err = h.DB.GradingLatency(ctx, 500); err != nil {
+	if d.Latency, err = h.Reports.GradingLatency(ctx, 500); err != nil {
 		h.fail(c, err)
 		return
 	}
-	if d.Runners, err = h.DB.Runners(ctx, time.Time{}); err != nil {
+	if d.Runners, err = h.Fleet.Runners(ctx, time.Time{}); err != nil {
 		h.fail(c, err)
 		return
 	}
 	for _, ex := range h.Catalog.List() {
 		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil)})
 	}
-	if d.Recent, err = h.DB.RecentSubmissions(ctx, 20); err != nil {
+	if d.Recent, err = h.Reports.RecentSubmissions(ctx, 20); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -86,13 +86,13 @@ func (h *handler) dashboard(c *gin.Context) {
 // countsOf returns which submission counts for ex under its policy.
 func countsOf(ex *exercise.Exercise) string {
 	if ex.Counts == exercise.CountsLatest {
-		return store.CountLatest
+		return domain.CountLatest
 	}
-	return store.CountBest
+	return domain.CountBest
 }
 
-func (h *handler) gradebookFilter(c *gin.Context) (store.GradebookFilter, error) {
-	f := store.GradebookFilter{ExerciseID: c.Query("exercise"), Learner: strings.TrimSpace(c.Query("learner"))}
+func (h *handler) gradebookFilter(c *gin.Context) (domain.GradebookFilter, error) {
+	f := domain.GradebookFilter{ExerciseID: c.Query("exercise"), Learner: strings.TrimSpace(c.Query("learner"))}
 	for _, ex := range h.Catalog.List() {
 		f.Exercises = append(f.Exercises, ex.ID)
 	}
@@ -104,7 +104,7 @@ func (h *handler) gradebookFilter(c *gin.Context) (store.GradebookFilter, error)
 	f.Counts = func(id string) string {
 		ex, err := h.Catalog.Get(id)
 		if err != nil {
-			return store.CountBest
+			return domain.CountBest
 		}
 		return countsOf(ex)
 	}
@@ -117,8 +117,8 @@ type exerciseStatsData struct {
 	Learners    int
 	Histogram   any
 	PassRate    any
-	Questions   []store.QuestionStat
-	Failures    []store.FailureStat
+	Questions   []domain.QuestionStat
+	Failures    []domain.FailureStat
 	Counts      string
 	HasFailures bool
 }
@@ -137,7 +137,7 @@ func (h *handler) exerciseStats(c *gin.Context) {
 	}
 	f, _ := h.gradebookFilter(c)
 	f.ExerciseID, f.Learner = ex.ID, ""
-	err = h.DB.Gradebook(ctx, f, func(r store.GradebookRow) error {
+	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
 		if r.Attempts == 0 || r.MaxScore <= 0 {
 			return nil
 		}
@@ -152,12 +152,12 @@ func (h *handler) exerciseStats(c *gin.Context) {
 	}
 	d.Histogram = columnChart(chart{Title: translate(lang, "ex.hist"), XLabel: translate(lang, "axis.score_pct"),
 		YLabel: translate(lang, "axis.learners"), Bars: bins, Fill: "#2f8f5b"})
-	if d.Questions, err = h.DB.QuestionStats(ctx, ex.ID); err != nil {
+	if d.Questions, err = h.Reports.QuestionStats(ctx, ex.ID); err != nil {
 		h.fail(c, err)
 		return
 	}
 	// Hardest questions first: the lowest pass rate at the top.
-	slices.SortStableFunc(d.Questions, func(a, b store.QuestionStat) int { return cmp.Compare(passRate(a), passRate(b)) })
+	slices.SortStableFunc(d.Questions, func(a, b domain.QuestionStat) int { return cmp.Compare(passRate(a), passRate(b)) })
 	var rates []bar
 	for _, q := range d.Questions {
 		pct := 0.0
@@ -167,14 +167,14 @@ func (h *handler) exerciseStats(c *gin.Context) {
 		rates = append(rates, bar{Label: q.CellID, Value: pct, Text: fmt.Sprintf("%.0f%% (%d/%d)", pct, q.Passed, q.Total)})
 	}
 	d.PassRate = rowChart(chart{Title: translate(lang, "ex.passrate"), XLabel: translate(lang, "axis.pass_pct"), Bars: rates, Fill: "#2f6fb0"})
-	if d.Failures, err = h.DB.CommonFailures(ctx, ex.ID, 10); err != nil {
+	if d.Failures, err = h.Reports.CommonFailures(ctx, ex.ID, 10); err != nil {
 		h.fail(c, err)
 		return
 	}
 	h.render(c, http.StatusOK, "exercise_stats", translate(lang, "ex.title")+" · "+d.Title, "dashboard", d)
 }
 
-func passRate(q store.QuestionStat) float64 {
+func passRate(q domain.QuestionStat) float64 {
 	if q.Total == 0 {
 		return 0
 	}
@@ -185,7 +185,7 @@ type gradebookData struct {
 	Exercises []exerciseRow
 	Exercise  string
 	Learner   string
-	Rows      []store.GradebookRow
+	Rows      []domain.GradebookRow
 	Truncated bool
 	CSVURL    string
 }
@@ -211,7 +211,7 @@ func (h *handler) gradebookPage(c *gin.Context) {
 			d.CSVURL += "?" + enc
 		}
 	}
-	err = h.DB.Gradebook(ctx, f, func(r store.GradebookRow) error {
+	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
 		if len(d.Rows) == gradebookPageRows {
 			d.Truncated = true
 			return errEnough
@@ -242,8 +242,8 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 		}
 	} else {
 		id, _ := c.Cookie(sessionCookie)
-		var s store.WebSession
-		if s, err = h.DB.WebSessionByID(ctx, id); err == nil {
+		var s domain.WebSession
+		if s, err = h.Sessions.WebSessionByID(ctx, id); err == nil {
 			u = s.User
 		} else if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
 			err = domain.Errorf(domain.EUNAUTHORIZED, "a bearer token or a signed-in session is required")
@@ -275,7 +275,7 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 	w := csv.NewWriter(c.Writer)
 	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at"})
 	n := 0
-	err = h.DB.Gradebook(ctx, f, func(r store.GradebookRow) error {
+	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
 		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, ""}
 		if r.Attempts > 0 {
 			rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
@@ -312,8 +312,8 @@ func csvSafe(s string) string {
 }
 
 func (h *handler) staffSubmission(c *gin.Context) {
-	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
-	sub, err := h.DB.Submission(ctx, c.Param("id"))
+	ctx, lang, u := c.Request.Context(), c.GetString(ctxLang), sessionOf(c).User
+	sub, err := h.Policy.Readable(ctx, u, c.Param("id"))
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -322,9 +322,9 @@ func (h *handler) staffSubmission(c *gin.Context) {
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)
 	}
-	raw, err := h.DB.ExecutedNotebook(ctx, sub.ID)
+	raw, err := h.Policy.Executed(ctx, u, sub)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case domain.ErrorCode(err) == domain.ENOTFOUND:
 	case err != nil:
 		h.fail(c, err)
 		return
@@ -338,15 +338,13 @@ func (h *handler) staffSubmission(c *gin.Context) {
 }
 
 func (h *handler) staffNotebook(c *gin.Context) {
-	sub, err := h.DB.Submission(c.Request.Context(), c.Param("id"))
+	ctx, u := c.Request.Context(), sessionOf(c).User
+	sub, err := h.Policy.Readable(ctx, u, c.Param("id"))
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	raw, err := h.DB.ExecutedNotebook(c.Request.Context(), sub.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		err = domain.Errorf(domain.ENOTFOUND, "not executed")
-	}
+	raw, err := h.Policy.Executed(ctx, u, sub)
 	if err != nil {
 		h.fail(c, err)
 		return

@@ -14,7 +14,6 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/policy"
-	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
 
@@ -40,7 +39,7 @@ type exerciseRow struct {
 
 func (h *handler) exercises(c *gin.Context) {
 	ctx, lang, u := c.Request.Context(), c.GetString(ctxLang), sessionOf(c).User
-	latest, err := h.DB.LatestSubmissions(ctx, u.ID)
+	latest, err := h.Policy.Latest(ctx, u)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -91,7 +90,7 @@ func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
 		h.fail(c, err)
 		return
 	}
-	hist, err := h.DB.Submissions(ctx, store.SubmissionFilter{UserID: u.ID, ExerciseID: ex.ID, Limit: 100})
+	hist, err := h.Policy.History(ctx, u, ex.ID, 100)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -108,12 +107,12 @@ func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
 			d.Deadline, d.Late, d.Original = pol.Deadline, lateSchedule(lang, pol.LatePenalty), ex.Deadline
 		}
 	}
-	used, err := h.DB.CountSubmissions(ctx, u.ID, ex.ID, time.Time{})
+	used, err := h.Policy.Attempts(ctx, u, ex.ID)
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	d.Attempts = attemptsText(lang, int(used), ex.MaxSubmissions)
+	d.Attempts = attemptsText(lang, used, ex.MaxSubmissions)
 	if uploadErr != nil {
 		d.Message, d.Problems = domain.ErrorMessage(uploadErr), domain.ErrorProblems(uploadErr)
 	}

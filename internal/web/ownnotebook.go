@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // ownNotebook serves the signed-in learner their own executed notebook
@@ -26,7 +24,7 @@ func (h *handler) ownNotebook(feedback bool) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		nb, err := h.learnerNotebook(c, sub)
+		nb, err := h.Policy.LearnerNotebook(c.Request.Context(), sub)
 		if err != nil {
 			h.fail(c, err)
 			return
@@ -46,22 +44,6 @@ func (h *handler) ownNotebook(feedback bool) gin.HandlerFunc {
 		c.Header("Cache-Control", "no-store")
 		c.Data(http.StatusOK, "application/x-ipynb+json", raw)
 	}
-}
-
-// learnerNotebook is the learner's copy of a submission's executed notebook.
-func (h *handler) learnerNotebook(c *gin.Context, sub domain.Submission) (*notebook.Notebook, error) {
-	raw, err := h.DB.ExecutedNotebook(c.Request.Context(), sub.ID)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, domain.Errorf(domain.ENOTFOUND, "submission %s has not been executed yet", sub.ID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	nb, err := notebook.ParseExecuted(raw)
-	if err != nil {
-		return nil, fmt.Errorf("read the executed notebook of %s: %w", sub.ID, err)
-	}
-	return h.Policy.LearnerCopy(sub, nb), nil
 }
 
 // feedbackTexts writes one Markdown paragraph per graded cell.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/regrade"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // The staged-regrade pages drive package regrade (the same service as
@@ -20,10 +19,10 @@ type regradeData struct {
 	Modes     []string
 	Message   string
 	Problems  []string
-	Regrade   *store.Regrade
+	Regrade   *domain.Regrade
 	Open      bool // staged or ready: may still be applied or discarded
 	Ready     bool
-	Past      []store.RegradeSummary
+	Past      []domain.RegradeSummary
 }
 
 func (h *handler) regradePage(c *gin.Context) {
@@ -35,9 +34,9 @@ func (h *handler) renderRegrade(c *gin.Context, status int, d regradeData) {
 	for _, ex := range h.Catalog.List() {
 		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang)})
 	}
-	d.Modes = []string{store.RegradeRecompare, store.RegradeReexecute}
+	d.Modes = []string{domain.RegradeRecompare, domain.RegradeReexecute}
 	if d.Regrade == nil {
-		past, err := h.DB.Regrades(c.Request.Context(), 50)
+		past, err := h.Reports.Regrades(c.Request.Context(), 50)
 		if err != nil {
 			h.fail(c, err)
 			return
@@ -80,8 +79,8 @@ func (h *handler) showRegrade(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	h.renderRegrade(c, http.StatusOK, regradeData{Regrade: &r, Ready: r.State == store.RegradeReady,
-		Open: r.State == store.RegradeStaged || r.State == store.RegradeReady})
+	h.renderRegrade(c, http.StatusOK, regradeData{Regrade: &r, Ready: r.State == domain.RegradeReady,
+		Open: r.State == domain.RegradeStaged || r.State == domain.RegradeReady})
 }
 
 func (h *handler) decideRegrade(apply bool) gin.HandlerFunc {
@@ -101,7 +100,7 @@ func (h *handler) decideRegrade(apply bool) gin.HandlerFunc {
 			return
 		}
 		if apply {
-			h.audit(c, store.AuditRegradeApply, "regrade "+strconv.FormatInt(id, 10), "from the dashboard")
+			h.audit(c, domain.AuditRegradeApply, "regrade "+strconv.FormatInt(id, 10), "from the dashboard")
 		}
 		c.Redirect(http.StatusSeeOther, "/dashboard/regrades/"+strconv.FormatInt(id, 10))
 	}

@@ -27,10 +27,9 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/policy"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/regrade"
-	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
 
@@ -40,10 +39,24 @@ var templateFS embed.FS
 //go:embed static
 var staticFS embed.FS
 
-// Deps are what the pages need; httpapi passes its own.
+// Deps are what the pages need, each a service named for what it does;
+// httpapi passes its own. The pages never reach the store: what a user may
+// read, and how it is redacted, is decided by Policy, not by a handler.
 type Deps struct {
-	DB          *store.DB
-	Queue       *queue.Queue
+	// Sessions keeps signed-in browsers (the session cookie).
+	Sessions domain.SessionService
+	// Users manages accounts and API tokens (the admin pages).
+	Users domain.UserService
+	// Audit records sign-ins and admin actions, and lists them.
+	Audit domain.AuditLog
+	// Reports answers the dashboard, the statistics and the gradebook.
+	Reports domain.ReportService
+	// Fleet lists and drains runners.
+	Fleet fleet.Service
+	// Queue reports the job queue's depth per state.
+	Queue interface {
+		Depth(ctx context.Context) (map[string]int64, error)
+	}
 	Catalog     *exercise.Catalog
 	Submissions *submission.Service
 	// Regrades stages, applies and discards regrades (package regrade).
@@ -55,7 +68,8 @@ type Deps struct {
 	// endpoint, which is API, not a page).
 	Problem func(c *gin.Context, err error)
 	// Policy decides, as for the API, whose submissions a user reads, what
-	// of their feedback they see, and which one counts.
+	// of their feedback and notebooks they see, and which one counts; the
+	// pages read submissions only through it.
 	Policy *policy.Service
 	// OnSubmitted is called for every accepted upload (metrics); may be nil.
 	OnSubmitted func()
@@ -74,7 +88,7 @@ func (h *handler) userByToken(c *gin.Context, token string) (domain.User, error)
 	if h.Tokens != nil {
 		return h.Tokens(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, token)
 	}
-	return h.DB.UserByToken(c.Request.Context(), token)
+	return h.Users.UserByToken(c.Request.Context(), token)
 }
 
 type handler struct {
@@ -211,7 +225,7 @@ func (h *handler) render(c *gin.Context, status int, name, title, nav string, da
 	}
 	p := page{Lang: lang, Title: title, Nav: nav, Data: data, LangEN: langURL(c.Request.URL, langEN), LangZH: langURL(c.Request.URL, langZH)}
 	if s, ok := c.Get(ctxSession); ok {
-		ws := s.(store.WebSession)
+		ws := s.(domain.WebSession)
 		p.User, p.CSRF = &ws.User, ws.CSRFToken
 	}
 	t := h.pages[lang][name]
@@ -259,8 +273,8 @@ func isTLS(r *http.Request) bool {
 	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
 }
 
-func sessionOf(c *gin.Context) store.WebSession {
+func sessionOf(c *gin.Context) domain.WebSession {
 	v, _ := c.Get(ctxSession)
-	s, _ := v.(store.WebSession)
+	s, _ := v.(domain.WebSession)
 	return s
 }

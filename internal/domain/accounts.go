@@ -1,0 +1,44 @@
+package domain
+
+import "time"
+
+// Audit actions: what the audit log records.
+const (
+	AuditLogin         = "login"
+	AuditLoginFailed   = "login-failed"
+	AuditUserCreated   = "user-created"
+	AuditTokenCreated  = "token-created"
+	AuditTokensRevoked = "tokens-revoked"
+	AuditTokenRevoked  = "token-revoked"
+	AuditRegradeApply  = "regrade-applied"
+	AuditRunnerDrain   = "runner-drain"
+	AuditRunnerResume  = "runner-resume"
+)
+
+// AuditEvent is one entry of the audit log.
+type AuditEvent struct {
+	ID      int64
+	At      time.Time
+	ActorID int64  // 0: no signed-in user (the command line, a failed sign-in)
+	Actor   string // the actor's name, or "cli"
+	Action  string
+	Subject string // whom or what it was done to
+	Detail  string
+}
+
+// WebSession is a signed-in browser.
+type WebSession struct {
+	User      User
+	CSRFToken string
+	ExpiresAt time.Time
+}
+
+// TokenInfo describes an API token without its secret.
+type TokenInfo struct {
+	ID         int64
+	UserID     int64
+	Prefix     string
+	CreatedAt  time.Time
+	RevokedAt  *time.Time
+	LastUsedAt *time.Time
+}

@@ -1,0 +1,86 @@
+package domain
+
+import "time"
+
+// Which graded submission of a learner counts for an exercise.
+const (
+	CountBest   = "best"   // the highest score (the earliest of equal ones)
+	CountLatest = "latest" // the most recent graded submission
+)
+
+// GradebookFilter selects gradebook rows.
+type GradebookFilter struct {
+	// Exercises are the exercise ids a row is written for, in order (the
+	// catalog's); a learner without a graded submission still gets a row.
+	Exercises []string
+	// ExerciseID keeps one exercise ("" = all of Exercises).
+	ExerciseID string
+	// Learner keeps learners whose name contains it (case-insensitive).
+	Learner string
+	// Counts returns an exercise's policy, CountBest or CountLatest; nil
+	// or "" means CountBest.
+	Counts func(exerciseID string) string
+}
+
+// GradebookRow is one learner × exercise.
+type GradebookRow struct {
+	UserID     int64
+	Learner    string
+	ExerciseID string
+	Policy     string
+	// Attempts counts graded submissions; 0 means no score yet.
+	Attempts int
+	Score    float64
+	MaxScore float64
+	// SubmissionID is the submission that counts.
+	SubmissionID string
+	GradedAt     *time.Time
+}
+
+// DayCount is the number of submissions created on one UTC day.
+type DayCount struct {
+	Day   time.Time
+	Count int
+}
+
+// Latency is grading latency (submitted to graded) over recent submissions.
+type Latency struct {
+	N             int
+	P50, P90, P99 time.Duration
+	Max           time.Duration
+}
+
+// QuestionStat is how one graded cell of an exercise fares over every
+// graded submission where it counted.
+type QuestionStat struct {
+	CellID   string
+	Position int
+	Total    int
+	Passed   int
+}
+
+// FailureStat is one (cell, verdict, message) and how often it happened.
+type FailureStat struct {
+	CellID  string
+	Verdict string
+	Message string
+	Count   int
+}
+
+// QueuePoint is how many submissions waited for a runner at one time.
+type QueuePoint struct {
+	At      time.Time
+	Waiting int
+}
+
+// SubmissionFilter selects submissions for listings.
+type SubmissionFilter struct {
+	UserID     int64 // 0 = all users
+	ExerciseID string
+	Status     string // "" = any
+	Limit      int
+	// After continues a listing past this submission (cursor paging,
+	// stable while new submissions arrive): only older ones, or as old
+	// with a smaller id, are listed.
+	After *Submission
+}

@@ -1,0 +1,71 @@
+// Package fleet is what the server knows of its runners as instructors
+// and admins see them: each registered runner with the environment it
+// attested, the scope its runner token may register as, and the Service
+// the pages and the API list and drain runners through (implemented by
+// package store).
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/envprobe"
+)
+
+// Service lists registered runners and drains them. A draining runner
+// finishes what it holds and claims nothing new.
+type Service interface {
+	// Runners lists runners seen since since (zero: all), most recently
+	// seen first.
+	Runners(ctx context.Context, since time.Time) ([]Runner, error)
+	// SetRunnerDrain drains (true) or resumes (false) runner id; an
+	// unknown id is ENOTFOUND.
+	SetRunnerDrain(ctx context.Context, id string, drain bool) error
+}
+
+// Runner is a registered runner as instructors see it.
+type Runner struct {
+	ID        string
+	Name      string
+	Slots     int
+	Labels    map[string]string
+	Profile   string
+	Verdict   string
+	Report    envprobe.Report
+	Draining  bool
+	LastSeen  time.Time
+	CreatedAt time.Time
+	// Allowed is the registering token's scope (nil: not bound), shown
+	// beside what the runner attested.
+	Allowed *RunnerScope
+}
+
+// RunnerScope is what one runner token may register as: its environment
+// report's profile must be one of Profiles, and each of Labels must be
+// the registration's value of that label.
+type RunnerScope struct {
+	Profiles []string          `json:"profiles"`
+	Labels   map[string]string `json:"labels"`
+}
+
+// Refuses says why a registration with profile and labels is outside s,
+// or "" when it is inside.
+func (s RunnerScope) Refuses(profile string, labels map[string]string) string {
+	if len(s.Profiles) > 0 && !slices.Contains(s.Profiles, profile) {
+		return fmt.Sprintf("this runner token may register only profiles %s, not %q", strings.Join(s.Profiles, ", "), profile)
+	}
+	keys := make([]string, 0, len(s.Labels))
+	for k := range s.Labels {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if labels[k] != s.Labels[k] {
+			return fmt.Sprintf("this runner token must register with label %s=%s, not %q", k, s.Labels[k], labels[k])
+		}
+	}
+	return ""
+}
