@@ -55,11 +55,7 @@ func (h *handler) createUser(c *gin.Context) {
 	name := strings.TrimSpace(c.PostForm("name"))
 	u, token, err := h.Users.CreateUser(c.Request.Context(), name, domain.Role(c.PostForm("role")))
 	if err != nil {
-		if domain.ErrorCode(err) == domain.EINTERNAL {
-			h.fail(c, err)
-			return
-		}
-		h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: domain.ErrorMessage(err)})
+		h.refused(c, err, func(status int) { h.renderUsers(c, status, usersData{Message: domain.ErrorMessage(err)}) })
 		return
 	}
 	h.audit(c, domain.AuditUserCreated, u.Name, "role "+string(u.Role))

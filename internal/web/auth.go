@@ -121,7 +121,9 @@ func (h *handler) login(c *gin.Context) {
 	msg := ""
 	switch {
 	case domain.ErrorCode(err) == domain.ERATELIMIT:
-		h.render(c, http.StatusTooManyRequests, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: domain.ErrorMessage(err)})
+		h.refused(c, err, func(status int) {
+			h.render(c, status, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: domain.ErrorMessage(err)})
+		})
 		return
 	case domain.ErrorCode(err) == domain.EUNAUTHORIZED:
 		msg = "login.bad"

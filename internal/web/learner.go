@@ -13,7 +13,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/submission"
 )
 
@@ -81,6 +80,12 @@ type exercisePageData struct {
 
 func (h *handler) exercisePage(c *gin.Context) {
 	h.renderExercise(c, http.StatusOK, nil)
+}
+
+// refuseUpload shows the exercise page with why the upload was refused,
+// under the status policy.Status gives the error.
+func (h *handler) refuseUpload(c *gin.Context, err error) {
+	h.refused(c, err, func(status int) { h.renderExercise(c, status, err) })
 }
 
 func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
@@ -174,7 +179,7 @@ func (h *handler) upload(c *gin.Context) {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			h.Submissions.CountRefused(c.Request.Context(), sessionOf(c).User, ex.ID)
-			h.renderExercise(c, http.StatusRequestEntityTooLarge, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", h.MaxUpload))
+			h.refuseUpload(c, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", h.MaxUpload))
 			return
 		}
 		h.csrfFail(c) // without a parsable form there is no CSRF token either
@@ -187,25 +192,19 @@ func (h *handler) upload(c *gin.Context) {
 	}
 	f, _, err := c.Request.FormFile("notebook")
 	if err != nil {
-		h.renderExercise(c, http.StatusUnprocessableEntity, &domain.Error{Code: domain.EINVALID, Message: "the submission is not valid", Problems: []string{"choose a notebook file (.ipynb)"}})
+		h.refuseUpload(c, &domain.Error{Code: domain.EINVALID, Message: "the submission is not valid", Problems: []string{"choose a notebook file (.ipynb)"}})
 		return
 	}
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, h.MaxUpload+1))
 	if err != nil || int64(len(data)) > h.MaxUpload {
 		h.Submissions.CountRefused(c.Request.Context(), sessionOf(c).User, ex.ID)
-		h.renderExercise(c, http.StatusRequestEntityTooLarge, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", h.MaxUpload))
+		h.refuseUpload(c, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", h.MaxUpload))
 		return
 	}
 	sub, created, err := h.Submissions.Submit(c.Request.Context(), submission.Request{User: sessionOf(c).User, ExerciseID: ex.ID, Notebook: data})
 	if err != nil {
-		code := domain.ErrorCode(err)
-		if code == domain.EINTERNAL {
-			h.fail(c, err)
-			return
-		}
-		status, _ := policy.Status(err)
-		h.renderExercise(c, status, err)
+		h.refuseUpload(c, err)
 		return
 	}
 	if created && h.OnSubmitted != nil {

@@ -50,11 +50,9 @@ func (h *handler) stageRegrade(c *gin.Context) {
 	req := regrade.Request{Exercise: c.PostForm("exercise"), Mode: c.PostForm("mode"), All: c.PostForm("all") == "1"}
 	r, err := h.Regrades.Stage(c.Request.Context(), req, sessionOf(c).User)
 	if err != nil {
-		if domain.ErrorCode(err) == domain.EINTERNAL {
-			h.fail(c, err)
-			return
-		}
-		h.renderRegrade(c, http.StatusUnprocessableEntity, regradeData{Message: domain.ErrorMessage(err), Problems: domain.ErrorProblems(err)})
+		h.refused(c, err, func(status int) {
+			h.renderRegrade(c, status, regradeData{Message: domain.ErrorMessage(err), Problems: domain.ErrorProblems(err)})
+		})
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/dashboard/regrades/"+strconv.FormatInt(r.ID, 10))

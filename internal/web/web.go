@@ -269,6 +269,18 @@ func (h *handler) fail(c *gin.Context, err error) {
 	c.Abort()
 }
 
+// refused shows err on the page the request came from (render, with the
+// status policy.Status gives err, as the API would) when it is the user's
+// to mend: invalid, too large, too many, a conflict, not found. A fault of
+// the server is fail's.
+func (h *handler) refused(c *gin.Context, err error, render func(status int)) {
+	if status, ok := policy.Status(err); ok && status < http.StatusInternalServerError {
+		render(status)
+		return
+	}
+	h.fail(c, err)
+}
+
 func isTLS(r *http.Request) bool {
 	return r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https"
 }

@@ -175,7 +175,7 @@ func TestSignInSessionsAndCSRF(t *testing.T) {
 				t.Errorf("create user: %d", resp.StatusCode)
 			}
 			resp, body = do(t, c, "POST", e.srv.URL+"/admin/users", url.Values{"csrf": {m[1]}, "name": {"grace"}, "role": {"learner"}}, nil)
-			if resp.StatusCode != 422 || !strings.Contains(body, "already exists") {
+			if resp.StatusCode != 409 || !strings.Contains(body, "already exists") { // ECONFLICT, as the API says it
 				t.Errorf("duplicate user: %d", resp.StatusCode)
 			}
 			// Learners may not open instructor or admin pages.
