@@ -374,9 +374,8 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // policy is the ownership, redaction and counting rules the API shares
-// with the pages.
-// policy reads through s.DB and judges deadlines by its clock (read at
-// each use: the route table is built without a database).
+// with the pages. It reads through s.DB and judges deadlines by its clock
+// (read at each use: the route table is built without a database).
 func (s *Server) policy() *policy.Service {
 	return &policy.Service{DB: s.DB, Now: func() time.Time { return s.DB.Now() }, Catalog: s.Catalog}
 }

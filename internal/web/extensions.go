@@ -13,7 +13,6 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/extension"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Extensions grants, lists and revokes per-learner extensions and says
@@ -22,14 +21,14 @@ import (
 type Extensions interface {
 	Grant(ctx context.Context, actor domain.User, exerciseID string, req extension.Request) (extension.Result, error)
 	Revoke(ctx context.Context, actor domain.User, exerciseID, learner string) (extension.Result, error)
-	List(ctx context.Context, exerciseID string, revoked bool) ([]store.Extension, error)
-	Policy(ctx context.Context, ex *exercise.Exercise, userID int64) (exercise.Policy, *store.Extension, error)
+	List(ctx context.Context, exerciseID string, revoked bool) ([]domain.Extension, error)
+	Policy(ctx context.Context, ex *exercise.Exercise, userID int64) (exercise.Policy, *domain.Extension, error)
 }
 
 type extensionsData struct {
 	ID, Title string
 	Deadline  *time.Time
-	List      []store.Extension
+	List      []domain.Extension
 	Message   string
 	Problems  []string
 	// The form's values, kept when it is shown again with its problems.
