@@ -2,7 +2,8 @@
 # Benchmarks: submission intake on Postgres (req/s, p50/p99 for a 100 KB
 # notebook), grading latency against a plain nbconvert run per chapter
 # (warm and cold) and throughput at 1 and 2 slots, the
-# queue's claim latency, the comparators, and the server memory of the worst uploads.
+# queue's claim latency, claims over HTTP against pgbench, 1,000 idle runners,
+# the comparators, and the server memory of the worst uploads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export NPUGRADE_NEED_POSTGRES=1
@@ -26,6 +27,13 @@ go test -run '^$' -bench 'BenchmarkExecute' -benchtime 3x -timeout 20m ./interna
 go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-units.txt
 # Claim latency p50/p99: 10,000 queued jobs, 64 concurrent long-polling runners, Postgres.
 go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/queue/ | tee out/bench-claim.txt
+# claim: the same 10,000 jobs claimed by 64 runners over the runner protocol (real HTTP,
+# `npugrade serve` as its own process) vs pgbench of the server's claim statement at 64
+# clients (targets: >= 0.7x its rate, p99 <= 2x its p99, no double lease).
+go test -run '^$' -bench 'BenchmarkClaim$' -benchtime 1x -timeout 20m ./cmd/npugrade/ | tee out/bench-claim-http.txt
+# idle-runners: 1,000 runners long-polling an empty queue for 30 s: server CPU, RSS and the
+# transactions/s it makes Postgres run (targets: < 5 % of a core, < 150 MB).
+go test -run '^$' -bench 'BenchmarkIdleRunners' -benchtime 1x -timeout 20m ./cmd/npugrade/ | tee out/bench-idle-runners.txt
 # Gradebook CSV export: 10,000 learners x 5 exercises (50,000 graded submissions), streamed.
 go test -run '^$' -bench 'BenchmarkGradebookCSV' -benchtime 5x -benchmem ./internal/web/ | tee out/bench-gradebook.txt
 # Worst uploads: the most expensive notebooks under the 8 MiB limit, posted to a

@@ -70,9 +70,6 @@ func (q *Queue) addWaiter(match domain.Matcher) (*waiter, *list.Element) {
 	w := &waiter{match: match, ch: make(chan struct{}, 1)}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.wake.waiters.Len() == 0 {
-		q.wake.waiters.Init()
-	}
 	return w, q.wake.waiters.PushBack(w)
 }
 

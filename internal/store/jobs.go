@@ -138,6 +138,14 @@ const claimPostgres = `WITH leased AS (
 )
 SELECT leased.*, b.data AS payload FROM leased LEFT JOIN blobs b ON b.sha256 = leased.payload_sha256`
 
+// ClaimStatement is the Postgres claim statement for a runner of the
+// requirement keys requiresSQL (an SQL list such as ('{}')), with named
+// parameters @token, @runner, @expires and @now: make bench runs exactly
+// this under pgbench as the baseline of the claim benchmark.
+func ClaimStatement(requiresSQL string) string {
+	return fmt.Sprintf(claimPostgres, " AND requires IN "+requiresSQL)
+}
+
 // claimSQLite is the same pick and lease on SQLite, which has one writer
 // (a claim cannot interleave with another) and no data-modifying WITH:
 // the lease is one UPDATE … RETURNING, the submission and payload follow

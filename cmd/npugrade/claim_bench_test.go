@@ -1,0 +1,388 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/runnerproto"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+)
+
+// The claim and idle-runner benchmarks (make bench) run `npugrade serve`
+// as its own process on Postgres, so that its CPU and memory are its own,
+// and runners speak the runner protocol over real HTTP.
+
+// benchServer is a `npugrade serve` process.
+type benchServer struct {
+	url string
+	cmd *exec.Cmd
+}
+
+// startBenchServer builds npugrade and serves dbURL from a child process.
+func startBenchServer(b *testing.B, dbURL string, extra ...string) *benchServer {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "npugrade")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		b.Fatalf("go build: %v\n%s", err, out)
+	}
+	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--db", dbURL, "--local-runner", "0", "--log-level", "warn",
+		"--exercises", filepath.Join(repoRoot, "exercises"), "--answers", filepath.Join(repoRoot, "answers")}, extra...)
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		b.Fatalf("server did not start: %v", err)
+	}
+	return &benchServer{url: "http://" + strings.TrimPrefix(strings.Fields(strings.TrimPrefix(line, "npugrade serving on "))[0], "http://"), cmd: cmd}
+}
+
+// cpuTime is the process's user+system CPU time so far.
+func (s *benchServer) cpuTime(b *testing.B) time.Duration {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat, in clock ticks (100 Hz)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
+
+// rssMB is the process's resident memory now and at its peak, in MB.
+func (s *benchServer) rssMB(b *testing.B) (now, peak float64) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.cmd.Process.Pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 2 && (f[0] == "VmRSS:" || f[0] == "VmHWM:") {
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			if f[0] == "VmRSS:" {
+				now = kb / 1024
+			} else {
+				peak = kb / 1024
+			}
+		}
+	}
+	return now, peak
+}
+
+// benchClient posts runner-protocol JSON with a pool big enough for
+// every concurrent poll.
+type benchClient struct{ http *http.Client }
+
+func newBenchClient(conns int) *benchClient {
+	return &benchClient{http: &http.Client{Transport: &http.Transport{MaxIdleConns: conns, MaxIdleConnsPerHost: conns}}}
+}
+
+func (c *benchClient) post(ctx context.Context, url, token string, in, out any) (int, error) {
+	body, _ := json.Marshal(in)
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	if out != nil && resp.StatusCode == 200 {
+		if err := json.Unmarshal(buf.Bytes(), out); err != nil {
+			return resp.StatusCode, err
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// registerRunners registers n runners, spread over tokens (a token holds
+// at most httpapi.MaxPollsPerToken polls), and returns (token, id) pairs.
+func registerRunners(b *testing.B, c *benchClient, url string, tokens []string, n int) [][2]string {
+	b.Helper()
+	out := make([][2]string, n)
+	for i := range out {
+		tok := tokens[i%len(tokens)]
+		var reg runnerproto.RegisterResponse
+		code, err := c.post(context.Background(), url+"/api/runner/v1/register", tok,
+			runnerproto.RegisterRequest{Name: fmt.Sprintf("bench-%d", i), Slots: 1, Report: cpuReport()}, &reg)
+		if err != nil || code != 200 {
+			b.Fatalf("register runner %d: %d %v", i, code, err)
+		}
+		out[i] = [2]string{tok, reg.RunnerID}
+	}
+	return out
+}
+
+// seedClaimable writes n queued grade jobs, each with its submission, on a
+// copy of the ch1 answer as payload.
+func seedClaimable(b *testing.B, db *store.DB, userID int64, n int) {
+	b.Helper()
+	payload := readFileTB(b, filepath.Join(repoRoot, "answers/ch1/01.05_chapter_practice_answer.ipynb"))
+	sha := store.SHA256(payload)
+	now := time.Now().UTC()
+	err := db.InTx(context.Background(), func(tx *store.Tx) error {
+		if err := tx.RawInsert("blobs", []map[string]any{{"sha256": sha, "size": len(payload), "data": payload, "created_at": now}}); err != nil {
+			return err
+		}
+		subs, jobs := make([]map[string]any, n), make([]map[string]any, n)
+		for i := range subs {
+			id := fmt.Sprintf("bench-%06d", i)
+			subs[i] = map[string]any{"id": id, "user_id": userID, "exercise_id": "ch1", "exercise_version": "bench",
+				"notebook_sha256": sha, "status": domain.StatusQueued, "created_at": now}
+			jobs[i] = map[string]any{"submission_id": id, "kind": domain.JobGrade, "exercise_id": "ch1", "state": domain.JobQueued,
+				"requires": "{}", "max_attempts": 3, "payload_sha256": sha, "not_before": now, "created_at": now, "updated_at": now}
+		}
+		if err := tx.RawInsert("submissions", subs); err != nil {
+			return err
+		}
+		return tx.RawInsert("jobs", jobs)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// requeueAll puts every job back to queued and vacuums, so that each side
+// of the comparison starts from the same table.
+func requeueAll(b *testing.B, db *store.DB) {
+	b.Helper()
+	ctx := context.Background()
+	for _, q := range []string{
+		"UPDATE jobs SET state = 'queued', lease_token = '', runner_id = '', lease_expires_at = NULL, attempt = 0",
+		"UPDATE submissions SET status = 'queued', runner_id = '', started_at = NULL",
+		"VACUUM ANALYZE jobs", "VACUUM ANALYZE submissions",
+	} {
+		if err := db.RawExec(ctx, q); err != nil {
+			b.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+func pgbenchPath() string {
+	if p, err := exec.LookPath("pgbench"); err == nil {
+		return p
+	}
+	m, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
+	if len(m) > 0 {
+		return m[len(m)-1]
+	}
+	return ""
+}
+
+// pgbenchClaims runs the server's claim statement (store.ClaimStatement)
+// under pgbench at clients clients, perClient claims each, and returns
+// its tx/s and per-claim latencies.
+func pgbenchClaims(b *testing.B, dbURL string, clients, perClient int) (tps float64, lat []time.Duration) {
+	b.Helper()
+	stmt := store.ClaimStatement(`('{}')`)
+	for name, v := range map[string]string{"@token": "'pgbench-' || :r", "@runner": "'pgbench'",
+		"@expires": "now() + interval '1 hour'", "@now": "now()"} {
+		stmt = strings.ReplaceAll(stmt, name, v)
+	}
+	dir := b.TempDir()
+	script := filepath.Join(dir, "claim.sql")
+	if err := os.WriteFile(script, []byte("\\set r random(1, 1000000000)\n"+stmt+";\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(pgbenchPath(), "-n", "-c", strconv.Itoa(clients), "-j", "2", "-t", strconv.Itoa(perClient),
+		"-f", script, "-l", "--log-prefix", filepath.Join(dir, "log"), dbURL)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		b.Fatalf("pgbench: %v\n%s", err, out)
+	}
+	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
+	if m == nil {
+		b.Fatalf("pgbench printed no tps:\n%s", out)
+	}
+	tps, _ = strconv.ParseFloat(string(m[1]), 64)
+	logs, _ := filepath.Glob(filepath.Join(dir, "log*"))
+	for _, f := range logs {
+		raw, _ := os.ReadFile(f)
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			if f := strings.Fields(l); len(f) >= 3 {
+				us, _ := strconv.ParseInt(f[2], 10, 64)
+				lat = append(lat, time.Duration(us)*time.Microsecond)
+			}
+		}
+	}
+	return tps, lat
+}
+
+// BenchmarkClaim: 10,000 queued grade jobs, 64 runners claiming at once
+// over the runner protocol (POST /api/runner/v1/jobs/claim) until the
+// queue is empty, against pgbench running the server's own claim
+// statement at 64 clients on the same table, in the same run. Targets:
+// claims/s at least 0.7× pgbench's tx/s, p99 at most 2× pgbench's p99,
+// and no job leased twice.
+func BenchmarkClaim(b *testing.B) {
+	if os.Getenv(storetest.EnvDSN) == "" || pgbenchPath() == "" {
+		b.Skip("needs Postgres (NPUGRADE_TEST_POSTGRES_DSN) and pgbench")
+	}
+	const queued, claimers = 10000, 64
+	dbURL := storetest.URL(b, "postgres")
+	addUserTB(b, dbURL, "learner", "learner")
+	token := addUserTB(b, dbURL, "runners", "runner")
+	s := startBenchServer(b, dbURL, "--lease-ttl", "1h")
+	db, err := store.Connect(context.Background(), dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var userID int64
+	_ = db.RawScan(context.Background(), &userID, "SELECT id FROM users WHERE name = 'learner'")
+	seedClaimable(b, db, userID, queued)
+	c := newBenchClient(claimers * 2)
+	runners := registerRunners(b, c, s.url, []string{token}, claimers)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		requeueAll(b, db)
+		tps, base := pgbenchClaims(b, dbURL, claimers, queued/claimers)
+		requeueAll(b, db)
+		rate, lat, dups := httpClaims(b, c, s.url, runners)
+		bp50, bp99 := percentile(base, 0.5), percentile(base, 0.99)
+		p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
+		fmt.Printf("claim: %d claims over HTTP by %d runners: %.0f claims/s, p50 %v, p99 %v; pgbench of the claim statement: %.0f tx/s, p50 %v, p99 %v\n",
+			len(lat), claimers, rate, p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), tps,
+			bp50.Round(100*time.Microsecond), bp99.Round(100*time.Microsecond))
+		fmt.Printf("claim: throughput %.2f× pgbench (target ≥ 0.7), p99 %.2f× pgbench's (target ≤ 2), %d jobs leased twice (target 0)\n",
+			rate/tps, float64(p99)/float64(bp99), dups)
+		b.ReportMetric(rate, "claims/s")
+		b.ReportMetric(rate/tps, "x-pgbench")
+		b.ReportMetric(float64(p99)/float64(bp99), "p99-x-pgbench")
+		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
+		if dups > 0 {
+			b.Errorf("%d jobs were leased twice", dups)
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// httpClaims has every runner claim until the queue answers 204, and
+// returns claims/s, each claim's latency and how many jobs came twice.
+func httpClaims(b *testing.B, c *benchClient, url string, runners [][2]string) (rate float64, lat []time.Duration, dups int) {
+	var mu sync.Mutex
+	seen := map[int64]bool{}
+	var wg sync.WaitGroup
+	start := time.Now()
+	var last time.Time
+	for _, r := range runners {
+		wg.Add(1)
+		go func(tok, id string) {
+			defer wg.Done()
+			for {
+				var l domain.Lease
+				t0 := time.Now()
+				code, err := c.post(context.Background(), url+"/api/runner/v1/jobs/claim", tok, runnerproto.ClaimRequest{RunnerID: id, WaitSeconds: 0.5}, &l)
+				d := time.Since(t0)
+				if err != nil || (code != 200 && code != 204) {
+					b.Errorf("claim: %d %v", code, err)
+					return
+				}
+				if code == 204 {
+					return
+				}
+				mu.Lock()
+				lat = append(lat, d)
+				if seen[l.JobID] {
+					dups++
+				}
+				seen[l.JobID] = true
+				last = time.Now()
+				mu.Unlock()
+			}
+		}(r[0], r[1])
+	}
+	wg.Wait()
+	return float64(len(lat)) / last.Sub(start).Seconds(), lat, dups
+}
+
+// BenchmarkIdleRunners: 1,000 runners long-poll a server with an empty
+// queue. Measured over 30 s: the server's CPU (share of one core) and
+// RSS, and the transactions per second it makes Postgres run
+// (pg_stat_database). Targets: under 5 % of a core, under 150 MB.
+func BenchmarkIdleRunners(b *testing.B) {
+	if os.Getenv(storetest.EnvDSN) == "" {
+		b.Skip("needs Postgres (NPUGRADE_TEST_POSTGRES_DSN)")
+	}
+	const n, perToken, window = 1000, 60, 30 * time.Second
+	dbURL := storetest.URL(b, "postgres")
+	var tokens []string
+	for i := 0; i < (n+perToken-1)/perToken; i++ {
+		tokens = append(tokens, addUserTB(b, dbURL, fmt.Sprintf("runners%d", i), "runner"))
+	}
+	s := startBenchServer(b, dbURL)
+	db, err := store.Connect(context.Background(), dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	c := newBenchClient(n + 100)
+	runners := registerRunners(b, c, s.url, tokens, n)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, r := range runners {
+		wg.Add(1)
+		go func(tok, id string) {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				code, err := c.post(ctx, s.url+"/api/runner/v1/jobs/claim", tok, runnerproto.ClaimRequest{RunnerID: id, WaitSeconds: runnerproto.MaxPoll.Seconds()}, nil)
+				if ctx.Err() == nil && (err != nil || code != 204) {
+					b.Errorf("idle claim: %d %v", code, err)
+					return
+				}
+			}
+		}(r[0], r[1])
+	}
+	defer func() { cancel(); wg.Wait() }()
+	xacts := func() float64 {
+		var v float64
+		_ = db.RawExec(context.Background(), "SELECT pg_stat_clear_snapshot()")
+		_ = db.RawScan(context.Background(), &v, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()")
+		return v
+	}
+	time.Sleep(5 * time.Second) // every poll is open
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cpu0, x0, t0 := s.cpuTime(b), xacts(), time.Now()
+		time.Sleep(window)
+		cpu1, x1, el := s.cpuTime(b), xacts(), time.Since(t0)
+		core := float64(cpu1-cpu0) / float64(el)
+		rss, peak := s.rssMB(b)
+		// Postgres flushes a session's counters at most once a second; the
+		// window is long enough for that not to matter.
+		qps := (x1 - x0) / el.Seconds()
+		fmt.Printf("idle-runners: %d long-polling runners for %v: server CPU %.2f%% of a core (%.2f× the 5%% limit), RSS %.0f MB (peak %.0f; %.2f× the 150 MB limit), Postgres %.1f transactions/s\n",
+			n, el.Round(time.Second), 100*core, core/0.05, rss, peak, rss/150, qps)
+		b.ReportMetric(100*core, "cpu-%")
+		b.ReportMetric(rss, "rss-MB")
+		b.ReportMetric(qps, "pg-xact/s")
+	}
+	b.ReportMetric(0, "ns/op")
+}
