@@ -15,8 +15,8 @@ import (
 // TestTwoServersOnOnePostgres runs two `npugrade serve` processes on one
 // Postgres, the supported way to scale out. A long poll on server B wakes
 // when a submission arrives through server A (a Postgres notification,
-// not B's 30 s safety-net re-query); a learner's upload limit counts
-// uploads through both servers; with a runner process on each server,
+// not B's 30 s safety-net re-query); a learner's upload limit (8 per 10
+// minutes) counts uploads through both servers; with a runner process on each server,
 // submissions sent through both are graded exactly once.
 func TestTwoServersOnOnePostgres(t *testing.T) {
 	if testing.Short() {
@@ -31,9 +31,9 @@ func TestTwoServersOnOnePostgres(t *testing.T) {
 	tokA := addUser(t, dbURL, "runner-a", "runner")
 	tokB := addUser(t, dbURL, "runner-b", "runner")
 	// Both servers run with the same limit, as a deployment would.
-	a := runnerServer(t, dbURL, "--lease-ttl", "6s", "--upload-limit", "4/10m")
+	a := runnerServer(t, dbURL, "--lease-ttl", "6s", "--upload-limit", "8/10m")
 	t.Cleanup(a.stop)
-	b := runnerServer(t, dbURL, "--lease-ttl", "6s", "--upload-limit", "4/10m")
+	b := runnerServer(t, dbURL, "--lease-ttl", "6s", "--upload-limit", "8/10m")
 	t.Cleanup(b.stop)
 	db := openDB(t, dbURL)
 	answer := readFile(t, runnerAnswers+"/rx/answer.ipynb")
@@ -79,14 +79,14 @@ func TestTwoServersOnOnePostgres(t *testing.T) {
 	}
 
 	// 2. The upload limit is one count across both servers.
-	for i, s := range []*server{a, b, a, b} {
+	for i, s := range []*server{a, b, a, b, a, b, a, b} {
 		if resp, sub := upload(t, s, bob, "rx", answer, fmt.Sprintf("k%d", i)); resp.StatusCode != 202 {
 			t.Fatalf("bob's upload %d: %d %v", i+1, resp.StatusCode, sub)
 		}
 	}
 	for _, s := range []*server{a, b} {
 		if resp, _ := upload(t, s, bob, "rx", answer, "k-over"); resp.StatusCode != 429 {
-			t.Fatalf("bob's fifth upload in the window through %s: %d, want 429", s.url, resp.StatusCode)
+			t.Fatalf("bob's ninth upload in the window through %s: %d, want 429", s.url, resp.StatusCode)
 		}
 	}
 
@@ -104,12 +104,12 @@ func TestTwoServersOnOnePostgres(t *testing.T) {
 	if err := db.RawScan(context.Background(), &subs, "SELECT id FROM submissions ORDER BY created_at"); err != nil {
 		t.Fatal(err)
 	}
-	if len(subs) != 11 {
-		t.Fatalf("%d submissions, want 11", len(subs))
+	if len(subs) != 15 {
+		t.Fatalf("%d submissions, want 15", len(subs))
 	}
 	for i, s := range subs {
 		owner := ada
-		if i >= 1 && i <= 4 {
+		if i >= 1 && i <= 8 {
 			owner = bob
 		}
 		if sub := waitGraded(t, []*server{a, b}[i%2], owner, s.ID); sub["status"] != "graded" || sub["score"] != sub["max_score"] {
