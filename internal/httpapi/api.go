@@ -12,7 +12,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
 )
 
@@ -81,7 +80,7 @@ func toJSON(s domain.Submission) SubmissionJSON {
 	// NUL, control characters and non-UTF-8 bytes as visible \xNN escapes.
 	cells := make([]domain.CellResult, len(s.Cells))
 	for i, c := range s.Cells {
-		c.Message, c.Observed, c.Expected, c.Diff = store.Printable(c.Message), store.Printable(c.Observed), store.Printable(c.Expected), store.Printable(c.Diff)
+		c.Message, c.Observed, c.Expected, c.Diff = domain.Printable(c.Message), domain.Printable(c.Observed), domain.Printable(c.Expected), domain.Printable(c.Diff)
 		cells[i] = c
 	}
 	return SubmissionJSON{

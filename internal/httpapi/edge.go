@@ -8,7 +8,6 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Longest path parameter and query value accepted: ids and filters are
@@ -33,7 +32,7 @@ func (s *Server) edgeCheck() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		for _, p := range c.Params {
 			if !cleanText(p.Value, maxParamBytes) {
-				s.problem(c, domain.Errorf(domain.ENOTFOUND, "no %s %s here", p.Key, store.Printable(truncate(p.Value, 64))))
+				s.problem(c, domain.Errorf(domain.ENOTFOUND, "no %s %s here", p.Key, domain.Printable(truncate(p.Value, 64))))
 				c.Abort()
 				return
 			}
@@ -52,7 +51,7 @@ func (s *Server) edgeCheck() gin.HandlerFunc {
 				ok = ok && cleanText(v, maxQueryBytes)
 			}
 			if !ok {
-				problems = append(problems, fmt.Sprintf("query parameter %s must be UTF-8 text without NUL, at most %d bytes", store.Printable(truncate(k, 64)), maxQueryBytes))
+				problems = append(problems, fmt.Sprintf("query parameter %s must be UTF-8 text without NUL, at most %d bytes", domain.Printable(truncate(k, 64)), maxQueryBytes))
 			}
 		}
 		if len(problems) > 0 {

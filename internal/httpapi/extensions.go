@@ -7,7 +7,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/extension"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // extensionRoutes mounts per-learner extensions (issue 18) for staff.
@@ -45,7 +44,7 @@ func (s *Server) listExtensions(c *gin.Context) {
 		return
 	}
 	if list == nil {
-		list = []store.Extension{}
+		list = []domain.Extension{}
 	}
 	c.JSON(http.StatusOK, gin.H{"exercise": c.Param("id"), "extensions": list})
 }

@@ -10,7 +10,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
-	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/fleet"
 )
 
 // fleetRoutes mounts the instructor view of the runner fleet: registered
@@ -40,7 +40,7 @@ type RunnerJSON struct {
 	Report   envprobe.Report `json:"report"`
 	// Allowed is what the runner's token may register as (absent: not
 	// bound); Profile, Labels and Report are what the runner attested.
-	Allowed *store.RunnerScope `json:"allowed,omitempty"`
+	Allowed *fleet.RunnerScope `json:"allowed,omitempty"`
 }
 
 func (s *Server) listRunners(c *gin.Context) {

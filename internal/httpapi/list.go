@@ -12,7 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/policy"
 )
 
 // listSubmissions answers GET /api/v1/submissions: newest first, filtered
@@ -25,14 +25,14 @@ func (s *Server) listSubmissions(c *gin.Context) {
 		s.problem(c, err)
 		return
 	}
-	subs, err := s.DB.Submissions(c.Request.Context(), f)
+	subs, err := s.policy().List(c.Request.Context(), u, f)
 	if err != nil {
 		s.problem(c, err)
 		return
 	}
 	out := make([]SubmissionJSON, len(subs))
 	for i, sub := range subs {
-		out[i] = toJSON(s.policy().Redact(u, sub))
+		out[i] = toJSON(sub)
 	}
 	if len(subs) == f.Limit {
 		next := c.Request.URL.Query()
@@ -43,10 +43,24 @@ func (s *Server) listSubmissions(c *gin.Context) {
 }
 
 // submissionFilter reads the listing's query, reporting every invalid
-// value at once. Learners are always limited to their own submissions.
-func (s *Server) submissionFilter(ctx context.Context, u domain.User, q url.Values) (store.SubmissionFilter, error) {
-	f := store.SubmissionFilter{ExerciseID: q.Get("exercise"), Status: q.Get("status"), Limit: 100}
-	var problems []string
+// value at once. Whose submissions the user may list is policy's to say.
+func (s *Server) submissionFilter(ctx context.Context, u domain.User, q url.Values) (domain.SubmissionFilter, error) {
+	l := policy.Listing{Learner: q.Get("learner")}
+	var problems, cursor []string
+	if v := q.Get("cursor"); v != "" {
+		id, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil || len(id) == 0 || !cleanText(string(id), 64) {
+			// Not an id: Postgres would refuse NUL or non-UTF-8 bytes.
+			cursor = append(cursor, "cursor: not a cursor this listing gave out")
+		} else {
+			l.After = string(id)
+		}
+	}
+	f, scoped, err := s.policy().Filter(ctx, u, l)
+	if err != nil {
+		return f, err
+	}
+	f.ExerciseID, f.Status, f.Limit = q.Get("exercise"), q.Get("status"), 100
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > 1000 {
@@ -64,52 +78,8 @@ func (s *Server) submissionFilter(ctx context.Context, u domain.User, q url.Valu
 			problems = append(problems, fmt.Sprintf("exercise=%q: no such exercise", f.ExerciseID))
 		}
 	}
-	if !u.Role.CanSeeAll() {
-		f.UserID = u.ID
-	}
-	if name := q.Get("learner"); name != "" {
-		switch learner, err := s.DB.UserByName(ctx, name); {
-		case err == nil && (u.Role.CanSeeAll() || learner.ID == u.ID):
-			f.UserID = learner.ID
-		case domain.ErrorCode(err) == domain.ENOTFOUND || err == nil:
-			// A learner naming someone else learns nothing about them.
-			problems = append(problems, fmt.Sprintf("learner=%q: no such learner", name))
-		default:
-			return f, err
-		}
-	}
-	if v := q.Get("cursor"); v != "" {
-		after, err := s.cursorSubmission(ctx, u, v)
-		if err != nil {
-			return f, err
-		}
-		if after == nil {
-			problems = append(problems, "cursor: not a cursor this listing gave out")
-		}
-		f.After = after
-	}
-	if len(problems) > 0 {
+	if problems = append(append(problems, scoped...), cursor...); len(problems) > 0 {
 		return f, &domain.Error{Code: domain.EINVALID, Message: "invalid query", Problems: problems}
 	}
 	return f, nil
-}
-
-// cursorSubmission decodes a cursor: the id of the last submission of the
-// previous page, which this user must be able to see. nil: not valid.
-func (s *Server) cursorSubmission(ctx context.Context, u domain.User, cursor string) (*domain.Submission, error) {
-	id, err := base64.RawURLEncoding.DecodeString(cursor)
-	if err != nil || len(id) == 0 || !cleanText(string(id), 64) {
-		return nil, nil // not an id: Postgres would refuse NUL or non-UTF-8 bytes
-	}
-	sub, err := s.DB.Submission(ctx, string(id))
-	if domain.ErrorCode(err) == domain.ENOTFOUND {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if sub.UserID != u.ID && !u.Role.CanSeeAll() {
-		return nil, nil
-	}
-	return &sub, nil
 }

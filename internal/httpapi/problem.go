@@ -8,7 +8,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/policy"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Problem is an RFC 9457 problem detail. Problems lists every individual
@@ -26,20 +25,17 @@ type Problem struct {
 // Retry-After) or 507 with its reason; other internal errors are 500,
 // logged (identical ones once per interval, with a count) and not shown.
 func (s *Server) problem(c *gin.Context, err error) {
-	code := domain.ErrorCode(err)
-	if code == domain.EINTERNAL {
-		if f := store.Fault(err); f != nil {
-			// One line per kind of fault and interval: a database that is
-			// down fails every request, in a few different words.
-			s.errorLog().log(c.Request.Context(), f.Code, "database fault", err, "method", c.Request.Method, "path", c.Request.URL.Path, "code", f.Code)
-			if f.Code == domain.ESTORAGE {
-				s.storageFault.Store(time.Now().UnixNano())
-			}
-			err, code = f, f.Code
+	status, fault, ok := policy.Classify(err)
+	switch {
+	case fault != nil:
+		// One line per kind of fault and interval: a database that is
+		// down fails every request, in a few different words.
+		s.errorLog().log(c.Request.Context(), fault.Code, "database fault", err, "method", c.Request.Method, "path", c.Request.URL.Path, "code", fault.Code)
+		if fault.Code == domain.ESTORAGE {
+			s.storageFault.Store(time.Now().UnixNano())
 		}
-	}
-	status, ok := policy.Status(err)
-	if !ok {
+		err = fault
+	case !ok:
 		s.errorLog().log(c.Request.Context(), "", "request failed", err, "method", c.Request.Method, "path", c.Request.URL.Path)
 	}
 	if status == http.StatusServiceUnavailable {

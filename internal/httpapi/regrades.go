@@ -8,7 +8,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/regrade"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // regradeRoutes mounts the grading-engine routes (issue 3): staged
@@ -53,16 +52,16 @@ func (s *Server) regradeID(c *gin.Context) (int64, bool) {
 
 func (s *Server) getRegrade(c *gin.Context) {
 	if id, ok := s.regradeID(c); ok {
-		s.regradeReply(c, func() (store.Regrade, error) { return s.regrades().Get(c.Request.Context(), id) })
+		s.regradeReply(c, func() (domain.Regrade, error) { return s.regrades().Get(c.Request.Context(), id) })
 	}
 }
 
 func (s *Server) applyRegrade(c *gin.Context) {
 	if id, ok := s.regradeID(c); ok {
-		s.regradeReply(c, func() (store.Regrade, error) {
+		s.regradeReply(c, func() (domain.Regrade, error) {
 			rg, err := s.regrades().Apply(c.Request.Context(), id)
 			if err == nil {
-				s.audit(c, store.AuditRegradeApply, "regrade "+strconv.FormatInt(id, 10), "through the API")
+				s.audit(c, domain.AuditRegradeApply, "regrade "+strconv.FormatInt(id, 10), "through the API")
 			}
 			return rg, err
 		})
@@ -71,11 +70,11 @@ func (s *Server) applyRegrade(c *gin.Context) {
 
 func (s *Server) discardRegrade(c *gin.Context) {
 	if id, ok := s.regradeID(c); ok {
-		s.regradeReply(c, func() (store.Regrade, error) { return s.regrades().Discard(c.Request.Context(), id) })
+		s.regradeReply(c, func() (domain.Regrade, error) { return s.regrades().Discard(c.Request.Context(), id) })
 	}
 }
 
-func (s *Server) regradeReply(c *gin.Context, f func() (store.Regrade, error)) {
+func (s *Server) regradeReply(c *gin.Context, f func() (domain.Regrade, error)) {
 	r, err := f()
 	if err != nil {
 		s.problem(c, err)

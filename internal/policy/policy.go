@@ -29,6 +29,7 @@ type Store interface {
 	// LatestSubmissions returns userID's newest submission per exercise.
 	LatestSubmissions(ctx context.Context, userID int64) (map[string]domain.Submission, error)
 	CountSubmissions(ctx context.Context, userID int64, exerciseID string, since time.Time) (int64, error)
+	UserByName(ctx context.Context, name string) (domain.User, error)
 	// ExecutedNotebook is the stored executed notebook (ENOTFOUND without one).
 	ExecutedNotebook(ctx context.Context, id string) ([]byte, error)
 }
@@ -127,6 +128,60 @@ func (p *Service) Latest(ctx context.Context, u domain.User) (map[string]domain.
 // most limit, redacted for u.
 func (p *Service) History(ctx context.Context, u domain.User, exerciseID string, limit int) ([]domain.Submission, error) {
 	subs, err := p.DB.Submissions(ctx, domain.SubmissionFilter{UserID: u.ID, ExerciseID: exerciseID, Limit: limit})
+	for i := range subs {
+		subs[i] = p.Redact(u, subs[i])
+	}
+	return subs, err
+}
+
+// Listing is whose submissions a user asks to list, and from where.
+type Listing struct {
+	// Learner names the learner listed ("" = everyone the user may see).
+	Learner string
+	// After is the id of the last submission of the previous page ("" =
+	// from the newest).
+	After string
+}
+
+// Filter scopes a listing to what u may see: learners list only their own
+// submissions, whatever they ask; naming another learner, or continuing
+// after a submission that is not theirs, is reported exactly like naming
+// no one (problems, for the caller's EINVALID), so nobody learns about
+// others. The caller sets the filter's exercise, status and limit.
+func (p *Service) Filter(ctx context.Context, u domain.User, l Listing) (f domain.SubmissionFilter, problems []string, err error) {
+	if !u.Role.CanSeeAll() {
+		f.UserID = u.ID
+	}
+	if l.Learner != "" {
+		switch learner, err := p.DB.UserByName(ctx, l.Learner); {
+		case err == nil && (u.Role.CanSeeAll() || learner.ID == u.ID):
+			f.UserID = learner.ID
+		case domain.ErrorCode(err) == domain.ENOTFOUND || err == nil:
+			problems = append(problems, fmt.Sprintf("learner=%q: no such learner", l.Learner))
+		default:
+			return f, nil, err
+		}
+	}
+	if l.After != "" {
+		switch after, err := p.Readable(ctx, u, l.After); {
+		case err == nil:
+			f.After = &after
+		case domain.ErrorCode(err) == domain.ENOTFOUND:
+			problems = append(problems, "cursor: not a cursor this listing gave out")
+		default:
+			return f, nil, err
+		}
+	}
+	return f, problems, nil
+}
+
+// List lists submissions under f, newest first, redacted for u; a learner
+// gets only their own whatever f says.
+func (p *Service) List(ctx context.Context, u domain.User, f domain.SubmissionFilter) ([]domain.Submission, error) {
+	if !u.Role.CanSeeAll() {
+		f.UserID = u.ID
+	}
+	subs, err := p.DB.Submissions(ctx, f)
 	for i := range subs {
 		subs[i] = p.Redact(u, subs[i])
 	}
@@ -243,29 +298,37 @@ func (p *Service) Standings(ctx context.Context, userID int64) (map[string]Count
 // 500; ok is false for any other internal error (500), which the caller
 // logs and does not show.
 func Status(err error) (status int, ok bool) {
+	status, _, ok = Classify(err)
+	return status, ok
+}
+
+// Classify is Status with the database fault err is, if it is one: a
+// *domain.Error with EUNAVAILABLE or ESTORAGE (store.Fault) whose message
+// is what to show in place of the driver's words; nil for anything else.
+func Classify(err error) (status int, fault *domain.Error, ok bool) {
 	code := domain.ErrorCode(err)
 	if f := store.Fault(err); code == domain.EINTERNAL && f != nil {
-		code = f.Code
+		fault, code = f, f.Code
 	}
 	switch code {
 	case domain.EUNAVAILABLE:
-		return http.StatusServiceUnavailable, true
+		return http.StatusServiceUnavailable, fault, true
 	case domain.ESTORAGE:
-		return http.StatusInsufficientStorage, true
+		return http.StatusInsufficientStorage, fault, true
 	case domain.EINVALID:
-		return http.StatusUnprocessableEntity, true
+		return http.StatusUnprocessableEntity, fault, true
 	case domain.ENOTFOUND:
-		return http.StatusNotFound, true
+		return http.StatusNotFound, fault, true
 	case domain.EUNAUTHORIZED:
-		return http.StatusUnauthorized, true
+		return http.StatusUnauthorized, fault, true
 	case domain.EFORBIDDEN:
-		return http.StatusForbidden, true
+		return http.StatusForbidden, fault, true
 	case domain.ECONFLICT:
-		return http.StatusConflict, true
+		return http.StatusConflict, fault, true
 	case domain.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge, true
+		return http.StatusRequestEntityTooLarge, fault, true
 	case domain.ERATELIMIT:
-		return http.StatusTooManyRequests, true
+		return http.StatusTooManyRequests, fault, true
 	}
-	return http.StatusInternalServerError, false
+	return http.StatusInternalServerError, fault, false
 }
