@@ -139,3 +139,53 @@ func TestStatus(t *testing.T) {
 		t.Errorf("internal: %d %v", got, ok)
 	}
 }
+
+// TestListingScope: a learner's listing is their own whatever they ask
+// (naming another learner or continuing after another's submission is
+// answered like naming no one), staff list anyone, and the learner-facing
+// reads (history, attempts, executed notebook) keep to the same rules.
+func TestListingScope(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			p := &policy.Service{DB: db, Now: db.Now, Catalog: catalog(t)}
+			ada, _, _ := db.CreateUser(ctx, "ada", domain.RoleLearner)
+			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
+			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
+			adas := graded(t, db, ada.ID, "best", 9)
+			bobs := graded(t, db, bob.ID, "best", 3)
+
+			f, problems, err := p.Filter(ctx, ada, policy.Listing{Learner: "bob", After: bobs.ID})
+			if err != nil || len(problems) != 2 || f.UserID != ada.ID || f.After != nil {
+				t.Errorf("ada naming bob: %+v %q %v", f, problems, err)
+			}
+			f, problems, err = p.Filter(ctx, ada, policy.Listing{Learner: "nobody"})
+			if err != nil || len(problems) != 1 {
+				t.Errorf("unknown learner: %q %v (must read as bob did)", problems, err)
+			}
+			if subs, err := p.List(ctx, ada, domain.SubmissionFilter{UserID: bob.ID}); err != nil || len(subs) != 1 || subs[0].ID != adas.ID {
+				t.Errorf("ada listing with bob's id: %+v %v", subs, err)
+			}
+			f, problems, err = p.Filter(ctx, teacher, policy.Listing{Learner: "bob", After: adas.ID})
+			if err != nil || len(problems) != 0 || f.UserID != bob.ID || f.After == nil || f.After.ID != adas.ID {
+				t.Errorf("staff naming bob: %+v %q %v", f, problems, err)
+			}
+			if subs, err := p.List(ctx, teacher, domain.SubmissionFilter{}); err != nil || len(subs) != 2 {
+				t.Errorf("staff listing: %d %v", len(subs), err)
+			}
+
+			if h, err := p.History(ctx, ada, "best", 10); err != nil || len(h) != 1 || h[0].ID != adas.ID {
+				t.Errorf("history: %+v %v", h, err)
+			}
+			if n, err := p.Attempts(ctx, bob, "best"); err != nil || n != 1 {
+				t.Errorf("attempts: %d %v", n, err)
+			}
+			if _, err := p.Executed(ctx, ada, adas); domain.ErrorCode(err) != domain.ENOTFOUND {
+				t.Errorf("a submission without an executed notebook: %v, want ENOTFOUND", err)
+			}
+		})
+	}
+}
