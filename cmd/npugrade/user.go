@@ -14,10 +14,11 @@ const userUsage = `usage: npugrade user add NAME --role learner|instructor|admin
        npugrade user list [--db URL]
        npugrade user token NAME [--db URL]
        npugrade user revoke NAME [--db URL]
+       npugrade user import ROSTER.csv [--tokens FILE] [--db URL]
 
 Manage users and their API tokens in the server's database. Without --db the
 commands use NPUGRADE_DB; with neither they fail instead of guessing a file.
-Only 'add' may set up a new database; the others need one that exists.
+Only 'add' and 'import' may set up a new database; the others need one that exists.
 
 Run 'npugrade user <subcommand> --help' for its flags.
 
@@ -27,7 +28,7 @@ environment:
 
 func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "npugrade user: missing subcommand (add, list, token or revoke)")
+		fmt.Fprintln(stderr, "npugrade user: missing subcommand (add, list, token, revoke or import)")
 		fmt.Fprint(stderr, "\n"+userUsage)
 		return exitError
 	}
@@ -37,6 +38,10 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"list":   "List users: id, name, role.",
 		"token":  "Print a new API token for a user (earlier tokens stay valid).",
 		"revoke": "Revoke every API token of a user.",
+		"import": "Import a class roster (CSV with a header: name, email or student_number, section, role; '-' reads stdin).\n" +
+			"The student number (else the email) is the login name: importing again updates people, never duplicates them.\n" +
+			"Every bad row is reported at once and then nothing is imported. New users' tokens are written once, as CSV\n" +
+			"(login,name,section,role,token), to stdout or --tokens; only their hashes are stored.",
 	}
 	switch {
 	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
@@ -47,12 +52,18 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitError
 	}
 	nameArg, nArgs := "NAME", 1
-	if sub == "list" {
+	switch sub {
+	case "list":
 		nameArg, nArgs = "", 0
+	case "import":
+		nameArg = "ROSTER.csv"
 	}
 	fs := newCommand("user "+sub, nameArg, about[sub], envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
-	var role, profiles, labels *string
+	var role, profiles, labels, tokensFile *string
+	if sub == "import" {
+		tokensFile = fs.String("tokens", "", "write the new users' tokens to this new `FILE` (mode 0600, never overwritten) instead of stdout")
+	}
 	if sub == "add" {
 		role = fs.Choice("role", string(domain.RoleLearner), []string{string(domain.RoleLearner), string(domain.RoleInstructor),
 			string(domain.RoleAdmin), string(domain.RoleRunner)}, "learner, instructor, admin or runner")
@@ -82,9 +93,9 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 		}
 	}
-	// Only add may create the database; reading commands need the server's.
+	// Only add and import may create the database; the others need the server's.
 	open := store.OpenExisting
-	if sub == "add" {
+	if sub == "add" || sub == "import" {
 		open = func(ctx context.Context, url string) (*store.DB, error) { return store.Open(ctx, url, nil) }
 	}
 	db, err := open(ctx, *dbURL)
@@ -98,6 +109,8 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return userAdd(ctx, db, pos[0], domain.Role(*role), scope, stdout, stderr)
 	case "list":
 		return userList(ctx, db, stdout, stderr)
+	case "import":
+		return userImport(ctx, db, pos[0], *tokensFile, stdout, stderr)
 	default:
 		return userToken(ctx, db, sub, pos[0], stdout, stderr)
 	}

@@ -34,6 +34,10 @@ type User struct {
 	Name      string
 	Role      Role
 	CreatedAt time.Time
+	// FullName and Section come from a roster import (issue 18); both
+	// may be empty.
+	FullName string
+	Section  string
 }
 
 // Submission statuses, as the API reports them.

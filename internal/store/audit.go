@@ -21,6 +21,9 @@ const (
 	AuditRegradeApply  = domain.AuditRegradeApply
 	AuditRunnerDrain   = domain.AuditRunnerDrain
 	AuditRunnerResume  = domain.AuditRunnerResume
+	// Issue 18 (rosters).
+	AuditRosterImported = "roster-imported"
+	AuditRosterUpdated  = "user-updated"
 )
 
 type AuditEvent = domain.AuditEvent
@@ -49,7 +52,16 @@ func (tx *Tx) Audit(actor domain.User, action, subject, detail string) error {
 }
 
 func (db *DB) audit(g *gorm.DB, actor domain.User, action, subject, detail string) error {
-	row := auditRow{At: db.Now(), Actor: actor.Name, Action: action, Subject: subject, Detail: detail}
+	row := db.auditEntry(actor, action, subject, detail, db.Now())
+	if err := g.Create(&row).Error; err != nil {
+		return fmt.Errorf("write the audit log (%s %s): %w", action, subject, err)
+	}
+	return nil
+}
+
+// auditEntry is one row of the audit log; the command line acts as "cli".
+func (db *DB) auditEntry(actor domain.User, action, subject, detail string, at time.Time) auditRow {
+	row := auditRow{At: at, Actor: actor.Name, Action: action, Subject: subject, Detail: detail}
 	if actor.ID != 0 {
 		id := actor.ID
 		row.ActorID = &id
@@ -57,10 +69,7 @@ func (db *DB) audit(g *gorm.DB, actor domain.User, action, subject, detail strin
 	if row.Actor == "" {
 		row.Actor = "cli"
 	}
-	if err := g.Create(&row).Error; err != nil {
-		return fmt.Errorf("write the audit log (%s %s): %w", action, subject, err)
-	}
-	return nil
+	return row
 }
 
 // AuditEvents lists the newest events first, at most limit (default 200).

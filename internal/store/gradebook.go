@@ -77,6 +77,10 @@ func gradebookQuery(f GradebookFilter) (string, []any) {
 		where += ` AND LOWER(u.name) LIKE ? ESCAPE '\'`
 		args = append(args, "%"+likeEscape(strings.ToLower(f.Learner))+"%")
 	}
+	if f.Section != "" {
+		where += " AND u.section = ?"
+		args = append(args, f.Section)
+	}
 	return "SELECT u.id, u.name, s.id, s.exercise_id, s.score, s.max_score, s.graded_at FROM users u " + join +
 		" WHERE " + where + " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id", args
 }

@@ -9,6 +9,8 @@ type userRow struct {
 	Name      string
 	Role      string
 	CreatedAt time.Time
+	FullName  string // migration 00015 (rosters)
+	Section   string // migration 00015 (rosters)
 }
 
 func (userRow) TableName() string { return "users" }

@@ -124,5 +124,5 @@ func (db *DB) ListUsers(ctx context.Context) ([]domain.User, error) {
 }
 
 func toUser(r userRow) domain.User {
-	return domain.User{ID: r.ID, Name: r.Name, Role: domain.Role(r.Role), CreatedAt: r.CreatedAt}
+	return domain.User{ID: r.ID, Name: r.Name, Role: domain.Role(r.Role), CreatedAt: r.CreatedAt, FullName: r.FullName, Section: r.Section}
 }

@@ -22,6 +22,8 @@ type usersData struct {
 	NewToken string
 	NewFor   string
 	Message  string
+	Problems []string // a roster's, every one (issue 18)
+	Notice   string
 }
 
 func (h *handler) usersPage(c *gin.Context) { h.renderUsers(c, http.StatusOK, usersData{}) }

@@ -27,6 +27,9 @@ type dashboardData struct {
 	Runners   []fleet.Runner
 	Exercises []exerciseRow
 	Recent    []domain.Submission
+	// Section filters the per-day chart and the recent submissions.
+	Section  string
+	Sections []string
 }
 
 // queueNow are the job states the queue's depth is made of.
@@ -34,9 +37,13 @@ var queueNow = []string{domain.JobQueued, domain.JobLeased}
 
 func (h *handler) dashboard(c *gin.Context) {
 	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
-	var d dashboardData
+	d := dashboardData{Section: c.Query("section")}
 	var err error
-	if d.PerDay, err = h.Reports.SubmissionsPerDay(ctx, 14); err != nil {
+	if d.Sections, err = h.Sections.Sections(ctx); err != nil {
+		h.fail(c, err)
+		return
+	}
+	if d.PerDay, err = h.Sections.SectionSubmissionsPerDay(ctx, 14, d.Section); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -76,7 +83,7 @@ func (h *handler) dashboard(c *gin.Context) {
 	for _, ex := range h.Catalog.List() {
 		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil)})
 	}
-	if d.Recent, err = h.Reports.RecentSubmissions(ctx, 20); err != nil {
+	if d.Recent, err = h.Sections.SectionRecentSubmissions(ctx, 20, d.Section); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -92,7 +99,7 @@ func countsOf(ex *exercise.Exercise) string {
 }
 
 func (h *handler) gradebookFilter(c *gin.Context) (domain.GradebookFilter, error) {
-	f := domain.GradebookFilter{ExerciseID: c.Query("exercise"), Learner: strings.TrimSpace(c.Query("learner"))}
+	f := domain.GradebookFilter{ExerciseID: c.Query("exercise"), Learner: strings.TrimSpace(c.Query("learner")), Section: c.Query("section")}
 	for _, ex := range h.Catalog.List() {
 		f.Exercises = append(f.Exercises, ex.ID)
 	}
@@ -185,6 +192,8 @@ type gradebookData struct {
 	Exercises []exerciseRow
 	Exercise  string
 	Learner   string
+	Section   string
+	Sections  []string
 	Rows      []domain.GradebookRow
 	Truncated bool
 	CSVURL    string
@@ -201,7 +210,11 @@ func (h *handler) gradebookPage(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	d := gradebookData{Exercise: f.ExerciseID, Learner: f.Learner, CSVURL: "/api/v1/gradebook.csv"}
+	d := gradebookData{Exercise: f.ExerciseID, Learner: f.Learner, Section: f.Section, CSVURL: "/api/v1/gradebook.csv"}
+	if d.Sections, err = h.Sections.Sections(ctx); err != nil {
+		h.fail(c, err)
+		return
+	}
 	for _, ex := range h.Catalog.List() {
 		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang)})
 	}

@@ -81,6 +81,10 @@ type Deps struct {
 	SessionTTL time.Duration
 	// Extensions grants and revokes per-learner extensions (issue 18).
 	Extensions Extensions
+	// Rosters imports class rosters (issue 18).
+	Rosters Rosters
+	// Sections lists sections and filters the dashboard by one (issue 18).
+	Sections Sections
 }
 
 // userByToken resolves token through Tokens when set.
@@ -148,6 +152,8 @@ func Mount(r gin.IRouter, d Deps) {
 
 	p.GET("/admin/users", h.session(domain.RoleAdmin), h.usersPage)
 	p.POST("/admin/users", h.session(domain.RoleAdmin), h.csrf(), h.createUser)
+	// The roster form is multipart: importRoster checks its CSRF token itself.
+	p.POST("/admin/users/import", h.session(domain.RoleAdmin), h.importRoster)
 	p.POST("/admin/users/:id/tokens", h.session(domain.RoleAdmin), h.csrf(), h.createToken)
 	p.POST("/admin/tokens/:id/revoke", h.session(domain.RoleAdmin), h.csrf(), h.revokeToken)
 	p.GET("/admin/runners", h.session(domain.RoleAdmin), h.runnersPage)

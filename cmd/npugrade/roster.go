@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/roster"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// userImport runs `npugrade user import ROSTER.csv`: the roster is
+// checked whole (every problem on stderr, exit 2, nothing imported), then
+// imported in one transaction; the new users' tokens go to stdout or
+// --tokens once.
+func userImport(ctx context.Context, db *store.DB, path, tokensFile string, stdout, stderr io.Writer) int {
+	var in io.Reader = os.Stdin
+	if path != "-" {
+		f, err := os.Open(path)
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade user import:", err)
+			return exitError
+		}
+		defer f.Close()
+		in = f
+	}
+	// Open the tokens file first: a roster must not be imported when its
+	// tokens have nowhere to go.
+	out := stdout
+	if tokensFile != "" {
+		f, err := os.OpenFile(tokensFile, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade user import: --tokens:", err)
+			return exitError
+		}
+		defer f.Close()
+		out = f
+	}
+	res, err := (&roster.Service{DB: db}).Import(ctx, domain.User{}, in)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade user import:", domain.ErrorMessage(err))
+		for _, p := range domain.ErrorProblems(err) {
+			fmt.Fprintln(stderr, "  "+p)
+		}
+		if domain.ErrorCode(err) == domain.EINTERNAL {
+			fmt.Fprintln(stderr, "  ", err)
+		}
+		if tokensFile != "" {
+			_ = os.Remove(tokensFile) // created empty above, nothing written
+		}
+		return exitError
+	}
+	if err := roster.WriteTokens(out, res.Created); err != nil {
+		fmt.Fprintln(stderr, "npugrade user import: writing the tokens:", err)
+		return exitError
+	}
+	if f, ok := out.(*os.File); ok && f != os.Stdout {
+		if err := f.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+			fmt.Fprintln(stderr, "npugrade user import: writing the tokens:", err)
+			return exitError
+		}
+	}
+	fmt.Fprintf(stderr, "imported the roster: %d created, %d updated, %d unchanged\n", len(res.Created), len(res.Updated), res.Unchanged)
+	return exitOK
+}

@@ -1,0 +1,136 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/npugrade/npugrade/internal/auth"
+	"github.com/npugrade/npugrade/internal/domain"
+)
+
+// RosterEntry is one person of a roster: Name is the unique login name
+// (a student number or email), FullName and Section what the roster says.
+type RosterEntry struct {
+	Name     string
+	FullName string
+	Section  string
+	Role     domain.Role
+}
+
+// RosterResult is what an import did. Created carries each new user's
+// first token, which exists nowhere else (only its hash is stored).
+type RosterResult struct {
+	Created   []RosterToken
+	Updated   []string
+	Unchanged int
+}
+
+// RosterToken is a new user with their token.
+type RosterToken struct {
+	RosterEntry
+	Token string
+}
+
+// rosterBatch bounds the rows of one INSERT and the names of one IN list
+// (SQLite and Postgres both cap bound parameters per statement).
+const rosterBatch = 500
+
+// UsersByName returns the users among names, by name.
+func (db *DB) UsersByName(ctx context.Context, names []string) (map[string]domain.User, error) {
+	out := make(map[string]domain.User, len(names))
+	for start := 0; start < len(names); start += rosterBatch {
+		var rows []userRow
+		chunk := names[start:min(start+rosterBatch, len(names))]
+		if err := db.gorm.WithContext(ctx).Where("name IN ?", chunk).Find(&rows).Error; err != nil {
+			return nil, fmt.Errorf("look up %d users: %w", len(chunk), err)
+		}
+		for _, r := range rows {
+			out[r.Name] = toUser(r)
+		}
+	}
+	return out, nil
+}
+
+// ImportRoster creates the roster's new users (each with a token) and
+// updates the full name, section and role of existing ones, all in one
+// transaction with batched inserts, and records every creation and
+// change in the audit log. Importing the same roster again changes
+// nothing. Runner accounts are never touched (ECONFLICT).
+func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []RosterEntry) (RosterResult, error) {
+	var res RosterResult
+	err := db.InTx(ctx, func(tx *Tx) error {
+		res = RosterResult{}
+		names := make([]string, len(entries))
+		for i, e := range entries {
+			names[i] = e.Name
+		}
+		existing := map[string]userRow{}
+		for start := 0; start < len(names); start += rosterBatch {
+			var rows []userRow
+			if err := tx.g.Where("name IN ?", names[start:min(start+rosterBatch, len(names))]).Find(&rows).Error; err != nil {
+				return fmt.Errorf("look up the roster's users: %w", err)
+			}
+			for _, r := range rows {
+				existing[r.Name] = r
+			}
+		}
+		now := db.Now()
+		var fresh []userRow
+		var audits []auditRow
+		for _, e := range entries {
+			old, ok := existing[e.Name]
+			switch {
+			case !ok:
+				fresh = append(fresh, userRow{Name: e.Name, Role: string(e.Role), CreatedAt: now, FullName: e.FullName, Section: e.Section})
+			case old.Role == string(domain.RoleRunner):
+				return domain.Errorf(domain.ECONFLICT, "%q is a runner account; a roster cannot change it", e.Name)
+			case old.FullName == e.FullName && old.Section == e.Section && old.Role == string(e.Role):
+				res.Unchanged++
+			default:
+				if err := tx.g.Model(&userRow{}).Where("id = ?", old.ID).
+					Updates(map[string]any{"full_name": e.FullName, "section": e.Section, "role": string(e.Role)}).Error; err != nil {
+					return fmt.Errorf("update user %q: %w", e.Name, err)
+				}
+				res.Updated = append(res.Updated, e.Name)
+				audits = append(audits, db.auditEntry(actor, AuditRosterUpdated, e.Name,
+					fmt.Sprintf("role %s → %s, section %q → %q", old.Role, e.Role, old.Section, e.Section), now))
+			}
+		}
+		if len(fresh) > 0 {
+			if err := tx.g.CreateInBatches(&fresh, rosterBatch).Error; err != nil {
+				return fmt.Errorf("insert %d users: %w", len(fresh), translate(err))
+			}
+			tokens := make([]tokenRow, len(fresh))
+			res.Created = make([]RosterToken, len(fresh))
+			for i, u := range fresh {
+				token, err := auth.NewToken()
+				if err != nil {
+					return err
+				}
+				tokens[i] = tokenRow{UserID: u.ID, Hash: auth.HashToken(token), Prefix: token[:12], CreatedAt: now}
+				res.Created[i] = RosterToken{RosterEntry: RosterEntry{Name: u.Name, FullName: u.FullName, Section: u.Section, Role: domain.Role(u.Role)}, Token: token}
+				audits = append(audits, db.auditEntry(actor, AuditUserCreated, u.Name, "role "+u.Role+", section "+u.Section+" (roster import)", now))
+			}
+			if err := tx.g.CreateInBatches(&tokens, rosterBatch).Error; err != nil {
+				return fmt.Errorf("insert %d tokens: %w", len(tokens), err)
+			}
+		}
+		audits = append(audits, db.auditEntry(actor, AuditRosterImported, fmt.Sprintf("%d rows", len(entries)),
+			fmt.Sprintf("%d created, %d updated, %d unchanged", len(res.Created), len(res.Updated), res.Unchanged), now))
+		if err := tx.g.CreateInBatches(&audits, rosterBatch).Error; err != nil {
+			return fmt.Errorf("write the audit log of the roster import: %w", err)
+		}
+		return nil
+	})
+	return res, err
+}
+
+// Sections lists the sections users are in, sorted ("" left out).
+func (db *DB) Sections(ctx context.Context) ([]string, error) {
+	var out []string
+	if err := db.gorm.WithContext(ctx).Model(&userRow{}).Where("section <> ''").Distinct("section").
+		Order("section").Limit(1000).Pluck("section", &out).Error; err != nil {
+		return nil, fmt.Errorf("list sections: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,85 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/roster"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// Rosters imports class rosters (package roster; npugrade user import
+// calls the same).
+type Rosters interface {
+	Import(ctx context.Context, actor domain.User, r io.Reader) (store.RosterResult, error)
+}
+
+// Sections lists the sections of a roster and the dashboard's views of
+// one (issue 18); "" is everyone.
+type Sections interface {
+	Sections(ctx context.Context) ([]string, error)
+	SectionSubmissionsPerDay(ctx context.Context, days int, section string) ([]domain.DayCount, error)
+	SectionRecentSubmissions(ctx context.Context, limit int, section string) ([]domain.Submission, error)
+}
+
+// importRoster takes the admin page's roster upload. New users' tokens
+// come back once, as a CSV download in the response itself (never stored,
+// never in a URL); a roster that only updates people shows the users page
+// with what changed; a bad one shows every problem.
+func (h *handler) importRoster(c *gin.Context) {
+	lang := c.GetString(ctxLang)
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, roster.MaxBytes+64<<10)
+	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			h.renderUsers(c, http.StatusRequestEntityTooLarge, usersData{Message: translate(lang, "roster.too_large")})
+			return
+		}
+		h.csrfFail(c) // without a parsable form there is no CSRF token either
+		return
+	}
+	defer c.Request.MultipartForm.RemoveAll()
+	if !h.csrfOK(c, c.Request.FormValue("csrf")) {
+		h.csrfFail(c)
+		return
+	}
+	f, _, err := c.Request.FormFile("roster")
+	if err != nil {
+		h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: translate(lang, "roster.choose")})
+		return
+	}
+	defer f.Close()
+	res, err := h.Rosters.Import(c.Request.Context(), sessionOf(c).User, f)
+	if err != nil {
+		switch domain.ErrorCode(err) {
+		case domain.EINVALID, domain.ETOOLARGE, domain.ECONFLICT:
+			h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: translate(lang, "roster.failed") + " " + domain.ErrorMessage(err),
+				Problems: domain.ErrorProblems(err)})
+		default:
+			h.fail(c, err)
+		}
+		return
+	}
+	summary := strconv.Itoa(len(res.Created)) + " / " + strconv.Itoa(len(res.Updated)) + " / " + strconv.Itoa(res.Unchanged)
+	if len(res.Created) == 0 {
+		h.renderUsers(c, http.StatusOK, usersData{Notice: translate(lang, "roster.done") + " " + summary})
+		return
+	}
+	var buf bytes.Buffer
+	if err := roster.WriteTokens(&buf, res.Created); err != nil {
+		h.fail(c, err)
+		return
+	}
+	c.Header("Cache-Control", "no-store")
+	c.Header("Content-Disposition", `attachment; filename="roster-tokens-`+time.Now().UTC().Format("20060102-150405")+`.csv"`)
+	c.Header("X-Npugrade-Roster", summary)
+	c.Data(http.StatusCreated, "text/csv; charset=utf-8", buf.Bytes())
+}
