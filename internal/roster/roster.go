@@ -165,7 +165,9 @@ func (p *parser) row(line int, rec []string) {
 		return // a blank line
 	}
 	before := p.total
-	bad := func(format string, args ...any) { p.problem(fmt.Sprintf("line %d: ", line) + fmt.Sprintf(format, args...)) }
+	bad := func(format string, args ...any) {
+		p.problem(fmt.Sprintf("line %d: ", line) + fmt.Sprintf(format, args...))
+	}
 	if len(rec) != p.width {
 		bad("%d fields, the header has %d", len(rec), p.width)
 	}
