@@ -14,7 +14,8 @@ func (s *Server) webRoutes(r *gin.Engine) {
 	deps := web.Deps{Sessions: s.DB, Users: s.DB, Audit: s.DB, Reports: s.DB, Fleet: s.DB,
 		Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
 		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User, Policy: s.policy(),
-		Extensions: s.extensions(), Rosters: &roster.Service{DB: s.DB}, Sections: s.DB}
+		Extensions: s.extensions(), Rosters: &roster.Service{DB: s.DB}, Sections: s.DB,
+		Similarity: s.similarity()}
 	if s.Metrics != nil {
 		deps.OnSubmitted = s.Metrics.Submissions.Inc
 	}

@@ -236,6 +236,17 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"section.all":           {"All sections", "全部班级"},
 	"audit.roster-imported": {"roster imported", "导入名单"},
 	"audit.user-updated":    {"user updated", "更新用户"},
+	// Issue 18 (g18roster): similarity report.
+	"sim.title":               {"Similarity", "相似度"},
+	"sim.advisory":            {"Advisory only: similar code is a reason to talk to the learners, not proof of copying, and it never changes a score. Each learner's latest submission is compared on its solution cells, as normalized Python tokens (names, numbers and strings do not matter), by winnowed fingerprints as MOSS does; code of the starter notebook and idioms most of the class share are ignored.", "仅供参考：代码相似只是与学员沟通的理由，并不证明抄袭，也不会改变任何分数。比较每位学员最新一次提交的解答单元格，代码先归一化为 Python 记号（变量名、数字和字符串不计），再按 MOSS 的 winnowing 指纹比较；起始笔记本中的代码和大多数学员共有的惯用写法不计入。"},
+	"sim.submissions":         {"Submissions compared", "参与比较的提交"},
+	"sim.median":              {"Median score of pairs with any match", "有任何匹配的配对的中位得分"},
+	"sim.pairs":               {"Unusually similar pairs", "异常相似的配对"},
+	"sim.none":                {"No pair is unusually similar.", "没有异常相似的配对。"},
+	"sim.score":               {"Similarity", "相似度"},
+	"sim.shared":              {"Shared fingerprints", "共同指纹"},
+	"sim.lines":               {"lines", "行"},
+	"audit.similarity-report": {"similarity report read", "查看相似度报告"},
 	// Issue 18 (g18roster): extensions.
 	"ext.title":               {"Extensions", "延期"},
 	"ext.grant":               {"Grant an extension", "批准延期"},

@@ -11,7 +11,7 @@ import (
 
 var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "submission",
 	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade", "audit",
-	"extensions", // issue 18 (g18roster)
+	"extensions", "similarity", // issue 18 (g18roster)
 }
 
 // mustParse builds every page once per language, each with its own

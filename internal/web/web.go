@@ -85,6 +85,8 @@ type Deps struct {
 	Rosters Rosters
 	// Sections lists sections and filters the dashboard by one (issue 18).
 	Sections Sections
+	// Similarity builds the advisory similarity report (issue 18).
+	Similarity Similarity
 }
 
 // userByToken resolves token through Tokens when set.
@@ -149,6 +151,7 @@ func Mount(r gin.IRouter, d Deps) {
 	p.GET("/dashboard/exercises/:id/extensions", h.session(staff...), h.extensionsPage)
 	p.POST("/dashboard/exercises/:id/extensions", h.session(staff...), h.csrf(), h.grantExtension)
 	p.POST("/dashboard/exercises/:id/extensions/:learner/revoke", h.session(staff...), h.csrf(), h.revokeExtension)
+	p.GET("/dashboard/exercises/:id/similarity", h.session(staff...), h.similarityPage)
 
 	p.GET("/admin/users", h.session(domain.RoleAdmin), h.usersPage)
 	p.POST("/admin/users", h.session(domain.RoleAdmin), h.csrf(), h.createUser)
