@@ -8,28 +8,13 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// RosterEntry is one person of a roster: Name is the unique login name
-// (a student number or email), FullName and Section what the roster says.
-type RosterEntry struct {
-	Name     string
-	FullName string
-	Section  string
-	Role     domain.Role
-}
-
-// RosterResult is what an import did. Created carries each new user's
-// first token, which exists nowhere else (only its hash is stored).
-type RosterResult struct {
-	Created   []RosterToken
-	Updated   []string
-	Unchanged int
-}
-
-// RosterToken is a new user with their token.
-type RosterToken struct {
-	RosterEntry
-	Token string
-}
+// The roster's read model is package domain's (the pages use it without
+// the store).
+type (
+	RosterEntry  = domain.RosterEntry
+	RosterResult = domain.RosterResult
+	RosterToken  = domain.RosterToken
+)
 
 // rosterBatch bounds the rows of one INSERT and the names of one IN list
 // (SQLite and Postgres both cap bound parameters per statement).

@@ -13,13 +13,12 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/roster"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Rosters imports class rosters (package roster; npugrade user import
 // calls the same).
 type Rosters interface {
-	Import(ctx context.Context, actor domain.User, r io.Reader) (store.RosterResult, error)
+	Import(ctx context.Context, actor domain.User, r io.Reader) (domain.RosterResult, error)
 }
 
 // Sections lists the sections of a roster and the dashboard's views of

@@ -1,0 +1,25 @@
+package domain
+
+// RosterEntry is one person of a class roster (issue 18): Name is the
+// unique login name (a student number or email), FullName and Section
+// what the roster says.
+type RosterEntry struct {
+	Name     string
+	FullName string
+	Section  string
+	Role     Role
+}
+
+// RosterResult is what a roster import did. Created carries each new
+// user's first token, which exists nowhere else (only its hash is stored).
+type RosterResult struct {
+	Created   []RosterToken
+	Updated   []string
+	Unchanged int
+}
+
+// RosterToken is a new user with their token.
+type RosterToken struct {
+	RosterEntry
+	Token string
+}
