@@ -39,3 +39,7 @@ go test -run '^$' -bench 'BenchmarkGradebookCSV' -benchtime 5x -benchmem ./inter
 # Worst uploads: the most expensive notebooks under the 8 MiB limit, posted to a
 # real server; peak server heap growth and time to the answer (target: < 64 MB, < 100 ms).
 go test -run '^$' -bench 'BenchmarkWorstUpload' -benchtime 3x ./internal/httpapi/ | tee out/bench-worst-upload.txt
+# Issue 18 (g18roster): a roster of 500 imported in one call (SQLite and
+# Postgres); the similarity report of a class of 500.
+go test -run '^$' -bench 'BenchmarkImportRoster500' -benchtime 5x ./internal/roster/ | tee out/bench-roster.txt
+go test -run '^$' -bench 'BenchmarkCompare500' -benchtime 3x ./internal/similarity/ | tee out/bench-similarity.txt

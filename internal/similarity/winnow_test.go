@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-func docs(t *testing.T) []Doc {
+func docs(t testing.TB) []Doc {
 	t.Helper()
 	var out []Doc
 	for _, name := range []string{"a", "b", "c", "d"} {
