@@ -155,7 +155,7 @@ func (s *Server) createSubmission(c *gin.Context) {
 	}
 	// A replay carries the stored, possibly graded submission: it gets the
 	// same redaction as GET, or hidden questions' details would leak.
-	c.JSON(http.StatusAccepted, toJSON(s.policy().Redact(u, sub)))
+	c.JSON(http.StatusAccepted, toJSON(s.policy().Redact(c.Request.Context(), u, sub)))
 }
 
 // visible returns the submission if the caller may read it (unredacted).
@@ -171,7 +171,7 @@ func (s *Server) visible(c *gin.Context) (domain.Submission, bool) {
 
 func (s *Server) getSubmission(c *gin.Context) {
 	if sub, ok := s.visible(c); ok {
-		c.JSON(http.StatusOK, toJSON(s.policy().Redact(currentUser(c), sub)))
+		c.JSON(http.StatusOK, toJSON(s.policy().Redact(c.Request.Context(), currentUser(c), sub)))
 	}
 }
 

@@ -104,3 +104,57 @@ func TestExtensionsHTTP(t *testing.T) {
 		})
 	}
 }
+
+// TestExtensionKeepsDetailsHidden: after the exercise's deadline, a
+// learner without an extension sees the details of after_due_date
+// questions, but one with an extension does not until their own
+// deadline (they could otherwise read the expected output while still
+// working).
+func TestExtensionKeepsDetailsHidden(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			due := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb", "deadline": "2026-03-01T12:00:00Z"}`)
+			e.db.Now = func() time.Time { return due.Add(-time.Hour) }
+			_, bobTok, _ := e.db.CreateUser(ctx, "bob", domain.RoleLearner)
+			ids := map[string]string{}
+			for name, tok := range map[string]string{"lena": e.learner, "bob": bobTok} {
+				st, body := e.submit(t, tok, "")
+				if st != http.StatusAccepted {
+					t.Fatalf("submit: %d %s", st, body)
+				}
+				ids[name] = between(body, `"id":"`, `"`)
+				cells := []domain.CellResult{{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "LATER-OBS", Expected: "LATER-EXP"}}
+				if err := e.db.InTx(ctx, func(tx *store.Tx) error {
+					return tx.SaveGrade(store.Grade{SubmissionID: ids[name], MaxScore: 1, Profile: "cpu", Cells: cells})
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			req, _ := http.NewRequest(http.MethodPost, e.ts.URL+"/api/v1/exercises/pol/extensions", strings.NewReader(`{"learner": "lena", "deadline": "2026-03-03T12:00:00Z"}`))
+			req.Header.Set("Authorization", "Bearer "+e.teacher)
+			req.Header.Set("Content-Type", "application/json")
+			if st, body := e.do(t, req); st != http.StatusCreated {
+				t.Fatalf("grant: %d %s", st, body)
+			}
+			e.db.Now = func() time.Time { return due.Add(24 * time.Hour) }
+			if _, body := e.get(t, bobTok, "/api/v1/submissions/"+ids["bob"]); !strings.Contains(body, "LATER-EXP") {
+				t.Errorf("bob, past the deadline, does not see the details: %s", body)
+			}
+			_, body := e.get(t, e.learner, "/api/v1/submissions/"+ids["lena"])
+			if strings.Contains(body, "LATER-EXP") || strings.Contains(body, "LATER-OBS") || !strings.Contains(body, "2026-03-03 12:00 UTC") {
+				t.Errorf("lena, before her own deadline, sees the details: %s", body)
+			}
+			if _, body := e.get(t, e.learner, "/api/v1/submissions?exercise=pol"); strings.Contains(body, "LATER-EXP") {
+				t.Errorf("lena's list shows the details: %s", body)
+			}
+			e.db.Now = func() time.Time { return due.Add(72 * time.Hour) }
+			if _, body := e.get(t, e.learner, "/api/v1/submissions/"+ids["lena"]); !strings.Contains(body, "LATER-EXP") {
+				t.Errorf("lena, past her own deadline, does not see the details: %s", body)
+			}
+		})
+	}
+}

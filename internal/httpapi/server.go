@@ -378,5 +378,5 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 // with the pages. It reads through s.DB and judges deadlines by its clock
 // (read at each use: the route table is built without a database).
 func (s *Server) policy() *policy.Service {
-	return &policy.Service{DB: s.DB, Now: func() time.Time { return s.DB.Now() }, Catalog: s.Catalog}
+	return &policy.Service{DB: s.DB, Now: func() time.Time { return s.DB.Now() }, Catalog: s.Catalog, Extensions: s.DB}
 }

@@ -41,6 +41,39 @@ type Service struct {
 	// Now is the clock deadlines are judged by: the database's (store.DB.Now),
 	// so that every server agrees; nil is time.Now.
 	Now func() time.Time
+	// Extensions finds a learner's own deadline (issue 18): their
+	// after_due_date details stay hidden until it. Nil: none are granted.
+	Extensions Extensions
+}
+
+// Extensions reads the extension in force for a learner and exercise (nil
+// for none; package store's *DB implements it).
+type Extensions interface {
+	ActiveExtension(ctx context.Context, exerciseID string, userID int64) (*domain.Extension, error)
+}
+
+// exerciseFor is sub's exercise as it applies to its learner: with their
+// extension's deadline. When the extension cannot be read, the details
+// that wait for a deadline stay hidden (the deadline is taken as not yet
+// come) rather than shown early.
+func (p *Service) exerciseFor(ctx context.Context, sub domain.Submission) (*exercise.Exercise, error) {
+	ex, err := p.Catalog.Get(sub.ExerciseID)
+	if err != nil || p.Extensions == nil || ex.Deadline == nil {
+		return ex, err
+	}
+	ext, err := p.Extensions.ActiveExtension(ctx, ex.ID, sub.UserID)
+	var deadline time.Time
+	switch {
+	case err != nil:
+		deadline = time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+	case ext == nil:
+		return ex, nil
+	default:
+		deadline = ext.Deadline
+	}
+	own := *ex
+	own.Deadline = &deadline
+	return &own, nil
 }
 
 func (p *Service) now() time.Time {
@@ -67,7 +100,7 @@ func (p *Service) Submission(ctx context.Context, u domain.User, id string) (dom
 	if err != nil {
 		return sub, err
 	}
-	return p.Redact(u, sub), nil
+	return p.Redact(ctx, u, sub), nil
 }
 
 // Redact is the one way a submission leaves the server: every response
@@ -76,12 +109,13 @@ func (p *Service) Submission(ctx context.Context, u domain.User, id string) (dom
 // feedback the learner may not see (visibility hidden, or after_due_date
 // before the deadline). Staff see everything. Verdicts and points stay
 // visible. An exercise no longer in the catalog hides every detail: its
-// rules are unknown, so nothing is assumed visible.
-func (p *Service) Redact(u domain.User, sub domain.Submission) domain.Submission {
+// rules are unknown, so nothing is assumed visible. A learner with an
+// extension waits for their own deadline.
+func (p *Service) Redact(ctx context.Context, u domain.User, sub domain.Submission) domain.Submission {
 	if u.Role.CanSeeAll() || len(sub.Cells) == 0 {
 		return sub
 	}
-	ex, exErr := p.Catalog.Get(sub.ExerciseID)
+	ex, exErr := p.exerciseFor(ctx, sub)
 	now := p.now()
 	cells := make([]domain.CellResult, len(sub.Cells))
 	for i, cr := range sub.Cells {
@@ -109,9 +143,9 @@ func hiddenMessage(ex *exercise.Exercise, exErr error, cellID string, now time.T
 // LearnerCopy is what a learner may download of a submission's executed
 // notebook: notebook.LearnerCopy under the exercise's visibility rules (an
 // exercise no longer served hides every detail, as Redact does).
-func (p *Service) LearnerCopy(sub domain.Submission, executed *notebook.Notebook) *notebook.Notebook {
+func (p *Service) LearnerCopy(ctx context.Context, sub domain.Submission, executed *notebook.Notebook) *notebook.Notebook {
 	visible := func(string) bool { return false }
-	if ex, err := p.Catalog.Get(sub.ExerciseID); err == nil {
+	if ex, err := p.exerciseFor(ctx, sub); err == nil {
 		now := p.now()
 		visible = func(id string) bool { return ex.DetailsVisible(id, now) }
 	}
@@ -129,7 +163,7 @@ func (p *Service) Latest(ctx context.Context, u domain.User) (map[string]domain.
 func (p *Service) History(ctx context.Context, u domain.User, exerciseID string, limit int) ([]domain.Submission, error) {
 	subs, err := p.DB.Submissions(ctx, domain.SubmissionFilter{UserID: u.ID, ExerciseID: exerciseID, Limit: limit})
 	for i := range subs {
-		subs[i] = p.Redact(u, subs[i])
+		subs[i] = p.Redact(ctx, u, subs[i])
 	}
 	return subs, err
 }
@@ -183,7 +217,7 @@ func (p *Service) List(ctx context.Context, u domain.User, f domain.SubmissionFi
 	}
 	subs, err := p.DB.Submissions(ctx, f)
 	for i := range subs {
-		subs[i] = p.Redact(u, subs[i])
+		subs[i] = p.Redact(ctx, u, subs[i])
 	}
 	return subs, err
 }
@@ -220,7 +254,7 @@ func (p *Service) LearnerNotebook(ctx context.Context, sub domain.Submission) (*
 	if err != nil {
 		return nil, fmt.Errorf("read the executed notebook of %s: %w", sub.ID, err)
 	}
-	return p.LearnerCopy(sub, nb), nil
+	return p.LearnerCopy(ctx, sub, nb), nil
 }
 
 func (p *Service) executed(ctx context.Context, sub domain.Submission) ([]byte, error) {

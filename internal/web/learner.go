@@ -250,7 +250,7 @@ func (h *handler) submissionPage(c *gin.Context) {
 		return
 	}
 	lang := c.GetString(ctxLang)
-	sub = h.Policy.Redact(sessionOf(c).User, sub)
+	sub = h.Policy.Redact(c.Request.Context(), sessionOf(c).User, sub)
 	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)

@@ -31,7 +31,7 @@ func (h *handler) ownNotebook(feedback bool) gin.HandlerFunc {
 		}
 		name := sub.ExerciseID + "-" + sub.ID + ".executed.ipynb"
 		if feedback {
-			sub = h.Policy.Redact(sessionOf(c).User, sub)
+			sub = h.Policy.Redact(c.Request.Context(), sessionOf(c).User, sub)
 			nb = notebook.WithFeedback(nb, feedbackTexts(c.GetString(ctxLang), sub))
 			name = sub.ExerciseID + "-" + sub.ID + ".feedback.ipynb"
 		}
