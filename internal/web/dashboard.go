@@ -194,6 +194,9 @@ type gradebookData struct {
 	Learner   string
 	Section   string
 	Sections  []string
+	// Extended holds each active extension's deadline, by learner and
+	// exercise (issue 18): the scores already count it; the page says so.
+	Extended  map[[2]string]*time.Time
 	Rows      []domain.GradebookRow
 	Truncated bool
 	CSVURL    string
@@ -212,6 +215,10 @@ func (h *handler) gradebookPage(c *gin.Context) {
 	}
 	d := gradebookData{Exercise: f.ExerciseID, Learner: f.Learner, Section: f.Section, CSVURL: "/api/v1/gradebook.csv"}
 	if d.Sections, err = h.Sections.Sections(ctx); err != nil {
+		h.fail(c, err)
+		return
+	}
+	if d.Extended, err = h.extendedDeadlines(ctx, f.ExerciseID); err != nil {
 		h.fail(c, err)
 		return
 	}

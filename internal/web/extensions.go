@@ -100,3 +100,26 @@ func lateSteps(raw json.RawMessage) []exercise.LateStep {
 	_ = json.Unmarshal(raw, &steps) // written by package extension from valid steps
 	return steps
 }
+
+// extendedDeadlines is every active extension of the exercise ("" = of
+// every exercise), by learner and exercise, for the gradebook.
+func (h *handler) extendedDeadlines(ctx context.Context, exerciseID string) (map[[2]string]*time.Time, error) {
+	out := map[[2]string]*time.Time{}
+	if h.Extensions == nil {
+		return out, nil
+	}
+	for _, ex := range h.Catalog.List() {
+		if exerciseID != "" && ex.ID != exerciseID {
+			continue
+		}
+		list, err := h.Extensions.List(ctx, ex.ID, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range list {
+			deadline := e.Deadline
+			out[[2]string{e.Learner, e.ExerciseID}] = &deadline
+		}
+	}
+	return out, nil
+}

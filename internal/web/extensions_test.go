@@ -79,6 +79,11 @@ func TestExtensionPages(t *testing.T) {
 			if !strings.Contains(body, "The extension is granted.") || !strings.Contains(row, "2026-03-09 00:00:00 UTC") || !strings.Contains(row, "as the exercise") {
 				t.Errorf("granted extension not listed: %s", body)
 			}
+			_, gb := do(t, c, "GET", e.srv.URL+"/dashboard/gradebook?exercise=ch1&lang=en", nil, nil)
+			if row := between(gb, `<th scope="row">ada</th>`, "</tr>"); !strings.Contains(row, "extension to") || !strings.Contains(row, "2026-03-09 00:00:00 UTC") ||
+				strings.Count(gb, "ext-badge") != 1 {
+				t.Errorf("the gradebook does not mark ada's extension: %s", row)
+			}
 			_, mine := do(t, lc, "GET", e.srv.URL+"/exercises/ch1?lang=en", nil, nil)
 			if dl := between(mine, `id="deadline"`, "</dd>"); !strings.Contains(dl, "2026-03-09 00:00:00 UTC") || !strings.Contains(dl, `id="extended"`) ||
 				!strings.Contains(dl, "2026-03-01 12:00:00 UTC") {

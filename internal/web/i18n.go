@@ -263,6 +263,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"ext.invalid":             {"The extension was not granted:", "未能批准延期："},
 	"ext.done.granted":        {"The extension is granted.", "已批准延期。"},
 	"ext.done.revoked":        {"The extension is revoked.", "已撤销延期。"},
+	"gb.extended":             {"extension to", "延期至"},
 	"ext.yours":               {"extended for you; the exercise's deadline is", "已为你延期；练习原截止时间为"},
 	"audit.extension-granted": {"extension granted", "批准延期"},
 	"audit.extension-revoked": {"extension revoked", "撤销延期"},

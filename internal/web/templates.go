@@ -33,6 +33,7 @@ func mustParse() map[string]map[string]*template.Template {
 			"verdict":   verdictClass,
 			"staff":     func(r domain.Role) bool { return r.CanSeeAll() },
 			"latesteps": func(raw json.RawMessage) []string { return lateSchedule(lang, lateSteps(raw)) },
+			"pair":      func(a, b string) [2]string { return [2]string{a, b} },
 			"pct": func(a, b float64) string {
 				if b <= 0 {
 					return "–"
