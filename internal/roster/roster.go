@@ -243,12 +243,18 @@ func (s *Service) Import(ctx context.Context, actor domain.User, r io.Reader) (s
 	}
 	var problems []string
 	for _, e := range entries {
-		if u, ok := existing[e.Name]; ok && u.Role == domain.RoleRunner && len(problems) < maxProblems {
+		u, ok := existing[e.Name]
+		switch {
+		case !ok || len(problems) >= maxProblems:
+		case u.Role == domain.RoleRunner:
 			problems = append(problems, fmt.Sprintf("%s is a runner account; a roster cannot change it", e.Name))
+		case actor.ID != 0 && u.ID == actor.ID && u.Role != e.Role:
+			// An admin's own roster must not lock them out.
+			problems = append(problems, fmt.Sprintf("%s is you: a roster cannot change your own role (%s → %s)", e.Name, u.Role, e.Role))
 		}
 	}
 	if len(problems) > 0 {
-		return store.RosterResult{}, &domain.Error{Code: domain.EINVALID, Message: "the roster names runner accounts; nothing was imported", Problems: problems}
+		return store.RosterResult{}, &domain.Error{Code: domain.EINVALID, Message: "the roster would change accounts it may not; nothing was imported", Problems: problems}
 	}
 	return s.DB.ImportRoster(ctx, actor, entries)
 }

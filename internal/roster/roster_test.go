@@ -166,6 +166,15 @@ func TestRosterBadRowsAllAtOnce(t *testing.T) {
 			if u, _ := db.UserByName(ctx, "r1"); u.Role != domain.RoleRunner || u.Section != "" {
 				t.Errorf("runner changed: %+v", u)
 			}
+			// An admin cannot demote themselves by roster.
+			boss, _, _ := db.CreateUser(ctx, "boss", domain.RoleAdmin)
+			_, err = svc.Import(ctx, boss, strings.NewReader("student_number,role\nboss,learner\n"))
+			if domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(err.Error(), "your own role") {
+				t.Errorf("self-demotion: %v", err)
+			}
+			if _, err := svc.Import(ctx, boss, strings.NewReader("student_number,role,section\nboss,admin,Staff\n")); err != nil {
+				t.Errorf("an admin's own row keeping the role: %v", err)
+			}
 		})
 	}
 }
