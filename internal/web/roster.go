@@ -58,13 +58,10 @@ func (h *handler) importRoster(c *gin.Context) {
 	defer f.Close()
 	res, err := h.Rosters.Import(c.Request.Context(), sessionOf(c).User, f)
 	if err != nil {
-		switch domain.ErrorCode(err) {
-		case domain.EINVALID, domain.ETOOLARGE, domain.ECONFLICT:
-			h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: translate(lang, "roster.failed") + " " + domain.ErrorMessage(err),
+		h.refused(c, err, func(status int) { // 422, 413 or 409, as the API says them
+			h.renderUsers(c, status, usersData{Message: translate(lang, "roster.failed") + " " + domain.ErrorMessage(err),
 				Problems: domain.ErrorProblems(err)})
-		default:
-			h.fail(c, err)
-		}
+		})
 		return
 	}
 	summary := strconv.Itoa(len(res.Created)) + " / " + strconv.Itoa(len(res.Updated)) + " / " + strconv.Itoa(res.Unchanged)
