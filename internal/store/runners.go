@@ -190,14 +190,29 @@ func (db *DB) RunnerScopeOf(ctx context.Context, userID int64) (s RunnerScope, o
 	return s, true, nil
 }
 
-// TouchOwnRunner is a claim's one look at its runner: it records that
-// runner id polled, if the runner was registered by user userID, and
-// reports whether it is draining. found is false when there is no such
-// runner of that user (a runner token acts only as its own runners).
+// TouchOwnRunner is a claim's one look at its runner: it reports whether
+// runner id exists and was registered by user userID (a runner token acts
+// only as its own runners), and whether it is draining. It records the
+// poll in last_seen, at most every lastSeenResolution: runners poll
+// continuously, and a write per claim would cost more than the claim's
+// own. On Postgres this is one statement.
 func (db *DB) TouchOwnRunner(ctx context.Context, id string, userID int64) (found, draining bool, err error) {
-	var rows []struct{ Draining bool }
-	err = db.gorm.WithContext(ctx).Raw("UPDATE runners SET last_seen = ? WHERE id = ? AND user_id = ? RETURNING draining",
-		db.Now(), id, userID).Scan(&rows).Error
+	now := db.Now()
+	var rows []struct {
+		Draining bool
+		LastSeen time.Time
+	}
+	g := db.gorm.WithContext(ctx)
+	if db.Dialect == "postgres" {
+		err = g.Raw(`WITH r AS (SELECT id, draining, last_seen FROM runners WHERE id = ? AND user_id = ?),
+  t AS (UPDATE runners SET last_seen = ? FROM r WHERE runners.id = r.id AND r.last_seen < ?)
+SELECT draining, last_seen FROM r`, id, userID, now, now.Add(-lastSeenResolution)).Scan(&rows).Error
+	} else {
+		err = g.Raw("SELECT draining, last_seen FROM runners WHERE id = ? AND user_id = ?", id, userID).Scan(&rows).Error
+		if err == nil && len(rows) == 1 && rows[0].LastSeen.Before(now.Add(-lastSeenResolution)) {
+			err = g.Exec("UPDATE runners SET last_seen = ? WHERE id = ?", now, id).Error
+		}
+	}
 	if err != nil {
 		return false, false, fmt.Errorf("touch runner %s: %w", id, translate(err))
 	}
@@ -206,3 +221,7 @@ func (db *DB) TouchOwnRunner(ctx context.Context, id string, userID int64) (foun
 	}
 	return true, rows[0].Draining, nil
 }
+
+// lastSeenResolution is how stale runners.last_seen may be (the fleet
+// page calls a runner stale after two minutes).
+const lastSeenResolution = 5 * time.Second
