@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -69,6 +70,31 @@ func (h *handler) csrfOK(c *gin.Context, token string) bool {
 	s := sessionOf(c)
 	return sameOrigin(c.Request) && s.CSRFToken != "" &&
 		subtle.ConstantTimeCompare([]byte(token), []byte(s.CSRFToken)) == 1
+}
+
+// multipartForm reads a file upload's multipart form of at most limit
+// bytes (plus the form's own overhead) and checks its CSRF token (a
+// multipart form is read here, not by the csrf middleware). tooLarge
+// answers an upload over the limit; a form that cannot be read has no
+// CSRF token either. When it returns true the caller removes the form's
+// files (c.Request.MultipartForm.RemoveAll) when done.
+func (h *handler) multipartForm(c *gin.Context, limit int64, tooLarge func()) bool {
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, limit+64<<10)
+	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			tooLarge()
+			return false
+		}
+		h.csrfFail(c)
+		return false
+	}
+	if !h.csrfOK(c, c.Request.FormValue("csrf")) {
+		_ = c.Request.MultipartForm.RemoveAll()
+		h.csrfFail(c)
+		return false
+	}
+	return true
 }
 
 func (h *handler) csrfFail(c *gin.Context) {

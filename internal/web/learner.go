@@ -2,7 +2,6 @@ package web
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -174,22 +173,14 @@ func (h *handler) upload(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, h.MaxUpload+64<<10)
-	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			h.Submissions.CountRefused(c.Request.Context(), sessionOf(c).User, ex.ID)
-			h.refuseUpload(c, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", h.MaxUpload))
-			return
-		}
-		h.csrfFail(c) // without a parsable form there is no CSRF token either
+	ok := h.multipartForm(c, h.MaxUpload, func() {
+		h.Submissions.CountRefused(c.Request.Context(), sessionOf(c).User, ex.ID)
+		h.refuseUpload(c, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", h.MaxUpload))
+	})
+	if !ok {
 		return
 	}
 	defer c.Request.MultipartForm.RemoveAll()
-	if !h.csrfOK(c, c.Request.FormValue("csrf")) {
-		h.csrfFail(c)
-		return
-	}
 	f, _, err := c.Request.FormFile("notebook")
 	if err != nil {
 		h.refuseUpload(c, &domain.Error{Code: domain.EINVALID, Message: "the submission is not valid", Problems: []string{"choose a notebook file (.ipynb)"}})

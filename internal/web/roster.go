@@ -3,7 +3,6 @@ package web
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -35,21 +34,13 @@ type Sections interface {
 // with what changed; a bad one shows every problem.
 func (h *handler) importRoster(c *gin.Context) {
 	lang := c.GetString(ctxLang)
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, roster.MaxBytes+64<<10)
-	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			h.renderUsers(c, http.StatusRequestEntityTooLarge, usersData{Message: translate(lang, "roster.too_large")})
-			return
-		}
-		h.csrfFail(c) // without a parsable form there is no CSRF token either
+	ok := h.multipartForm(c, roster.MaxBytes, func() {
+		h.renderUsers(c, http.StatusRequestEntityTooLarge, usersData{Message: translate(lang, "roster.too_large")})
+	})
+	if !ok {
 		return
 	}
 	defer c.Request.MultipartForm.RemoveAll()
-	if !h.csrfOK(c, c.Request.FormValue("csrf")) {
-		h.csrfFail(c)
-		return
-	}
 	f, _, err := c.Request.FormFile("roster")
 	if err != nil {
 		h.renderUsers(c, http.StatusUnprocessableEntity, usersData{Message: translate(lang, "roster.choose")})
