@@ -91,7 +91,11 @@ const requirementsTTL = time.Second
 // cache refreshed every requirementsTTL: jobs carry few distinct
 // requirements (one per exercise and reference profile), but finding them
 // scans every queued row, too much for every claim of a long queue. A
-// stale entry costs nothing (it matches no row).
+// stale entry costs nothing (it matches no row), so a refresh adds to the
+// list rather than replacing it: an entry Enqueue or a notification added
+// while the table was read (its transaction not yet committed) must not
+// be dropped, or its job would wait for the next wake-up. The list is
+// rebuilt from the table only when it grows past maxRequirements.
 func (q *Queue) requirements(ctx context.Context) ([]domain.Requirement, error) {
 	q.mu.Lock()
 	if time.Since(q.reqsAt) < requirementsTTL {
@@ -105,10 +109,22 @@ func (q *Queue) requirements(ctx context.Context) ([]domain.Requirement, error) 
 		return nil, err
 	}
 	q.mu.Lock()
-	q.reqs, q.reqsAt = distinct, time.Now()
-	q.mu.Unlock()
-	return distinct, nil
+	defer q.mu.Unlock()
+	for _, r := range distinct {
+		if !slices.Contains(q.reqs, r) {
+			q.reqs = append(q.reqs, r)
+		}
+	}
+	if len(q.reqs) > maxRequirements {
+		q.reqs = distinct
+	}
+	q.reqsAt = time.Now()
+	return slices.Clone(q.reqs), nil
 }
+
+// maxRequirements bounds the cached requirement list (distinct
+// requirements are one per exercise variant and runner profile).
+const maxRequirements = 256
 
 // forgetRequirements makes the next claim re-read the requirements.
 func (q *Queue) forgetRequirements() {

@@ -223,3 +223,57 @@ func TestOneReaperAtATime(t *testing.T) {
 		t.Fatalf("after the first released the lock the second did not run: ran=%v err=%v", ran, err)
 	}
 }
+
+// TestRetriedJobWakesClaimerAfterBackoff: a job that failed once is
+// requeued with a backoff (2 s); a claimer already waiting is woken when
+// the backoff ends (a timer here, the notification's time on another
+// Postgres server), not by the 30 s safety net.
+func TestRetriedJobWakesClaimerAfterBackoff(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			a, b := twoServers(t, d)
+			if d == "postgres" {
+				listen(t, a)
+				listen(t, b)
+			}
+			ctx := context.Background()
+			enqueueOn(t, a, 1, domain.Requirement{})
+			c, err := a.Claim(ctx, "first", cpuOnly, time.Minute)
+			if err != nil || c == nil {
+				t.Fatalf("claim: %v %v", c, err)
+			}
+			waiter := b // on Postgres the other server; SQLite has one process
+			if d == "sqlite" {
+				waiter = a
+			}
+			got := make(chan *queue.Claimed, 1)
+			go func() {
+				c, err := waiter.ClaimWait(ctx, "second", cpuOnly, time.Minute, 25*time.Second)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- c
+			}()
+			time.Sleep(200 * time.Millisecond)
+			start := time.Now()
+			if err := a.Fail(ctx, c.Job.ID, c.Job.LeaseToken, "runner crashed"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case c2 := <-got:
+				took := time.Since(start)
+				if c2 == nil || c2.Job.ID != c.Job.ID || c2.Job.Attempt != 2 {
+					t.Fatalf("the waiting claimer got %+v", c2)
+				}
+				t.Logf("the retried job was claimed %v after the failure (backoff 2 s)", took)
+				if took < 2*time.Second || took > 10*time.Second {
+					t.Fatalf("claimed %v after the failure: want just after the 2 s backoff", took)
+				}
+			case <-time.After(24 * time.Second):
+				t.Fatal("the waiting claimer was not woken after the backoff")
+			}
+		})
+	}
+}
