@@ -63,6 +63,14 @@ func (m *MultilineString) UnmarshalJSON(b []byte) error {
 		*m = MultilineString(b)
 		return nil
 	}
+	if s, ok := joinLinesFast(b); ok {
+		*m = MultilineString(s)
+		return nil
+	}
+	if s, ok := unquoteFast(b); ok {
+		*m = MultilineString(s)
+		return nil
+	}
 	if len(b) > 0 && b[0] == '[' {
 		var parts []string
 		if err := json.Unmarshal(b, &parts); err != nil {

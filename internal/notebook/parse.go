@@ -281,22 +281,6 @@ func dropSpace(r rune) rune {
 	return r
 }
 
-// Encode writes the notebook as Jupyter does (indented JSON, trailing
-// newline). A notebook whose cells carry ids is declared nbformat 4.5 (and
-// every cell gets one), so a starter or a rebuilt notebook made from a
-// 4.0–4.4 answer is valid nbformat.
-func Encode(nb *Notebook) ([]byte, error) {
-	nb.declareMinor()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(nb); err != nil {
-		return nil, fmt.Errorf("encode notebook: %w", err)
-	}
-	return buf.Bytes(), nil
-}
-
 // Clone returns a deep copy.
 func (nb *Notebook) Clone() *Notebook {
 	b, err := json.Marshal(nb)

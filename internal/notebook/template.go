@@ -142,17 +142,87 @@ func (nb *Notebook) ProbeSeed() (int64, bool) {
 	return *m.ProbeSeed, true
 }
 
-// RebuildSeeded is Rebuild with the probe seed of one job.
+// RebuildSeeded is Rebuild with the probe seed of one job. Callers that
+// rebuild many uploads of one exercise prepare the answer once with
+// NewTemplate instead.
 func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, error) {
-	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
-	idx := indexUpload(upload)
+	t, err := NewTemplate(answer)
+	if err != nil {
+		return nil, Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}, err
+	}
+	return t.Rebuild(upload, seed)
+}
+
+// Template is an answer prepared for rebuilding uploads: its outputs
+// cleared and every cell's grader metadata and starter code worked out
+// once, so that a rebuild copies cells instead of re-encoding the whole
+// answer. A Template is never changed after NewTemplate: any number of
+// goroutines may rebuild from it at once.
+type Template struct {
+	answer   *Notebook // the answer NewTemplate was given (Answer)
+	nb       *Notebook // outputs cleared, never handed out
+	graders  []GraderMeta
+	starters []string // per cell: the starter code of a solution cell
+}
+
+// NewTemplate prepares answer for Rebuild. answer itself is not kept
+// beyond a pointer to tell which answer the template is of: later changes
+// to it do not reach the template.
+func NewTemplate(answer *Notebook) (*Template, error) {
 	nb := answer.Clone()
 	nb.ClearOutputs()
+	t := &Template{answer: answer, nb: nb, graders: make([]GraderMeta, len(nb.Cells)), starters: make([]string, len(nb.Cells))}
 	for i, c := range nb.Cells {
 		g, err := c.Grader()
 		if err != nil {
-			return nil, integ, fmt.Errorf("template cell %d: %w", i+1, err)
+			return nil, fmt.Errorf("template cell %d: %w", i+1, err)
 		}
+		t.graders[i] = g
+		if g.Solution {
+			t.starters[i] = StarterSource(c)
+		}
+	}
+	return t, nil
+}
+
+// Answer is the notebook the template was prepared from.
+func (t *Template) Answer() *Notebook { return t.answer }
+
+// copyCells returns the template's notebook with each cell and every map
+// copied; the strings and raw JSON they hold are shared (nothing changes
+// those in place).
+func (t *Template) copyCells() *Notebook {
+	nb := &Notebook{Cells: make([]*Cell, len(t.nb.Cells)), Metadata: copyRaw(t.nb.Metadata),
+		NBFormat: t.nb.NBFormat, NBFormatMinor: t.nb.NBFormatMinor}
+	for i, c := range t.nb.Cells {
+		cc := *c
+		cc.Metadata = copyRaw(c.Metadata)
+		if c.Outputs != nil {
+			cc.Outputs = []*Output{}
+		}
+		nb.Cells[i] = &cc
+	}
+	return nb
+}
+
+func copyRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// Rebuild is RebuildSeeded from a prepared template.
+func (t *Template) Rebuild(upload *Notebook, seed int64) (*Notebook, Integrity, error) {
+	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
+	idx := indexUpload(upload)
+	nb := t.copyCells()
+	for i, c := range nb.Cells {
+		g := t.graders[i]
 		if g.ID == "" || g.Probe {
 			continue
 		}
@@ -160,7 +230,7 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 		switch {
 		case g.Solution:
 			if learner == nil {
-				c.Source = MultilineString(StarterSource(c))
+				c.Source = MultilineString(t.starters[i])
 				integ.MissingSolutions = append(integ.MissingSolutions, g.ID)
 				if g.Graded() {
 					integ.Verdicts[g.ID] = domain.VerdictMissing
@@ -169,7 +239,7 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 				continue
 			}
 			if learner.CellType != "code" && c.CellType == "code" {
-				c.Source = MultilineString(StarterSource(c))
+				c.Source = MultilineString(t.starters[i])
 				continue
 			}
 			c.Source = learner.Source
@@ -186,8 +256,8 @@ func RebuildSeeded(answer, upload *Notebook, seed int64) (*Notebook, Integrity, 
 		}
 	}
 	var probes, rest []*Cell
-	for _, c := range nb.Cells {
-		if c.MustGrader().Probe {
+	for i, c := range nb.Cells {
+		if t.graders[i].Probe {
 			c.Source = MultilineString(fmt.Sprintf("%s = %d  # set by the grader\n", SeedVariable, seed) + string(c.Source))
 			probes = append(probes, c)
 		} else {

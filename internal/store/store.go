@@ -39,6 +39,8 @@ type DB struct {
 	Now func() time.Time
 	// dsn is the driver DSN, for connections outside the pool (ListenDSN).
 	dsn string
+
+	tokenUses *tokenUses
 }
 
 // ListenDSN is the Postgres DSN for a dedicated connection outside the
@@ -127,6 +129,10 @@ func Connect(ctx context.Context, url string) (*DB, error) {
 		Logger:         logger.Default.LogMode(logger.Silent),
 		TranslateError: true,
 		NowFunc:        func() time.Time { return time.Now().UTC() },
+		// Every write that must commit with another is in a transaction
+		// of the store's own (InTx); a lone statement needs no BEGIN and
+		// COMMIT around it, two round trips more per write.
+		SkipDefaultTransaction: true,
 	}
 	var gdb *gorm.DB
 	switch dialect {
@@ -174,7 +180,7 @@ func Connect(ctx context.Context, url string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
-	return &DB{gorm: gdb, Dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, dsn: dsn}, nil
+	return &DB{gorm: gdb, Dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, dsn: dsn, tokenUses: &tokenUses{}}, nil
 }
 
 // Close closes the connection pool.

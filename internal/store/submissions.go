@@ -28,6 +28,26 @@ func (db *DB) putBlob(tx *gorm.DB, data []byte) (string, error) {
 	return sum, nil
 }
 
+// putBlobs stores several blobs in one statement (putBlob each) and
+// returns their keys in order.
+func (db *DB) putBlobs(tx *gorm.DB, data ...[]byte) ([]string, error) {
+	now := db.Now()
+	shas := make([]string, len(data))
+	rows := make([]blobRow, 0, len(data))
+	seen := map[string]bool{}
+	for i, d := range data {
+		shas[i] = SHA256(d)
+		if !seen[shas[i]] {
+			seen[shas[i]] = true
+			rows = append(rows, blobRow{SHA256: shas[i], Size: int64(len(d)), Data: d, CreatedAt: now})
+		}
+	}
+	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+		return nil, fmt.Errorf("store %d blobs: %w", len(rows), err)
+	}
+	return shas, nil
+}
+
 // Blob returns stored bytes.
 func (db *DB) Blob(ctx context.Context, sha string) ([]byte, error) {
 	var row blobRow
@@ -87,15 +107,12 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		row.Integrity = &integ
 	}
 	err = db.InTx(ctx, func(tx *Tx) error {
-		sha, err := tx.PutBlob(ns.Upload)
+		shas, err := db.putBlobs(tx.g, ns.Upload, ns.Rebuilt)
 		if err != nil {
 			return err
 		}
-		row.NotebookSHA256 = sha
-		payload, err := tx.PutBlob(ns.Rebuilt)
-		if err != nil {
-			return err
-		}
+		row.NotebookSHA256 = shas[0]
+		payload := shas[1]
 		if err := tx.g.Create(&row).Error; err != nil {
 			return fmt.Errorf("insert submission: %w", err)
 		}

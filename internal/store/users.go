@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -73,10 +74,11 @@ func (db *DB) UserByToken(ctx context.Context, token string) (domain.User, error
 	if token == "" {
 		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "a bearer token is required")
 	}
+	hash := auth.HashToken(token)
 	var u userRow
 	err := db.gorm.WithContext(ctx).Table("users").
 		Joins("JOIN tokens ON tokens.user_id = users.id").
-		Where("tokens.hash = ? AND tokens.revoked_at IS NULL", auth.HashToken(token)).
+		Where("tokens.hash = ? AND tokens.revoked_at IS NULL", hash).
 		Select("users.*").Take(&u).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "the token is not valid")
@@ -86,16 +88,49 @@ func (db *DB) UserByToken(ctx context.Context, token string) (domain.User, error
 	}
 	// Record the use for the admin's token list, at most once a minute per
 	// token so that busy clients (runners polling) do not write on every
-	// request. A failure here must not refuse the request.
+	// request. A failure here must not refuse the request. This process
+	// skips even the conditional update within the minute after it last
+	// recorded the token (each server writes at most once a minute); the
+	// token itself is looked up on every request, so a revocation counts
+	// at once on every server.
 	now := db.Now()
-	_ = db.gorm.WithContext(ctx).Model(&tokenRow{}).
-		Where("hash = ? AND (last_used_at IS NULL OR last_used_at < ?)", auth.HashToken(token), now.Add(-tokenUseResolution)).
-		Update("last_used_at", now).Error
+	if db.tokenUses.due(hash, now) {
+		_ = db.gorm.WithContext(ctx).Model(&tokenRow{}).
+			Where("hash = ? AND (last_used_at IS NULL OR last_used_at < ?)", hash, now.Add(-tokenUseResolution)).
+			Update("last_used_at", now).Error
+	}
 	return toUser(u), nil
 }
 
 // tokenUseResolution is how stale tokens.last_used_at may be.
 const tokenUseResolution = time.Minute
+
+// tokenUses remembers when this process last recorded each token's use,
+// so that it writes tokens.last_used_at at most once per
+// tokenUseResolution. It holds no authority: a token is still looked up
+// in the database on every request.
+type tokenUses struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
+// due reports whether this process should record the use of hash now,
+// and if so notes that it does.
+func (t *tokenUses) due(hash string, now time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if at, ok := t.last[hash]; ok && now.Sub(at) < tokenUseResolution && !now.Before(at) {
+		return false
+	}
+	if t.last == nil || len(t.last) >= maxTokenUses {
+		t.last = map[string]time.Time{} // bounded: forgetting only costs one more conditional update
+	}
+	t.last[hash] = now
+	return true
+}
+
+// maxTokenUses bounds tokenUses' memory.
+const maxTokenUses = 100_000
 
 // UserByName finds a user.
 func (db *DB) UserByName(ctx context.Context, name string) (domain.User, error) {

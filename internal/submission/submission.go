@@ -38,6 +38,25 @@ type Service struct {
 
 	gateOnce sync.Once
 	gate     chan struct{}
+
+	// templates holds each exercise's answer prepared for rebuilding
+	// (exercise id → *notebook.Template), made on its first upload.
+	templates sync.Map
+}
+
+// template returns ex's answer prepared for rebuilding uploads. An
+// exercise re-imported under the same id has a new answer, and so gets a
+// new template.
+func (s *Service) template(ex *exercise.Exercise) (*notebook.Template, error) {
+	if t, ok := s.templates.Load(ex.ID); ok && t.(*notebook.Template).Answer() == ex.Answer {
+		return t.(*notebook.Template), nil
+	}
+	t, err := notebook.NewTemplate(ex.Answer)
+	if err != nil {
+		return nil, err
+	}
+	s.templates.Store(ex.ID, t)
+	return t, nil
 }
 
 // DefaultUploadLimit is a learner's limit on uploads, refused ones
@@ -121,7 +140,11 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission,
 	}
 	// The probe seed is drawn per job from the exercise's pool; the rebuilt
 	// notebook records it for scoring.
-	rebuilt, integ, err := notebook.RebuildSeeded(ex.Answer, nb, ex.SeedFor(nonce()))
+	tmpl, err := s.template(ex)
+	if err != nil {
+		return domain.Submission{}, false, fmt.Errorf("prepare the template of %s: %w", ex.ID, err)
+	}
+	rebuilt, integ, err := tmpl.Rebuild(nb, ex.SeedFor(nonce()))
 	if err != nil {
 		return domain.Submission{}, false, fmt.Errorf("rebuild notebook for %s: %w", ex.ID, err)
 	}

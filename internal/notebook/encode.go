@@ -1,0 +1,234 @@
+package notebook
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Encode writes the notebook as Jupyter does (indented JSON, trailing
+// newline). A notebook whose cells carry ids is declared nbformat 4.5 (and
+// every cell gets one), so a starter or a rebuilt notebook made from a
+// 4.0–4.4 answer is valid nbformat.
+//
+// Every upload is encoded once (its rebuilt notebook), so the cells are
+// written directly instead of through encoding/json's reflection, which
+// validates and compacts each cell's MarshalJSON output again. The bytes
+// are those json.Encoder gives with SetEscapeHTML(false) and a one-space
+// indent (TestEncodeMatchesEncodingJSON).
+func Encode(nb *Notebook) ([]byte, error) {
+	nb.declareMinor()
+	compact := make([]byte, 0, 4096)
+	compact = append(compact, `{"cells":`...)
+	if nb.Cells == nil {
+		compact = append(compact, "null"...)
+	} else {
+		compact = append(compact, '[')
+		for i, c := range nb.Cells {
+			if i > 0 {
+				compact = append(compact, ',')
+			}
+			var err error
+			if compact, err = appendCell(compact, c); err != nil {
+				return nil, fmt.Errorf("encode notebook: cell %d: %w", i+1, err)
+			}
+		}
+		compact = append(compact, ']')
+	}
+	compact = append(compact, `,"metadata":`...)
+	var err error
+	// The notebook's own metadata is written as json.Encoder writes a
+	// map with SetEscapeHTML(false); cells' as json.Marshal does.
+	if compact, err = appendRawMap(compact, nb.Metadata, false, false); err != nil {
+		return nil, fmt.Errorf("encode notebook metadata: %w", err)
+	}
+	compact = append(compact, `,"nbformat":`...)
+	compact = strconv.AppendInt(compact, int64(nb.NBFormat), 10)
+	compact = append(compact, `,"nbformat_minor":`...)
+	compact = strconv.AppendInt(compact, int64(nb.NBFormatMinor), 10)
+	compact = append(compact, '}', '\n')
+	var out bytes.Buffer
+	out.Grow(len(compact) + len(compact)/4)
+	if err := json.Indent(&out, compact, "", " "); err != nil {
+		return nil, fmt.Errorf("encode notebook: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
+// appendCell writes c as (*Cell).MarshalJSON does.
+func appendCell(dst []byte, c *Cell) ([]byte, error) {
+	if c == nil {
+		return append(dst, "null"...), nil
+	}
+	var err error
+	dst = append(dst, '{')
+	if c.ID != "" {
+		dst = append(dst, `"id":`...)
+		dst = appendJSONString(dst, c.ID, true)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"cell_type":`...)
+	dst = appendJSONString(dst, c.CellType, true)
+	if c.CellType == "code" {
+		dst = append(dst, `,"execution_count":`...)
+		if c.ExecutionCount == nil {
+			dst = append(dst, "null"...)
+		} else {
+			dst = strconv.AppendInt(dst, int64(*c.ExecutionCount), 10)
+		}
+	}
+	dst = append(dst, `,"metadata":`...)
+	if dst, err = appendRawMap(dst, c.Metadata, true, true); err != nil {
+		return nil, err
+	}
+	if c.CellType == "code" {
+		dst = append(dst, `,"outputs":[`...)
+		for i, o := range c.Outputs {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			// Outputs are rare where speed matters (rebuilt notebooks
+			// have none): encoding/json writes them.
+			b, err := json.Marshal(o)
+			if err != nil {
+				return nil, err
+			}
+			dst = append(dst, b...)
+		}
+		dst = append(dst, ']')
+	}
+	dst = append(dst, `,"source":`...)
+	dst = appendLines(dst, string(c.Source))
+	if c.CellType != "code" && len(c.Attachments) > 0 {
+		b, err := json.Marshal(c.Attachments)
+		if err != nil {
+			return nil, err
+		}
+		dst = append(dst, `,"attachments":`...)
+		dst = append(dst, b...)
+	}
+	return append(dst, '}'), nil
+}
+
+// appendLines writes a multi-line string as MultilineString.MarshalJSON does.
+func appendLines(dst []byte, s string) []byte {
+	dst = append(dst, '[')
+	for first := true; s != ""; first = false {
+		if !first {
+			dst = append(dst, ',')
+		}
+		line := s
+		if i := indexNewline(s); i >= 0 {
+			line = s[:i+1]
+		}
+		dst = appendJSONString(dst, line, true)
+		s = s[len(line):]
+	}
+	return append(dst, ']')
+}
+
+func indexNewline(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+// appendRawMap writes a metadata map with its keys sorted; nil is null
+// unless nilAsEmpty. Each value is compacted (escaping <, > and & when
+// escapeHTML), as encoding/json writes a json.RawMessage.
+func appendRawMap(dst []byte, m map[string]json.RawMessage, nilAsEmpty, escapeHTML bool) ([]byte, error) {
+	if m == nil && !nilAsEmpty {
+		return append(dst, "null"...), nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	dst = append(dst, '{')
+	for i, k := range keys {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendJSONString(dst, k, escapeHTML)
+		dst = append(dst, ':')
+		v := m[k]
+		if len(v) == 0 {
+			dst = append(dst, "null"...)
+			continue
+		}
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, v); err != nil {
+			return nil, fmt.Errorf("metadata %q: %w", k, err)
+		}
+		b := buf.Bytes()
+		if escapeHTML && bytes.ContainsAny(b, "<>&\u2028\u2029") {
+			var esc bytes.Buffer
+			json.HTMLEscape(&esc, b)
+			b = esc.Bytes()
+		}
+		dst = append(dst, b...)
+	}
+	return append(dst, '}'), nil
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString quotes s as encoding/json does.
+func appendJSONString(dst []byte, s string, escapeHTML bool) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		b := s[i]
+		if b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && (!escapeHTML || (b != '<' && b != '>' && b != '&')) {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
