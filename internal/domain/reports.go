@@ -22,6 +22,10 @@ type GradebookFilter struct {
 	// Counts returns an exercise's policy, CountBest or CountLatest; nil
 	// or "" means CountBest.
 	Counts func(exerciseID string) string
+	// MaxLearners, when positive, keeps only the first learners (by
+	// name) and the database reads only their submissions: a page of
+	// the gradebook costs its learners, not the whole class.
+	MaxLearners int
 }
 
 // GradebookRow is one learner × exercise.

@@ -290,7 +290,7 @@ func NewMetrics(q *queue.Queue) *Metrics {
 	}
 	m.Registry.MustRegister(m.Requests, m.Duration, m.Submissions, m.Graded, m.Latency, m.QueueWait, m.Execution,
 		prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}),
-		&depthCollector{q: q, desc: prometheus.NewDesc("npugrade_jobs", "Jobs by state.", []string{"state"}, nil)})
+		&depthCollector{q: q, desc: prometheus.NewDesc("npugrade_jobs", "Queued and leased jobs.", []string{"state"}, nil)})
 	return m
 }
 
@@ -365,11 +365,13 @@ func (d *depthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- d.desc }
 func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	depth, err := d.q.Depth(ctx)
+	// Queued and leased only: counting every finished job on each scrape
+	// would read the whole jobs table.
+	depth, err := d.q.PendingDepth(ctx)
 	if err != nil {
 		return
 	}
-	for _, st := range []string{domain.JobQueued, domain.JobLeased, domain.JobSucceeded, domain.JobFailed, domain.JobCanceled} {
+	for _, st := range []string{domain.JobQueued, domain.JobLeased} {
 		ch <- prometheus.MustNewConstMetric(d.desc, prometheus.GaugeValue, float64(depth[st]), st)
 	}
 }

@@ -338,5 +338,11 @@ func (q *Queue) Cancel(ctx context.Context, jobID int64, reason string) (domain.
 // Depth counts jobs per state.
 func (q *Queue) Depth(ctx context.Context) (map[string]int64, error) { return q.db.JobDepth(ctx) }
 
+// PendingDepth counts queued and leased jobs only, from an index (what
+// the dashboard and /metrics read on every load and scrape).
+func (q *Queue) PendingDepth(ctx context.Context) (map[string]int64, error) {
+	return q.db.PendingJobDepth(ctx)
+}
+
 // Job reads one job.
 func (q *Queue) Job(ctx context.Context, id int64) (domain.Job, error) { return q.db.Job(ctx, id) }

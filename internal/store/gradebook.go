@@ -61,28 +61,32 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 	return gb.flush()
 }
 
-// gradebookQuery selects every learner (filtered by name) with their
-// graded submissions (of one exercise, when filtered), a learner's rows
-// together, in submission order.
+// gradebookQuery selects every learner (filtered by name; the first
+// MaxLearners when set) with their graded submissions (of one exercise,
+// when filtered), a learner's rows together, in submission order.
 func gradebookQuery(f GradebookFilter) (string, []any) {
-	join := "LEFT JOIN submissions s ON s.user_id = u.id AND s.status = ?"
-	args := []any{domain.StatusGraded}
-	if f.ExerciseID != "" {
-		join += " AND s.exercise_id = ?"
-		args = append(args, f.ExerciseID)
-	}
-	where := "u.role = ?"
-	args = append(args, string(domain.RoleLearner))
+	where, whereArgs := "u.role = ?", []any{string(domain.RoleLearner)}
 	if f.Learner != "" {
 		where += ` AND LOWER(u.name) LIKE ? ESCAPE '\'`
-		args = append(args, "%"+likeEscape(strings.ToLower(f.Learner))+"%")
+		whereArgs = append(whereArgs, "%"+likeEscape(strings.ToLower(f.Learner))+"%")
 	}
 	if f.Section != "" {
 		where += " AND u.section = ?"
-		args = append(args, f.Section)
+		whereArgs = append(whereArgs, f.Section)
 	}
-	return "SELECT u.id, u.name, s.id, s.exercise_id, s.score, s.max_score, s.graded_at FROM users u " + join +
-		" WHERE " + where + " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id", args
+	// A literal status, as the partial index submissions_graded has it.
+	join, joinArgs := "LEFT JOIN submissions s ON s.user_id = u.id AND s.status = '"+domain.StatusGraded+"'", []any{}
+	if f.ExerciseID != "" {
+		join += " AND s.exercise_id = ?"
+		joinArgs = append(joinArgs, f.ExerciseID)
+	}
+	const cols = "SELECT u.id, u.name, s.id, s.exercise_id, s.score, s.max_score, s.graded_at FROM "
+	const order = " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"
+	if f.MaxLearners > 0 {
+		page := "(SELECT u.id, u.name FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ?) u "
+		return cols + page + join + order, append(append(whereArgs, f.MaxLearners), joinArgs...)
+	}
+	return cols + "users u " + join + " WHERE " + where + order, append(joinArgs, whereArgs...)
 }
 
 // scanGradebookRow reads one row; a learner without submissions has an

@@ -61,10 +61,14 @@ func (db *DB) QueueHistory(ctx context.Context, window, step time.Duration) ([]Q
 		Status    string
 	}
 	// A submission still waiting was created before now and has not
-	// started; older ones that started before the window never count.
+	// started; older ones that started before the window never count, nor
+	// do those that ended without starting (see below). The two branches
+	// are index ranges (submissions_started, submissions_waiting;
+	// migration 00011): the query reads the window, not the table.
 	err := db.gorm.WithContext(ctx).Model(&submissionRow{}).Select("created_at, started_at, graded_at, status").
-		Where("created_at <= ? AND (started_at IS NULL OR started_at >= ?)", now, from).
-		Where("created_at >= ? OR status = ?", from.Add(-7*24*time.Hour), domain.StatusQueued).
+		Where("created_at <= ?", now).
+		Where("(started_at >= ? AND (created_at >= ? OR status = '"+domain.StatusQueued+"')) OR (status = '"+domain.StatusQueued+"' AND started_at IS NULL)",
+			from, from.Add(-7*24*time.Hour)).
 		Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read the queue history: %w", err)

@@ -21,7 +21,9 @@ type FailureStat = domain.FailureStat
 // streamed rows, so both dialects give the same answer.
 
 // SubmissionsPerDay counts submissions per UTC day over the last days days
-// (today included), oldest first; days without submissions count 0.
+// (today included), oldest first; days without submissions count 0. The
+// database counts over the created_at index's range of those days and
+// returns one row per day.
 func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, error) {
 	today := db.Now().UTC().Truncate(24 * time.Hour)
 	start := today.AddDate(0, 0, -(days - 1))
@@ -29,29 +31,40 @@ func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, erro
 	for i := range out {
 		out[i].Day = start.AddDate(0, 0, i)
 	}
-	rows, err := db.gorm.WithContext(ctx).Raw("SELECT created_at FROM submissions WHERE created_at >= ?", start).Rows()
-	if err != nil {
+	// SQLite holds times as text with their offset; date() reads that
+	// and gives the UTC day.
+	day := "date(created_at)"
+	if db.Dialect == "postgres" {
+		day = "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+	}
+	var rows []struct {
+		Day string
+		N   int
+	}
+	if err := db.gorm.WithContext(ctx).Raw("SELECT "+day+" AS day, COUNT(*) AS n FROM submissions WHERE created_at >= ? GROUP BY 1", start).
+		Scan(&rows).Error; err != nil {
 		return nil, fmt.Errorf("submissions per day: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var t time.Time
-		if err := rows.Scan(&t); err != nil {
-			return nil, fmt.Errorf("submissions per day: %w", err)
+	for _, r := range rows {
+		t, err := time.Parse("2006-01-02", r.Day)
+		if err != nil {
+			return nil, fmt.Errorf("submissions per day: day %q: %w", r.Day, err)
 		}
-		i := int(t.UTC().Sub(start) / (24 * time.Hour))
-		if i >= 0 && i < days {
-			out[i].Count++
+		if i := int(t.Sub(start) / (24 * time.Hour)); i >= 0 && i < days {
+			out[i].Count += r.N
 		}
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // GradingLatency computes latency percentiles over the last n graded submissions.
 func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
+	// The status is a literal, as in the partial index submissions_graded
+	// (migration 00011) that serves this query: a parameter would keep a
+	// prepared statement's generic plan from using it.
 	rows, err := db.gorm.WithContext(ctx).Raw(
-		"SELECT created_at, graded_at FROM submissions WHERE status = ? AND graded_at IS NOT NULL ORDER BY graded_at DESC LIMIT ?",
-		domain.StatusGraded, n).Rows()
+		"SELECT created_at, graded_at FROM submissions WHERE status = '"+domain.StatusGraded+"' AND graded_at IS NOT NULL ORDER BY graded_at DESC LIMIT ?",
+		n).Rows()
 	if err != nil {
 		return Latency{}, fmt.Errorf("grading latency: %w", err)
 	}
@@ -76,6 +89,26 @@ func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
 		return ds[max(0, min(i, len(ds)-1))]
 	}
 	return Latency{N: len(ds), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: ds[len(ds)-1]}, nil
+}
+
+// PendingJobDepth counts the jobs that make up the queue's depth, queued
+// and leased, by state: an index-only count over the partial index
+// jobs_pending (migration 00011), however many jobs have finished. The
+// dashboard and /metrics read it on every load and scrape.
+func (db *DB) PendingJobDepth(ctx context.Context) (map[string]int64, error) {
+	var rows []struct {
+		State string
+		N     int64
+	}
+	if err := db.gorm.WithContext(ctx).Raw("SELECT state, COUNT(*) AS n FROM jobs WHERE state IN ('" + domain.JobQueued + "', '" + domain.JobLeased + "') GROUP BY state").
+		Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("count pending jobs: %w", err)
+	}
+	out := map[string]int64{domain.JobQueued: 0, domain.JobLeased: 0}
+	for _, r := range rows {
+		out[r.State] = r.N
+	}
+	return out, nil
 }
 
 // QuestionStats returns pass counts per graded cell of an exercise, in notebook order.

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,7 @@ func TestGradebookAndStats(t *testing.T) {
 				return out
 			}
 			rows := collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}})
+			rows0 := rows
 			var got []string
 			for _, r := range rows {
 				got = append(got, r.Learner+"/"+r.ExerciseID)
@@ -159,6 +161,19 @@ func TestGradebookAndStats(t *testing.T) {
 			}
 			if rows = collect(store.GradebookFilter{Exercises: []string{"ch1"}, Learner: "%"}); len(rows) != 1 {
 				t.Errorf("%% filter: %+v", rows)
+			}
+
+			// A page of learners: the first ones by name, every exercise of each.
+			page := collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}, MaxLearners: 2})
+			if len(page) != 4 || !reflect.DeepEqual(page, rows0[:4]) {
+				t.Errorf("first 2 learners: %+v (all: %+v)", page, rows0)
+			}
+			if page = collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}, ExerciseID: "ch1", Learner: "a", MaxLearners: 1}); len(page) != 1 || page[0].Learner != "ada" || page[0].Attempts != 3 {
+				t.Errorf("first learner matching 'a', ch1: %+v", page)
+			}
+			depth, err := db.PendingJobDepth(ctx)
+			if err != nil || len(depth) != 2 || depth[domain.JobQueued] != 5 || depth[domain.JobLeased] != 0 {
+				t.Errorf("pending depth: %v %v", depth, err)
 			}
 
 			// Dashboard statistics.
@@ -211,6 +226,16 @@ func TestGradebookAndStats(t *testing.T) {
 			}
 			if err := db.SetRunnerDrain(ctx, "nope", true); domain.ErrorCode(err) != domain.ENOTFOUND {
 				t.Errorf("drain unknown runner: %v", err)
+			}
+			// The queue history counts a submission still waiting, not the graded ones.
+			if _, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: bob.ID, ExerciseID: "ch1", ExerciseVersion: "v",
+				Upload: []byte("{}"), Rebuilt: []byte("{} "), MaxAttempts: 1,
+				Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }}); err != nil {
+				t.Fatal(err)
+			}
+			hist, err := db.QueueHistory(ctx, time.Hour, time.Minute)
+			if err != nil || len(hist) < 60 || hist[len(hist)-1].Waiting != 1 || hist[0].Waiting != 0 {
+				t.Errorf("queue history: %+v %v", hist, err)
 			}
 		})
 	}

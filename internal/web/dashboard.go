@@ -53,7 +53,7 @@ func (h *handler) dashboard(c *gin.Context) {
 	}
 	d.PerDaySVG = columnChart(chart{Title: translate(lang, "dash.per_day"), XLabel: translate(lang, "axis.day"),
 		YLabel: translate(lang, "axis.submissions"), Bars: days, Fill: "#2f6fb0"})
-	depth, err := h.Queue.Depth(ctx)
+	depth, err := h.Queue.PendingDepth(ctx)
 	if err != nil {
 		h.fail(c, err)
 		return
@@ -231,6 +231,13 @@ func (h *handler) gradebookPage(c *gin.Context) {
 			d.CSVURL += "?" + enc
 		}
 	}
+	// The database reads one more learner than the page shows, no more:
+	// the page says there are more without reading the whole class.
+	perLearner := len(f.Exercises)
+	if f.ExerciseID != "" {
+		perLearner = 1
+	}
+	f.MaxLearners = gradebookPageRows/max(perLearner, 1) + 1
 	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
 		if len(d.Rows) == gradebookPageRows {
 			d.Truncated = true

@@ -53,9 +53,9 @@ type Deps struct {
 	Reports domain.ReportService
 	// Fleet lists and drains runners.
 	Fleet fleet.Service
-	// Queue reports the job queue's depth per state.
+	// Queue reports the job queue's depth: queued and leased jobs.
 	Queue interface {
-		Depth(ctx context.Context) (map[string]int64, error)
+		PendingDepth(ctx context.Context) (map[string]int64, error)
 	}
 	Catalog     *exercise.Catalog
 	Submissions *submission.Service
