@@ -12,7 +12,7 @@ pg_dir=/tmp/npugrade-bench-pg-$$
 trap 'bash scripts/testpg.sh stop "$pg_dir"' EXIT
 export NPUGRADE_TEST_POSTGRES_DSN=$(bash scripts/testpg.sh start "$pg_dir" | tail -1)
 mkdir -p out
-go test -run '^$' -bench 'BenchmarkIntake' -benchtime 400x ./cmd/npugrade/ | tee out/bench-intake.txt
+go test -run '^$' -bench 'BenchmarkIntake$' -benchtime 400x ./cmd/npugrade/ | tee out/bench-intake.txt
 # Grading latency per chapter answer, warm (pre-started kernels) and cold,
 # against a plain nbconvert run side by side; then graded submissions per
 # minute at 1 and 2 slots; then execution alone (hand-over to result).
@@ -43,3 +43,11 @@ go test -run '^$' -bench 'BenchmarkWorstUpload' -benchtime 3x ./internal/httpapi
 # Postgres); the similarity report of a class of 500.
 go test -run '^$' -bench 'BenchmarkImportRoster500' -benchtime 5x ./internal/roster/ | tee out/bench-roster.txt
 go test -run '^$' -bench 'BenchmarkCompare500' -benchtime 3x ./internal/similarity/ | tee out/bench-similarity.txt
+# Issue 15 (e15intake): intake against the database alone — POST /api/v1/submissions
+# of distinct ~100 KB ch1 notebooks at 4 and 16 clients vs pgbench running the rows
+# intake writes in one transaction (targets: >= 0.7x at 4 clients, p99 <= 50 ms);
+# SQLite vs raw inserts with the same driver. Then the dashboard at 500,000 seeded
+# submissions: /dashboard p50/p95 (<= 150 ms), the gradebook page p95 (<= 300 ms),
+# the CSV against COPY of its query (>= 0.8x).
+go test -run '^$' -bench 'BenchmarkIntakeVsDatabase' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-intake-vs-db.txt
+go test -run '^$' -bench 'BenchmarkDashboard' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-dashboard.txt
