@@ -144,7 +144,7 @@ func waitGradedT(t testing.TB, s *server, token, id string) map[string]any {
 		}
 		var sub map[string]any
 		json.Unmarshal(b, &sub)
-		if st := sub["status"]; st == "graded" || st == "failed" {
+		if st := sub["status"]; st == "graded" || st == "needs-manual" || st == "failed" {
 			return sub
 		}
 		time.Sleep(300 * time.Millisecond)

@@ -23,6 +23,7 @@ import (
 	"github.com/npugrade/npugrade/internal/events"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -128,6 +129,11 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	db, err := store.Open(ctx, *o.dbURL, o.log)
 	if err != nil {
 		return nil, err
+	}
+	// A manual cell's rubric that changed since the last start is
+	// re-applied to every submission graded with it (and on record).
+	if err := (grade.Manual{DB: db}).SyncRubrics(ctx, cat); err != nil {
+		o.log.Error("re-apply changed rubrics", "err", err)
 	}
 	q := queue.New(db, o.log)
 	metrics := httpapi.NewMetrics(q)

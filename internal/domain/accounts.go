@@ -13,6 +13,13 @@ const (
 	AuditRegradeApply  = "regrade-applied"
 	AuditRunnerDrain   = "runner-drain"
 	AuditRunnerResume  = "runner-resume"
+	// Issue 18 (f18grading): manual grading, feedback release, regrade requests.
+	AuditManualGrade     = "manual-grade"
+	AuditRubricChanged   = "rubric-changed"
+	AuditFeedbackRelease = "feedback-released"
+	AuditRegradeRequest  = "regrade-requested"
+	AuditRegradeAnswer   = "regrade-answered"
+	AuditScoreOverride   = "score-override"
 )
 
 // AuditEvent is one entry of the audit log.

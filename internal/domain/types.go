@@ -46,7 +46,14 @@ const (
 	StatusRunning = "running"
 	StatusGraded  = "graded"
 	StatusFailed  = "failed" // infrastructure failure after the last attempt
+	// StatusNeedsManual: the automatic part is graded (score and cells),
+	// and a manual cell still waits for a person.
+	StatusNeedsManual = "needs-manual"
 )
+
+// Scored reports whether a submission in status has a score (the
+// automatic part at least).
+func Scored(status string) bool { return status == StatusGraded || status == StatusNeedsManual }
 
 // Verdicts of one graded cell.
 const (
@@ -59,6 +66,10 @@ const (
 	VerdictTampered         = "tampered"
 	VerdictIncompleteOutput = "incomplete-output"
 	VerdictMemoryLimit      = "memory-limit"
+	// VerdictNeedsManual: a manual cell no person has graded yet;
+	// VerdictManual: graded by a person against its rubric.
+	VerdictNeedsManual = "needs-manual"
+	VerdictManual      = "manual"
 )
 
 // Submission is one uploaded notebook for one exercise.

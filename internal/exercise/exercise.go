@@ -63,7 +63,19 @@ type Policy struct {
 	MaxSubmissions int `json:"max_submissions,omitempty"`
 	// RateLimit caps submissions per learner in a sliding window.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Feedback is when learners see the details of their feedback:
+	// "immediate" (default: each cell's own visibility decides),
+	// "after_due_date" (nothing before the deadline) or "on_release"
+	// (nothing until an instructor releases it, for everyone or per learner).
+	Feedback string `json:"feedback,omitempty"`
 }
+
+// Feedback policies.
+const (
+	FeedbackImmediate    = "immediate"
+	FeedbackAfterDueDate = "after_due_date"
+	FeedbackOnRelease    = "on_release"
+)
 
 // LateStep is one step of a late-penalty schedule.
 type LateStep struct {
@@ -146,8 +158,15 @@ func (p Policy) Extended(e *Extension) Policy {
 }
 
 // DetailsVisible reports whether a learner may see the details (message,
-// observed and expected output) of graded cell id at time now.
+// observed and expected output) of graded cell id at time now, by the
+// cell's own visibility (the exercise's feedback policy is package
+// policy's: it needs the releases on record).
 func (ex *Exercise) DetailsVisible(id string, now time.Time) bool {
+	for _, m := range ex.Manual {
+		if m.ID == id {
+			return m.Visibility != VisibilityHidden && (m.Visibility != VisibilityAfterDue || ex.Deadline == nil || now.After(*ex.Deadline))
+		}
+	}
 	for _, g := range ex.Graded {
 		if g.ID != id {
 			continue
@@ -177,6 +196,27 @@ type Exercise struct {
 	StarterBytes []byte
 	References   map[string]*Reference // by profile
 	Graded       []GradedCell
+	// Manual are the manually graded cells (metadata.grader.manual), in
+	// notebook order; they are not in Graded.
+	Manual []ManualCell
+}
+
+// ManualCell is a cell a person grades with its rubric.
+type ManualCell struct {
+	ID         string
+	Points     float64
+	Rubric     []notebook.RubricItem
+	Visibility string
+}
+
+// ManualCell returns the manual cell id, or false.
+func (ex *Exercise) ManualCell(id string) (ManualCell, bool) {
+	for _, m := range ex.Manual {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return ManualCell{}, false
 }
 
 // GradedCell is one cell that earns points, in notebook order.
@@ -325,24 +365,10 @@ func LoadOne(dir, answerDir string) (*Exercise, error) {
 	if err != nil {
 		return nil, fmt.Errorf("answer %s: %w", cfg.Answer, err)
 	}
-	seen := map[string]bool{}
-	for _, c := range ex.Answer.Cells {
-		g := c.MustGrader()
-		if g.ID == "" {
-			continue
-		}
-		if seen[g.ID] {
-			errs = multierror.Append(errs, fmt.Errorf("answer: grader id %q is used twice", g.ID))
-		}
-		seen[g.ID] = true
-		if g.Graded() {
-			ex.Graded = append(ex.Graded, GradedCell{ID: g.ID, Points: g.Points, Requires: g.Requires, Solution: g.Solution,
-				Probe: g.Probe, For: g.For, Group: g.Group, Visibility: g.Visibility})
-		}
-	}
+	errs = multierror.Append(errs, ex.collectCells()...)
 	errs = multierror.Append(errs, ex.applyConfig()...)
-	if len(ex.Graded) == 0 {
-		errs = multierror.Append(errs, errors.New("answer has no graded cells (metadata.grader.points > 0)"))
+	if len(ex.Graded) == 0 && len(ex.Manual) == 0 {
+		errs = multierror.Append(errs, errors.New("answer has no graded cells (metadata.grader.points > 0 or metadata.grader.manual)"))
 	}
 	ex.StarterNB, err = notebook.Starter(ex.Answer)
 	if err != nil {
@@ -373,6 +399,35 @@ func LoadOne(dir, answerDir string) (*Exercise, error) {
 		return nil, err
 	}
 	return ex, nil
+}
+
+// collectCells lists the answer's graded and manual cells, in notebook
+// order; a grader id used twice is an error.
+func (ex *Exercise) collectCells() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for _, c := range ex.Answer.Cells {
+		g := c.MustGrader()
+		if g.ID == "" {
+			continue
+		}
+		if seen[g.ID] {
+			errs = append(errs, fmt.Errorf("answer: grader id %q is used twice", g.ID))
+		}
+		seen[g.ID] = true
+		if g.Manual != nil {
+			vis := g.Visibility
+			if vis == "" {
+				vis = VisibilityVisible
+			}
+			ex.Manual = append(ex.Manual, ManualCell{ID: g.ID, Points: g.Manual.Points, Rubric: g.Manual.Rubric, Visibility: vis})
+		}
+		if g.Graded() {
+			ex.Graded = append(ex.Graded, GradedCell{ID: g.ID, Points: g.Points, Requires: g.Requires, Solution: g.Solution,
+				Probe: g.Probe, For: g.For, Group: g.Group, Visibility: g.Visibility})
+		}
+	}
+	return errs
 }
 
 // AnswerSHA256 is the digest references record, so a stale reference is detected.
@@ -410,7 +465,19 @@ func (ex *Exercise) MaxPoints(satisfies func(domain.Requirement) bool) float64 {
 			sum += g.Points
 		}
 	}
+	for _, m := range ex.Manual {
+		sum += m.Points
+	}
 	return sum
+}
+
+func (ex *Exercise) manualIndex(id string) int {
+	for i, m := range ex.Manual {
+		if m.ID == id {
+			return i
+		}
+	}
+	return -1
 }
 
 // StarterPath is where the committed starter lives.
@@ -492,6 +559,8 @@ func (ex *Exercise) applyConfig() []error {
 	for id, v := range ex.Config.Visibility {
 		if g, ok := byID[id]; ok {
 			g.Visibility = v
+		} else if i := ex.manualIndex(id); i >= 0 {
+			ex.Manual[i].Visibility = v
 		} else {
 			errs = append(errs, fmt.Errorf("visibility: %q is not a graded cell of the answer", id))
 		}
@@ -532,6 +601,16 @@ func (ex *Exercise) applyConfig() []error {
 	}
 	if len(ex.LatePenalty) > 0 && ex.Deadline == nil {
 		errs = append(errs, errors.New("late_penalty needs a deadline"))
+	}
+	switch ex.Feedback {
+	case "":
+		ex.Feedback = FeedbackImmediate
+	case FeedbackImmediate, FeedbackAfterDueDate, FeedbackOnRelease:
+		if ex.Feedback == FeedbackAfterDueDate && ex.Deadline == nil {
+			errs = append(errs, errors.New("feedback \"after_due_date\" needs a deadline"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("feedback %q: want immediate, after_due_date or on_release", ex.Feedback))
 	}
 	if ex.MaxSubmissions < 0 {
 		errs = append(errs, errors.New("max_submissions must be >= 0"))

@@ -115,6 +115,18 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 	if err != nil {
 		return store.Grade{}, err
 	}
+	// Manual grades and overrides on record stay in force through a new
+	// run of the same submission (a regrade).
+	manual, err := s.DB.ManualGrades(ctx, sub.ID)
+	if err != nil {
+		return store.Grade{}, err
+	}
+	ApplyManual(ex, sc.Cells, manual)
+	killed := ""
+	if res.Killed {
+		killed = res.Reason
+	}
+	sc.Score, sc.Message = Total(sc.Cells, sc.Multiplier, killed)
 	return store.Grade{
 		SubmissionID: sub.ID, Score: sc.Score, MaxScore: sc.MaxScore, Message: sc.Message,
 		Profile: sc.Profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: sc.GraderVersion,

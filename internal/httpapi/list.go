@@ -69,7 +69,7 @@ func (s *Server) submissionFilter(ctx context.Context, u domain.User, q url.Valu
 			f.Limit = n
 		}
 	}
-	statuses := []string{domain.StatusQueued, domain.StatusRunning, domain.StatusGraded, domain.StatusFailed}
+	statuses := []string{domain.StatusQueued, domain.StatusRunning, domain.StatusGraded, domain.StatusNeedsManual, domain.StatusFailed}
 	if f.Status != "" && !slices.Contains(statuses, f.Status) {
 		problems = append(problems, fmt.Sprintf("status=%q: want queued, running, graded or failed", f.Status))
 	}

@@ -98,6 +98,7 @@ func (s *Server) Handler() http.Handler {
 	s.regradeRoutes(api)
 	s.extensionRoutes(api)
 	s.similarityRoutes(api)
+	s.manualRoutes(api)
 
 	s.fleetRoutes(api)
 	s.runnerRoutes(r)

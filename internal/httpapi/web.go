@@ -15,7 +15,7 @@ func (s *Server) webRoutes(r *gin.Engine) {
 		Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
 		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User, Policy: s.policy(),
 		Extensions: s.extensions(), Rosters: &roster.Service{DB: s.DB}, Sections: s.DB,
-		Similarity: s.similarity()}
+		Similarity: s.similarity(), Manual: s.manual()}
 	if s.Metrics != nil {
 		deps.OnSubmitted = s.Metrics.Submissions.Inc
 	}

@@ -3,7 +3,9 @@ package notebook
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"regexp"
+	"strings"
 
 	"github.com/npugrade/npugrade/internal/domain"
 )
@@ -29,12 +31,59 @@ type GraderMeta struct {
 	// Feedback is shown with the cell's verdict once the learner may see
 	// its details (a quiz item's explanation, 解析).
 	Feedback string `json:"feedback"`
+	// Manual makes the cell manually graded: a person scores it against
+	// its rubric; it is never compared automatically.
+	Manual *ManualSpec `json:"manual"`
 	// Raw is the whole grader object, for the comparators.
 	Raw json.RawMessage `json:"-"`
 }
 
 // Graded reports whether the cell's outputs earn points.
-func (g GraderMeta) Graded() bool { return g.ID != "" && g.Points > 0 }
+func (g GraderMeta) Graded() bool { return g.ID != "" && g.Points > 0 && g.Manual == nil }
+
+// ManualSpec is metadata.grader.manual: the points a person may give and
+// the rubric they give them with.
+type ManualSpec struct {
+	Points float64      `json:"points"`
+	Rubric []RubricItem `json:"rubric"`
+}
+
+// RubricItem is one reusable rubric line: applying it adds Points
+// (negative: takes them away). ID defaults to "r<position>" (from 1).
+type RubricItem struct {
+	ID     string  `json:"id,omitempty"`
+	Points float64 `json:"points"`
+	Text   string  `json:"text"`
+}
+
+// validate checks a manual spec and fills in the default item ids.
+func (m *ManualSpec) validate(cellID string) error {
+	var errs []string
+	if cellID == "" {
+		errs = append(errs, "a manual cell needs metadata.grader.id")
+	}
+	if !(m.Points > 0) || math.IsInf(m.Points, 0) {
+		errs = append(errs, fmt.Sprintf("manual.points %v must be a positive number", m.Points))
+	}
+	seen := map[string]bool{}
+	for i := range m.Rubric {
+		it := &m.Rubric[i]
+		if it.ID == "" {
+			it.ID = fmt.Sprintf("r%d", i+1)
+		}
+		if !graderIDPattern.MatchString(it.ID) || seen[it.ID] {
+			errs = append(errs, fmt.Sprintf("manual.rubric[%d].id %q: letters, digits, '-' and '_', once per rubric", i, it.ID))
+		}
+		seen[it.ID] = true
+		if math.IsNaN(it.Points) || math.IsInf(it.Points, 0) || strings.TrimSpace(it.Text) == "" {
+			errs = append(errs, fmt.Sprintf("manual.rubric[%d]: needs finite points and a text", i))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("metadata.grader.manual: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
 
 var graderIDPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
@@ -53,6 +102,14 @@ func (c *Cell) Grader() (GraderMeta, error) {
 	}
 	if g.Points < 0 {
 		return GraderMeta{}, fmt.Errorf("metadata.grader.points %v is negative", g.Points)
+	}
+	if g.Manual != nil {
+		if g.Points > 0 || g.Probe {
+			return GraderMeta{}, fmt.Errorf("metadata.grader %q: a manual cell has no automatic points and is not a probe", g.ID)
+		}
+		if err := g.Manual.validate(g.ID); err != nil {
+			return GraderMeta{}, err
+		}
 	}
 	g.Raw = raw
 	return g, nil

@@ -114,6 +114,13 @@ func Score(in Input) Output {
 	}
 	applyProbes(in.Exercise, out.Cells)
 	applyGroups(in.Exercise, out.Cells)
+	auto := len(out.Cells)
+	// Manual cells count in the maximum and wait for a person (package
+	// grade applies their grades).
+	for _, m := range in.Exercise.Manual {
+		out.Cells = append(out.Cells, domain.CellResult{CellID: m.ID, Verdict: domain.VerdictNeedsManual, MaxPoints: m.Points,
+			Counted: true, Message: ManualPending})
+	}
 	for _, cr := range out.Cells {
 		if cr.Counted {
 			out.MaxScore += cr.MaxPoints
@@ -127,16 +134,8 @@ func Score(in Input) Output {
 	switch {
 	case in.Result.Killed:
 		out.Message = in.Result.Reason
-	case out.Score == out.MaxScore:
-		out.Message = "all graded cells pass"
 	default:
-		passed := 0
-		for _, c := range out.Cells {
-			if c.Verdict == domain.VerdictPass {
-				passed++
-			}
-		}
-		out.Message = fmt.Sprintf("%d of %d graded cells pass", passed, len(out.Cells))
+		out.Message = Summary(out.Cells[:auto])
 	}
 	if out.Multiplier != 1 {
 		out.Score *= out.Multiplier
@@ -158,6 +157,24 @@ func LateNote(message string, m float64) string {
 		message += lateNote + fmt.Sprintf("%g", m)
 	}
 	return message
+}
+
+// ManualPending is the message of a manual cell no person has graded yet.
+const ManualPending = "this question is graded by an instructor"
+
+// Summary is the message of the automatically graded cells.
+func Summary(cells []domain.CellResult) string {
+	passed, all := 0, true
+	for _, c := range cells {
+		if c.Verdict == domain.VerdictPass {
+			passed++
+		}
+		all = all && (c.Points == c.MaxPoints || !c.Counted)
+	}
+	if all {
+		return "all graded cells pass"
+	}
+	return fmt.Sprintf("%d of %d graded cells pass", passed, len(cells))
 }
 
 // probeCell grades a hidden test. Its feedback never carries the observed

@@ -24,6 +24,13 @@ const (
 	// Issue 18 (rosters).
 	AuditRosterImported = "roster-imported"
 	AuditRosterUpdated  = "user-updated"
+	// Issue 18 (internal/grade/manual.go, feedback release, regrade requests).
+	AuditManualGrade     = domain.AuditManualGrade
+	AuditRubricChanged   = domain.AuditRubricChanged
+	AuditFeedbackRelease = domain.AuditFeedbackRelease
+	AuditRegradeRequest  = domain.AuditRegradeRequest
+	AuditRegradeAnswer   = domain.AuditRegradeAnswer
+	AuditScoreOverride   = domain.AuditScoreOverride
 )
 
 type AuditEvent = domain.AuditEvent
@@ -51,6 +58,7 @@ func (tx *Tx) Audit(actor domain.User, action, subject, detail string) error {
 	return tx.db.audit(tx.g, actor, action, subject, detail)
 }
 
+// audit records an event inside g (a transaction of the change it records).
 func (db *DB) audit(g *gorm.DB, actor domain.User, action, subject, detail string) error {
 	row := db.auditEntry(actor, action, subject, detail, db.Now())
 	if err := g.Create(&row).Error; err != nil {

@@ -150,7 +150,7 @@ func (db *DB) Extensions(ctx context.Context, exerciseID string, revoked bool) (
 // the score history. It returns how many scores changed.
 func (tx *Tx) Rescore(exerciseID string, userID int64, multiplier func(time.Time) float64, message func(string, float64) string) (int, error) {
 	var subs []submissionRow
-	if err := tx.g.Where("exercise_id = ? AND user_id = ? AND status = ?", exerciseID, userID, domain.StatusGraded).
+	if err := tx.g.Where("exercise_id = ? AND user_id = ? AND status IN ?", exerciseID, userID, []string{domain.StatusGraded, domain.StatusNeedsManual}).
 		Order("created_at, id").Find(&subs).Error; err != nil {
 		return 0, fmt.Errorf("read graded submissions of user %d for %s: %w", userID, exerciseID, err)
 	}

@@ -42,10 +42,11 @@ func (db *DB) SubmissionTimes(ctx context.Context, userID int64, exerciseID stri
 	return times, nil
 }
 
-// GradedSubmissions lists the graded submissions of an exercise ("": of all; optionally
-// of one user), oldest first, without cell results.
+// GradedSubmissions lists the scored submissions (graded, or graded for
+// their automatic part and waiting for manual grading) of an exercise
+// ("": of all; optionally of one user), oldest first, without cell results.
 func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]domain.Submission, error) {
-	q := db.gorm.WithContext(ctx).Where("status = ?", domain.StatusGraded)
+	q := db.gorm.WithContext(ctx).Where("status IN ?", []string{domain.StatusGraded, domain.StatusNeedsManual})
 	if exerciseID != "" {
 		q = q.Where("exercise_id = ?", exerciseID)
 	}

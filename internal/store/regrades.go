@@ -78,6 +78,7 @@ type scoreHistoryRow struct {
 	Cells           string
 	GradedAt        *time.Time
 	RecordedAt      time.Time
+	Reason          string // migration 00012
 }
 
 func (scoreHistoryRow) TableName() string { return "score_history" }
@@ -341,6 +342,9 @@ type ScoreHistoryEntry struct {
 	Cells           []domain.CellResult `json:"cells"`
 	GradedAt        *time.Time          `json:"graded_at,omitempty"`
 	RecordedAt      time.Time           `json:"recorded_at"`
+	// Reason says why a person replaced the score (a regrade request's
+	// override); empty for an applied regrade.
+	Reason string `json:"reason,omitempty"`
 }
 
 // ScoreHistory lists a submission's earlier scores, oldest first.
@@ -353,7 +357,7 @@ func (db *DB) ScoreHistory(ctx context.Context, submissionID string) ([]ScoreHis
 	for i, r := range rows {
 		out[i] = ScoreHistoryEntry{RegradeID: r.RegradeID, ExerciseVersion: r.ExerciseVersion, GraderVersion: r.GraderVersion,
 			Profile: r.Profile, EnvFingerprint: r.EnvFingerprint, Score: r.Score, MaxScore: r.MaxScore, Message: r.Message,
-			GradedAt: r.GradedAt, RecordedAt: r.RecordedAt}
+			GradedAt: r.GradedAt, RecordedAt: r.RecordedAt, Reason: r.Reason}
 		_ = json.Unmarshal([]byte(r.Cells), &out[i].Cells)
 	}
 	return out, nil

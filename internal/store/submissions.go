@@ -173,12 +173,17 @@ func (db *DB) Submission(ctx context.Context, id string) (domain.Submission, err
 }
 
 func (db *DB) withCells(ctx context.Context, row submissionRow) (domain.Submission, error) {
+	return withCellsIn(db.gorm.WithContext(ctx), row)
+}
+
+// withCellsIn is withCells inside g (a transaction: SQLite has one connection).
+func withCellsIn(g *gorm.DB, row submissionRow) (domain.Submission, error) {
 	var cells []cellResultRow
-	if err := db.gorm.WithContext(ctx).Where("submission_id = ?", row.ID).Order("position").Find(&cells).Error; err != nil {
+	if err := g.Where("submission_id = ?", row.ID).Order("position").Find(&cells).Error; err != nil {
 		return domain.Submission{}, fmt.Errorf("read cells of submission %s: %w", row.ID, err)
 	}
 	var u userRow
-	_ = db.gorm.WithContext(ctx).Where("id = ?", row.UserID).Take(&u).Error
+	_ = g.Where("id = ?", row.UserID).Take(&u).Error
 	s := toSubmission(row, u.Name)
 	for _, c := range cells {
 		s.Cells = append(s.Cells, domain.CellResult{
@@ -341,7 +346,7 @@ func (db *DB) saveGrade(tx *gorm.DB, g Grade) error {
 	}
 	now := db.Now()
 	res := tx.Model(&submissionRow{}).Where("id = ?", g.SubmissionID).Updates(map[string]any{
-		"status": domain.StatusGraded, "score": g.Score, "max_score": g.MaxScore, "message": g.Message,
+		"status": statusOf(g.Cells), "score": g.Score, "max_score": g.MaxScore, "message": g.Message,
 		"profile": g.Profile, "runner_id": g.RunnerID, "env_fingerprint": g.EnvFingerprint,
 		"grader_version": g.GraderVersion, "executed_sha256": executed, "graded_at": now,
 	})
@@ -351,22 +356,38 @@ func (db *DB) saveGrade(tx *gorm.DB, g Grade) error {
 	if res.RowsAffected != 1 {
 		return fmt.Errorf("save grade of %s: %w", g.SubmissionID, ErrNotFound)
 	}
-	if err := tx.Where("submission_id = ?", g.SubmissionID).Delete(&cellResultRow{}).Error; err != nil {
-		return fmt.Errorf("replace cells of %s: %w", g.SubmissionID, err)
+	return db.writeCells(tx, g.SubmissionID, g.Cells)
+}
+
+// writeCells replaces a submission's cell results.
+func (db *DB) writeCells(tx *gorm.DB, submissionID string, cells []domain.CellResult) error {
+	if err := tx.Where("submission_id = ?", submissionID).Delete(&cellResultRow{}).Error; err != nil {
+		return fmt.Errorf("replace cells of %s: %w", submissionID, err)
 	}
-	if len(g.Cells) == 0 {
+	if len(cells) == 0 {
 		return nil
 	}
-	rows := make([]cellResultRow, len(g.Cells))
-	for i, c := range g.Cells {
-		rows[i] = cellResultRow{SubmissionID: g.SubmissionID, Position: i, CellID: c.CellID, Verdict: c.Verdict,
+	rows := make([]cellResultRow, len(cells))
+	for i, c := range cells {
+		rows[i] = cellResultRow{SubmissionID: submissionID, Position: i, CellID: c.CellID, Verdict: c.Verdict,
 			Points: c.Points, MaxPoints: c.MaxPoints, Counted: c.Counted, Message: lossless(c.Message),
 			Observed: lossless(c.Observed), Expected: lossless(c.Expected), Diff: lossless(c.Diff)}
 	}
 	if err := tx.Create(&rows).Error; err != nil {
-		return fmt.Errorf("insert cells of %s: %w", g.SubmissionID, err)
+		return fmt.Errorf("insert cells of %s: %w", submissionID, err)
 	}
 	return nil
+}
+
+// statusOf is a scored submission's status: needs-manual while a manual
+// cell waits for a person.
+func statusOf(cells []domain.CellResult) string {
+	for _, c := range cells {
+		if c.Verdict == domain.VerdictNeedsManual {
+			return domain.StatusNeedsManual
+		}
+	}
+	return domain.StatusGraded
 }
 
 func toSubmission(r submissionRow, userName string) domain.Submission {

@@ -128,6 +128,8 @@ type exerciseStatsData struct {
 	Failures    []domain.FailureStat
 	Counts      string
 	HasFailures bool
+	// Manual are the manual cells, each with its grading page (issue 18).
+	Manual []string
 }
 
 func (h *handler) exerciseStats(c *gin.Context) {
@@ -138,6 +140,9 @@ func (h *handler) exerciseStats(c *gin.Context) {
 		return
 	}
 	d := exerciseStatsData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Counts: countsOf(ex)}
+	for _, m := range ex.Manual {
+		d.Manual = append(d.Manual, m.ID)
+	}
 	bins := make([]bar, 10)
 	for i := range bins {
 		bins[i].Label = fmt.Sprintf("%d–%d", i*10, i*10+10)

@@ -43,6 +43,11 @@ var feedbackPatterns = []feedbackPattern{
 	fb(`please tell your instructor`, `请告知你的教师`),
 	fb(`all-or-nothing group (\S+) is not complete, so this cell earns no points`, `全对才得分的题组 ${1} 未全部通过，本单元格不得分`),
 	fb(`hidden test passes`, `隐藏测试通过`),
+	// internal/grade/manual.go and scoring.ManualPending: manual grading.
+	fb(`this question is graded by an instructor`, `本题由教师人工评分`),
+	fb(`graded by an instructor`, `已由教师人工评分`),
+	fb(fbNum+` questions wait for manual grading`, `${1} 道题等待人工评分`),
+	fb(`points set to `+fbNum+` of `+fbNum+` by an instructor`, `教师将得分改为 ${1} / ${2}`),
 	fb(`a hidden test of (\S+) did not run: (.+)`, `${1} 的一项隐藏测试未运行：${2}`),
 	fb(`a hidden test of (\S+) was not run`, `${1} 的一项隐藏测试未运行`),
 	fb(`a hidden test of (\S+) did not finish in time`, `${1} 的一项隐藏测试未按时完成`),

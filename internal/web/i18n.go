@@ -103,6 +103,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"st.running":            {"running", "运行中"},
 	"st.graded":             {"graded", "已评分"},
 	"st.failed":             {"failed", "失败"},
+	"st.needs-manual":       {"needs manual grading", "待人工评分"},
 	"back":                  {"Back", "返回"},
 	"learner":               {"Learner", "学员"},
 	"dash.title":            {"Instructor dashboard", "教师总览"},
@@ -282,6 +283,29 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"v.tampered":          {"tampered", "被篡改"},
 	"v.incomplete-output": {"incomplete output", "输出不完整"},
 	"v.memory-limit":      {"memory limit", "超出内存"},
+	"v.needs-manual":      {"awaiting manual grading", "待人工评分"},
+	"v.manual":            {"graded by hand", "人工评分"},
+	// Issue 18: manual grading.
+	"mg.title":           {"Manual grading", "人工评分"},
+	"mg.waiting":         {"submissions wait for manual grading", "份提交待人工评分"},
+	"mg.mode":            {"Grading mode", "评分方式"},
+	"mg.mode_question":   {"This question for everyone", "逐人批改本题"},
+	"mg.mode_submission": {"Every question of this submission", "批改本提交的所有题"},
+	"mg.questions":       {"Manual questions", "人工评分题"},
+	"mg.empty":           {"No submission has been scored yet.", "还没有已评分的提交。"},
+	"mg.saved":           {"Saved.", "已保存。"},
+	"mg.position":        {"Position", "序号"},
+	"mg.graded_by":       {"Graded by", "评分人"},
+	"mg.answer":          {"The learner's answer", "学员的作答"},
+	"mg.rubric":          {"Rubric", "评分细则"},
+	"mg.adjustment":      {"Adjustment (points, + or −)", "调整分（可正可负）"},
+	"mg.comment":         {"Comment for the learner", "给学员的评语"},
+	"mg.save":            {"Save", "保存"},
+	"mg.save_next":       {"Save and next", "保存并下一份"},
+	"mg.pager":           {"Previous and next", "上一份与下一份"},
+	"mg.prev":            {"Previous", "上一份"},
+	"mg.next":            {"Next", "下一份"},
+	"mg.grade":           {"Grade by hand", "人工评分"},
 	// Roles.
 	"role.learner":    {"learner", "学员"},
 	"role.instructor": {"instructor", "教师"},
@@ -303,7 +327,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 // verdicts lists every cell verdict; each has a "v." message.
 var verdicts = []string{domain.VerdictPass, domain.VerdictMismatch, domain.VerdictError, domain.VerdictTimeout,
 	domain.VerdictNotRun, domain.VerdictMissing, domain.VerdictTampered, domain.VerdictIncompleteOutput,
-	domain.VerdictMemoryLimit}
+	domain.VerdictMemoryLimit, domain.VerdictNeedsManual, domain.VerdictManual}
 
 // Counted phrases follow each language's plural rules (CLDR, through
 // golang.org/x/text): English "1 question" / "10 questions", Chinese has

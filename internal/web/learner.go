@@ -232,7 +232,7 @@ type submissionPageData struct {
 }
 
 func final(status string) bool {
-	return status == domain.StatusGraded || status == domain.StatusFailed
+	return domain.Scored(status) || status == domain.StatusFailed
 }
 
 func (h *handler) submissionPage(c *gin.Context) {

@@ -12,6 +12,7 @@ import (
 var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "submission",
 	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade", "audit",
 	"extensions", "similarity", // issue 18 (g18roster)
+	"manual", // issue 18 (f18grading)
 }
 
 // mustParse builds every page once per language, each with its own
@@ -34,6 +35,7 @@ func mustParse() map[string]map[string]*template.Template {
 			"staff":     func(r domain.Role) bool { return r.CanSeeAll() },
 			"latesteps": func(raw json.RawMessage) []string { return lateSchedule(lang, lateSteps(raw)) },
 			"pair":      func(a, b string) [2]string { return [2]string{a, b} },
+			"scored":    domain.Scored,
 			"pct": func(a, b float64) string {
 				if b <= 0 {
 					return "–"
@@ -99,7 +101,8 @@ func verdictClass(v string) string {
 	switch v {
 	case domain.VerdictPass, domain.StatusGraded:
 		return "ok"
-	case domain.VerdictNotRun, domain.StatusQueued, domain.StatusRunning, "":
+	case domain.VerdictNotRun, domain.StatusQueued, domain.StatusRunning, "",
+		domain.VerdictNeedsManual, domain.VerdictManual:
 		return "neutral"
 	}
 	return "bad"

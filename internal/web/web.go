@@ -87,6 +87,8 @@ type Deps struct {
 	Sections Sections
 	// Similarity builds the advisory similarity report (issue 18).
 	Similarity Similarity
+	// Manual grades manual cells with their rubrics (issue 18).
+	Manual ManualGrading
 }
 
 // userByToken resolves token through Tokens when set.
@@ -152,6 +154,10 @@ func Mount(r gin.IRouter, d Deps) {
 	p.POST("/dashboard/exercises/:id/extensions", h.session(staff...), h.csrf(), h.grantExtension)
 	p.POST("/dashboard/exercises/:id/extensions/:learner/revoke", h.session(staff...), h.csrf(), h.revokeExtension)
 	p.GET("/dashboard/exercises/:id/similarity", h.session(staff...), h.similarityPage)
+
+	// Issue 18: manual grading.
+	p.GET("/dashboard/manual/:id/:cell", h.session(staff...), h.manualPage)
+	p.POST("/dashboard/manual/:id/:cell", h.session(staff...), h.csrf(), h.saveManual)
 
 	p.GET("/admin/users", h.session(domain.RoleAdmin), h.usersPage)
 	p.POST("/admin/users", h.session(domain.RoleAdmin), h.csrf(), h.createUser)

@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/npugrade/npugrade/internal/domain"
+)
+
+// Kinds of manual grade (migration 00012).
+const (
+	ManualRubric       = "rubric"        // a person graded a manual cell with its rubric
+	ManualOverride     = "override"      // an instructor set a cell's points
+	ManualRubricChange = "rubric-change" // the rubric changed; the same items were re-applied
+)
+
+// ManualGrade is domain's (the pages read it without the store).
+type ManualGrade = domain.ManualGrade
+
+type manualGradeRow struct {
+	ID           int64
+	SubmissionID string
+	CellID       string
+	Kind         string
+	Items        string
+	Adjustment   float64
+	Comment      lossless
+	Points       float64
+	MaxPoints    float64
+	GraderID     *int64
+	Grader       string
+	GradedAt     time.Time
+}
+
+func (manualGradeRow) TableName() string { return "manual_grades" }
+
+func (r manualGradeRow) grade() ManualGrade {
+	g := ManualGrade{ID: r.ID, SubmissionID: r.SubmissionID, CellID: r.CellID, Kind: r.Kind, Adjustment: r.Adjustment,
+		Comment: string(r.Comment), Points: r.Points, MaxPoints: r.MaxPoints, Grader: r.Grader, GradedAt: r.GradedAt}
+	_ = json.Unmarshal([]byte(r.Items), &g.Items)
+	if g.Items == nil {
+		g.Items = []string{}
+	}
+	if r.GraderID != nil {
+		g.GraderID = *r.GraderID
+	}
+	return g
+}
+
+// ManualGrades returns the manual grades in force on a submission: the
+// latest decision per cell.
+func (db *DB) ManualGrades(ctx context.Context, submissionID string) (map[string]ManualGrade, error) {
+	return manualGrades(db.gorm.WithContext(ctx), submissionID)
+}
+
+func manualGrades(g *gorm.DB, submissionID string) (map[string]ManualGrade, error) {
+	var rows []manualGradeRow
+	if err := g.Where("submission_id = ?", submissionID).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read manual grades of %s: %w", submissionID, translate(err))
+	}
+	out := map[string]ManualGrade{}
+	for _, r := range rows {
+		out[r.CellID] = r.grade()
+	}
+	return out, nil
+}
+
+// ManualGradeLog lists every manual decision on a submission, oldest first.
+func (db *DB) ManualGradeLog(ctx context.Context, submissionID string) ([]ManualGrade, error) {
+	var rows []manualGradeRow
+	if err := db.gorm.WithContext(ctx).Where("submission_id = ?", submissionID).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read manual grades of %s: %w", submissionID, translate(err))
+	}
+	out := make([]ManualGrade, len(rows))
+	for i, r := range rows {
+		out[i] = r.grade()
+	}
+	return out, nil
+}
+
+// ManualGradedSubmissions lists the submissions of an exercise with a
+// manual decision in force on cell (any kind).
+func (db *DB) ManualGradedSubmissions(ctx context.Context, exerciseID, cellID string) ([]string, error) {
+	var ids []string
+	err := db.gorm.WithContext(ctx).Model(&manualGradeRow{}).Distinct("manual_grades.submission_id").
+		Joins("JOIN submissions ON submissions.id = manual_grades.submission_id").
+		Where("submissions.exercise_id = ? AND manual_grades.cell_id = ?", exerciseID, cellID).
+		Pluck("manual_grades.submission_id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("list manually graded submissions of %s/%s: %w", exerciseID, cellID, translate(err))
+	}
+	return ids, nil
+}
+
+// ManualChange is a person's change to one submission's score, written at once.
+type ManualChange struct {
+	// Grade is the decision, recorded in manual_grades.
+	Grade ManualGrade
+	// Cells, Score and Message are the submission's new result.
+	Cells   []domain.CellResult
+	Score   float64
+	Message string
+	// History, when set, keeps the old score in score_history with this reason.
+	History string
+	// AuditAction and AuditDetail are written to the audit log (subject:
+	// the submission and cell).
+	AuditAction string
+	AuditDetail string
+}
+
+// ApplyManualChange changes a submission's score with fn in one transaction: the
+// submission row is locked (on Postgres; SQLite has one writer) so two
+// people grading cells of one submission never lose each other's points.
+// fn gets the submission with its cells and the manual grades in force.
+// A submission whose cells are all graded becomes graded (with a graded
+// event), else it stays needs-manual.
+func (db *DB) ApplyManualChange(ctx context.Context, submissionID string, actor domain.User, fn func(domain.Submission, map[string]ManualGrade) (ManualChange, error)) (domain.Submission, error) {
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		q := tx.Where("id = ?", submissionID)
+		if db.Dialect == "postgres" {
+			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
+		}
+		var row submissionRow
+		if err := q.Take(&row).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+			return domain.Errorf(domain.ENOTFOUND, "submission %s not found", submissionID)
+		} else if err != nil {
+			return fmt.Errorf("lock submission %s: %w", submissionID, err)
+		}
+		sub, err := withCellsIn(tx, row)
+		if err != nil {
+			return err
+		}
+		grades, err := manualGrades(tx, submissionID)
+		if err != nil {
+			return err
+		}
+		rs, err := fn(sub, grades)
+		if err != nil {
+			return err
+		}
+		return db.writeRescore(tx, row, sub, rs, actor)
+	})
+	if err != nil {
+		return domain.Submission{}, translate(err)
+	}
+	return db.Submission(ctx, submissionID)
+}
+
+func (db *DB) writeRescore(tx *gorm.DB, row submissionRow, old domain.Submission, rs ManualChange, actor domain.User) error {
+	now := db.Now()
+	if rs.History != "" {
+		oc, _ := json.Marshal(old.Cells)
+		hist := scoreHistoryRow{SubmissionID: row.ID, ExerciseVersion: row.ExerciseVersion, GraderVersion: row.GraderVersion,
+			Profile: row.Profile, EnvFingerprint: row.EnvFingerprint, Score: row.Score, MaxScore: row.MaxScore,
+			Message: row.Message, Cells: string(oc), GradedAt: row.GradedAt, RecordedAt: now, Reason: Printable(rs.History)}
+		if err := tx.Create(&hist).Error; err != nil {
+			return fmt.Errorf("keep old score of %s: %w", row.ID, err)
+		}
+	}
+	g := rs.Grade
+	items, _ := json.Marshal(g.Items)
+	mg := manualGradeRow{SubmissionID: row.ID, CellID: g.CellID, Kind: g.Kind, Items: string(items), Adjustment: g.Adjustment,
+		Comment: lossless(g.Comment), Points: g.Points, MaxPoints: g.MaxPoints, Grader: actor.Name, GradedAt: now}
+	if actor.ID != 0 {
+		id := actor.ID
+		mg.GraderID = &id
+	}
+	if mg.Grader == "" {
+		mg.Grader = "npugrade"
+	}
+	if err := tx.Create(&mg).Error; err != nil {
+		return fmt.Errorf("record manual grade of %s/%s: %w", row.ID, g.CellID, err)
+	}
+	status := statusOf(rs.Cells)
+	if err := db.writeCells(tx, row.ID, rs.Cells); err != nil {
+		return err
+	}
+	if err := tx.Model(&submissionRow{}).Where("id = ?", row.ID).
+		Updates(map[string]any{"status": status, "score": rs.Score, "message": Printable(rs.Message)}).Error; err != nil {
+		return fmt.Errorf("update score of %s: %w", row.ID, err)
+	}
+	if status == domain.StatusGraded && row.Status != domain.StatusGraded {
+		if err := db.addEvent(tx, domain.EventGraded, row.ID,
+			map[string]any{"score": rs.Score, "max_score": row.MaxScore, "profile": row.Profile, "grader_version": row.GraderVersion, "manual": true}); err != nil {
+			return err
+		}
+	}
+	if rs.AuditAction == "" {
+		return nil
+	}
+	return db.audit(tx, actor, rs.AuditAction, "submission "+row.ID+" cell "+g.CellID, rs.AuditDetail)
+}
+
+// RubricSeen records a manual cell's rubric by digest and reports whether
+// it is new (a change when an earlier one was on record). Two servers
+// seeing the same change record it once.
+func (db *DB) RubricSeen(ctx context.Context, exerciseID, cellID, digest string, items any) (changed bool, err error) {
+	g := db.gorm.WithContext(ctx)
+	var n int64
+	if err := g.Table("rubrics").Where("exercise_id = ? AND cell_id = ? AND digest = ?", exerciseID, cellID, digest).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("read rubric of %s/%s: %w", exerciseID, cellID, translate(err))
+	}
+	if n > 0 {
+		return false, nil
+	}
+	var earlier int64
+	if err := g.Table("rubrics").Where("exercise_id = ? AND cell_id = ?", exerciseID, cellID).Count(&earlier).Error; err != nil {
+		return false, fmt.Errorf("read rubric of %s/%s: %w", exerciseID, cellID, translate(err))
+	}
+	b, _ := json.Marshal(items)
+	err = g.Table("rubrics").Clauses(clause.OnConflict{DoNothing: true}).Create(map[string]any{
+		"exercise_id": exerciseID, "cell_id": cellID, "digest": digest, "items": string(b), "recorded_at": db.Now()}).Error
+	if err != nil {
+		return false, fmt.Errorf("record rubric of %s/%s: %w", exerciseID, cellID, translate(err))
+	}
+	return earlier > 0, nil
+}
