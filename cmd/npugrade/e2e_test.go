@@ -68,10 +68,11 @@ func startServerT(t testing.TB, dbURL string, extra ...string) *server {
 }
 
 // addUser runs `npugrade user add` and returns the token from its last line.
-func addUser(t *testing.T, dbURL, name, role string) string {
+func addUser(t *testing.T, dbURL, name, role string, flags ...string) string {
 	t.Helper()
 	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"user", "add", name, "--role", role, "--db", dbURL}, &out, &errb); code != 0 {
+	args := append([]string{"user", "add", name, "--role", role, "--db", dbURL}, flags...)
+	if code := run(context.Background(), args, &out, &errb); code != 0 {
 		t.Fatalf("user add %s: exit %d: %s", name, code, errb.String())
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

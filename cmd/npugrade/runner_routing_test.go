@@ -59,7 +59,7 @@ func TestRoutingNPUJobWaitsForNPURunner(t *testing.T) {
 			ada := addUser(t, dbURL, "ada", "learner")
 			staff := addUser(t, dbURL, "staff", "instructor")
 			tokCPU := addUser(t, dbURL, "cpu-runner", "runner")
-			tokNPU := addUser(t, dbURL, "npu-runner", "runner")
+			tokNPU := addUser(t, dbURL, "npu-runner", "runner", "--profiles", "npu-a2")
 			s := runnerServer(t, dbURL, "--lease-ttl", "2s")
 			t.Cleanup(s.stop)
 
@@ -181,11 +181,21 @@ func TestReferenceRunThroughQueue(t *testing.T) {
 			if code := postJSON(t, s.url+"/api/v1/exercises/rxref/references", staff, map[string]string{"profile": "cpu"}, &queued); code != 202 || queued["job_id"] == nil {
 				t.Fatalf("POST references: %d %v", code, queued)
 			}
-			var refs []map[string]any
-			waitFor(t, 60*time.Second, "the cpu reference to be recorded", func() bool {
-				getJSON(t, s.url+"/api/v1/exercises/rxref/references", staff, &refs)
-				return len(refs) == 1
+			// The recording is staged, not used, until an instructor accepts it.
+			var staged []map[string]any
+			waitFor(t, 60*time.Second, "the cpu reference to be staged", func() bool {
+				getJSON(t, s.url+"/api/v1/staged-references?state=staged", staff, &staged)
+				return len(staged) == 1
 			})
+			var refs []map[string]any
+			if getJSON(t, s.url+"/api/v1/exercises/rxref/references", staff, &refs); len(refs) != 0 {
+				t.Fatalf("a staged reference is in use before review: %v", refs)
+			}
+			var accepted map[string]any
+			if code := postJSON(t, s.url+"/api/v1/staged-references/"+fmt.Sprint(staged[0]["id"])+"/accept", staff, map[string]string{}, &accepted); code != 200 || accepted["state"] != "accepted" {
+				t.Fatalf("accept: %d %v", code, accepted)
+			}
+			getJSON(t, s.url+"/api/v1/exercises/rxref/references", staff, &refs)
 			if r := refs[0]; r["profile"] != "cpu" || r["source"] != "database" || r["current"] != true || r["cells"] != float64(1) || r["job_id"] != queued["job_id"] {
 				t.Fatalf("recorded reference: %v", r)
 			}

@@ -67,7 +67,7 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sub == "add" {
 		role = fs.Choice("role", string(domain.RoleLearner), []string{string(domain.RoleLearner), string(domain.RoleInstructor),
 			string(domain.RoleAdmin), string(domain.RoleRunner)}, "learner, instructor, admin or runner")
-		profiles = fs.String("profiles", "", "runner tokens: the only profiles its registrations may report (p1,p2)")
+		profiles = fs.String("profiles", "", "runner tokens: the only profiles its registrations may report (p1,p2; none bound: cpu only)")
 		labels = fs.String("labels", "", "runner tokens: labels k=v,... its registrations must carry")
 	}
 	pos, code, ok := fs.parse(args[1:], nArgs, nArgs, stdout, stderr)

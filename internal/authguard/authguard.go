@@ -1,7 +1,8 @@
 // Package authguard checks bearer tokens for the API and the pages, and
 // throttles the client addresses that keep presenting bad ones: a
-// guesser gets a few tries a minute, then 429, and every failure is
-// logged (address and path, never the token), repeated ones summarised.
+// guesser gets a few tries a minute, then 429, on every server sharing
+// the database, and every failure is logged (address and path, never
+// the token), repeated ones summarised.
 package authguard
 
 import (
@@ -18,7 +19,7 @@ import (
 const (
 	DefaultFailures = 20
 	DefaultWindow   = time.Minute
-	maxTracked      = 100_000 // addresses remembered at once
+	maxTracked      = 100_000 // addresses whose log lines are summarised at once
 )
 
 // Throttled is the error for an address over its limit.
@@ -32,22 +33,23 @@ func (e *Throttled) Error() string { return e.Err.Error() }
 // Unwrap lets errors.As find the *domain.Error (429).
 func (e *Throttled) Unwrap() error { return e.Err }
 
-// Guard resolves tokens. Its counts live in this process: each server
-// throttles the connections it serves, and a failed guess costs no
-// database write (which an attacker could otherwise multiply).
+// Guard resolves tokens. The failure counts live in the database
+// (store.RecordAuthFailure), so several servers on one Postgres throttle
+// an address together; an address over the limit is refused before any
+// write, so a guesser causes at most Failures writes per window. Only
+// the log summaries are per process.
 type Guard struct {
 	DB       *store.DB
 	Log      *slog.Logger
 	Failures int
 	Window   time.Duration
 
-	mu    sync.Mutex
-	addrs map[string]*window
+	mu     sync.Mutex
+	logs   map[string]*logState
+	pruned time.Time
 }
 
-type window struct {
-	start  time.Time
-	fails  int
+type logState struct {
 	logged time.Time // last log line for this address
 	quiet  int       // failures not logged since
 }
@@ -56,13 +58,13 @@ type window struct {
 // tokens count against addr; an address over the limit is refused
 // without its token being looked at.
 func (g *Guard) User(ctx context.Context, addr, path, token string) (domain.User, error) {
-	if wait := g.blocked(addr); wait > 0 {
+	if wait := g.blocked(ctx, addr); wait > 0 {
 		return domain.User{}, &Throttled{RetryAfter: wait,
 			Err: domain.Errorf(domain.ERATELIMIT, "too many failed sign-ins from this address; try again in %s", wait.Round(time.Second))}
 	}
 	u, err := g.DB.UserByToken(ctx, token)
 	if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
-		g.failed(addr, path)
+		g.failed(ctx, addr, path)
 	}
 	return u, err
 }
@@ -78,42 +80,44 @@ func (g *Guard) limits() (int, time.Duration) {
 	return n, w
 }
 
-func (g *Guard) blocked(addr string) time.Duration {
+// blocked says how long addr must wait; a database that cannot say lets
+// the token lookup go ahead (it reports the fault itself).
+func (g *Guard) blocked(ctx context.Context, addr string) time.Duration {
 	n, w := g.limits()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := g.addrs[addr]
-	now := time.Now()
-	if s == nil || now.Sub(s.start) >= w || s.fails < n {
+	fails, start, err := g.DB.AuthFailures(ctx, addr, w)
+	if err != nil || fails < n {
 		return 0
 	}
-	return s.start.Add(w).Sub(now)
+	return max(start.Add(w).Sub(g.DB.Now()), time.Second)
 }
 
-func (g *Guard) failed(addr, path string) {
+func (g *Guard) failed(ctx context.Context, addr, path string) {
 	n, w := g.limits()
+	fails, _, err := g.DB.RecordAuthFailure(ctx, addr, w)
+	if err != nil && g.Log != nil {
+		g.Log.Warn("counting a failed authentication", "addr", addr, "err", err)
+	}
 	now := time.Now()
 	g.mu.Lock()
-	if g.addrs == nil {
-		g.addrs = map[string]*window{}
+	if g.logs == nil {
+		g.logs = map[string]*logState{}
 	}
-	if len(g.addrs) >= maxTracked {
-		for a, s := range g.addrs {
-			if now.Sub(s.start) >= w {
-				delete(g.addrs, a)
+	if len(g.logs) >= maxTracked {
+		for a, s := range g.logs {
+			if now.Sub(s.logged) >= w {
+				delete(g.logs, a)
 			}
 		}
 	}
-	s := g.addrs[addr]
-	if s == nil || now.Sub(s.start) >= w {
-		if s == nil {
-			s = &window{}
-			g.addrs[addr] = s
-		}
-		s.start, s.fails = now, 0
+	prune := now.Sub(g.pruned) >= w
+	if prune {
+		g.pruned = now
 	}
-	s.fails++
-	fails := s.fails
+	s := g.logs[addr]
+	if s == nil {
+		s = &logState{}
+		g.logs[addr] = s
+	}
 	// One line per address and window: the first failure, then a summary.
 	logNow := now.Sub(s.logged) >= w
 	quiet := s.quiet
@@ -123,6 +127,11 @@ func (g *Guard) failed(addr, path string) {
 		s.quiet++
 	}
 	g.mu.Unlock()
+	if prune {
+		if err := g.DB.PruneAuthFailures(ctx, w); err != nil && g.Log != nil {
+			g.Log.Warn("pruning failed authentications", "err", err)
+		}
+	}
 	if logNow && g.Log != nil {
 		g.Log.Warn("authentication failed", "addr", addr, "path", path, "failures_in_window", fails,
 			"not_logged_since_last", quiet, "throttled", fails >= n)

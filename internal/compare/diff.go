@@ -190,3 +190,14 @@ func capDiff(d string) string {
 	}
 	return sb.String()
 }
+
+// LineDiff returns a unified-style line diff from text a (labelled
+// aLabel) to text b, in the same bounded form as a mismatch's diff; ""
+// when the texts have the same lines. Reference reviews show it.
+func LineDiff(aLabel, bLabel, a, b string) string {
+	hunks := formatHunks(diffLines(splitLines(a), splitLines(b)))
+	if hunks == "" {
+		return ""
+	}
+	return capDiff("--- " + aLabel + "\n+++ " + bLabel + "\n" + hunks)
+}

@@ -56,8 +56,9 @@ func referenceRequirement(ex *exercise.Exercise, profile string) (domain.Require
 }
 
 // EnqueueReference queues a reference job: the exercise's answer executed
-// on a runner of profile, whose graded outputs become that profile's
-// reference when it completes. It returns the job id.
+// on a runner of profile, whose graded outputs are staged as that
+// profile's reference when it completes, for an instructor to accept. It
+// returns the job id.
 func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile string) (int64, error) {
 	ex, err := d.Catalog.Get(exerciseID)
 	if err != nil {
@@ -91,8 +92,10 @@ func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile s
 	return job.ID, nil
 }
 
-// completeReference turns a reference job's executed answer into the
-// profile's stored reference, in the transaction that completes the job.
+// completeReference stages a reference job's executed answer as a
+// candidate reference of the profile, in the transaction that completes
+// the job. It is not used for grading until an instructor accepts it
+// (package refreview): the runner that recorded it may have made it up.
 func (d *Dispatcher) completeReference(ctx context.Context, job domain.Job, token, runnerID string, res domain.ExecutionResult) error {
 	ref, err := d.referenceFrom(job, res)
 	if err != nil {
@@ -103,14 +106,17 @@ func (d *Dispatcher) completeReference(ctx context.Context, job domain.Job, toke
 	if err != nil {
 		return fmt.Errorf("encode reference of job %d: %w", job.ID, err)
 	}
+	var staged int64
 	err = d.store(ctx, job.ID, token, func(tx *store.Tx) error {
-		return tx.SaveReference(store.StoredReference{ExerciseID: ref.Exercise, Profile: ref.Profile,
+		staged, err = tx.StageReference(store.StoredReference{ExerciseID: ref.Exercise, Profile: ref.Profile,
 			AnswerSHA256: ref.AnswerSHA256, Cells: cells, JobID: job.ID, RunnerID: runnerID, EnvFingerprint: res.EnvFingerprint})
+		return err
 	})
 	if err != nil {
 		return err
 	}
-	d.Log.Info("reference recorded", "job", job.ID, "exercise", ref.Exercise, "profile", ref.Profile, "cells", len(ref.Cells), "runner", runnerID)
+	d.Log.Info("reference staged for review", "job", job.ID, "staged_reference", staged, "exercise", ref.Exercise,
+		"profile", ref.Profile, "cells", len(ref.Cells), "runner", runnerID)
 	return nil
 }
 

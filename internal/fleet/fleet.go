@@ -38,8 +38,9 @@ type Runner struct {
 	Draining  bool
 	LastSeen  time.Time
 	CreatedAt time.Time
-	// Allowed is the registering token's scope (nil: not bound), shown
-	// beside what the runner attested.
+	// Allowed is the registering token's scope (a token bound to nothing
+	// gets DefaultRunnerProfiles; nil: the server's in-process runner),
+	// shown beside what the runner attested.
 	Allowed *RunnerScope
 }
 
@@ -51,11 +52,32 @@ type RunnerScope struct {
 	Labels   map[string]string `json:"labels"`
 }
 
+// DefaultRunnerProfiles is what a runner token bound to no profiles may
+// register as: a CPU runner. An NPU runner grades (and records
+// references for) the NPU profiles, so claiming one takes an admin's
+// `npugrade user add NAME --role runner --profiles npu-a2,cpu`; a token
+// that could register any report could claim NPU jobs with made-up
+// hardware.
+var DefaultRunnerProfiles = []string{"cpu"}
+
+// AllowedProfiles is s.Profiles, or DefaultRunnerProfiles when s binds none.
+func (s RunnerScope) AllowedProfiles() []string {
+	if len(s.Profiles) == 0 {
+		return slices.Clone(DefaultRunnerProfiles)
+	}
+	return s.Profiles
+}
+
 // Refuses says why a registration with profile and labels is outside s,
-// or "" when it is inside.
+// or "" when it is inside. The zero scope (a token not bound) allows
+// DefaultRunnerProfiles with any labels.
 func (s RunnerScope) Refuses(profile string, labels map[string]string) string {
-	if len(s.Profiles) > 0 && !slices.Contains(s.Profiles, profile) {
-		return fmt.Sprintf("this runner token may register only profiles %s, not %q", strings.Join(s.Profiles, ", "), profile)
+	if allowed := s.AllowedProfiles(); !slices.Contains(allowed, profile) {
+		if len(s.Profiles) == 0 {
+			return fmt.Sprintf("this runner token is bound to no profiles, so it may register only %s, not %q: an admin allows more with `npugrade user add NAME --role runner --profiles %s,cpu`",
+				strings.Join(allowed, ", "), profile, profile)
+		}
+		return fmt.Sprintf("this runner token may register only profiles %s, not %q", strings.Join(allowed, ", "), profile)
 	}
 	keys := make([]string, 0, len(s.Labels))
 	for k := range s.Labels {

@@ -52,19 +52,20 @@ func (s *Server) registerRunner(c *gin.Context) {
 		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "invalid registration", Problems: p})
 		return
 	}
-	if scope, ok, err := s.DB.RunnerScopeOf(c.Request.Context(), u.ID); err != nil {
+	// A token with no scope gets the zero scope: cpu only (store.DefaultRunnerProfiles).
+	scope, _, err := s.DB.RunnerScopeOf(c.Request.Context(), u.ID)
+	if err != nil {
 		s.problem(c, err)
 		return
-	} else if ok {
-		profile := req.Report.Profile
-		if profile == "" {
-			profile = "cpu"
-		}
-		if why := scope.Refuses(profile, req.Labels); why != "" {
-			s.Log.Warn("runner registration refused", "user", u.Name, "reason", why)
-			s.problem(c, domain.Errorf(domain.EFORBIDDEN, "%s", why))
-			return
-		}
+	}
+	profile := req.Report.Profile
+	if profile == "" {
+		profile = "cpu"
+	}
+	if why := scope.Refuses(profile, req.Labels); why != "" {
+		s.Log.Warn("runner registration refused", "user", u.Name, "profile", profile, "reason", why)
+		s.problem(c, domain.Errorf(domain.EFORBIDDEN, "%s", why))
+		return
 	}
 	if req.Name == "" {
 		req.Name = u.Name

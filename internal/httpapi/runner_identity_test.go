@@ -116,3 +116,39 @@ func TestRunnerTokenScope(t *testing.T) {
 		})
 	}
 }
+
+// TestUnboundRunnerTokenIsCPUOnly: a runner token created without
+// --profiles may register a CPU runner, and a made-up NPU report is
+// refused with a problem saying how an admin allows it.
+func TestUnboundRunnerTokenIsCPUOnly(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newLiveEnv(t, d, httpapi.DefaultTimeouts())
+			tok := e.token(t, "any-runner", domain.RoleRunner)
+			st, body, hdr := e.call(t, "POST", runnerproto.BasePath+"/register", tok, runnerproto.RegisterRequest{Name: "fake-a2", Slots: 1,
+				Labels: map[string]string{"site": "lab1"}, Report: envprobe.Report{Profile: "npu-a2", Verdict: "ok"}})
+			if st != http.StatusForbidden || !strings.HasPrefix(hdr.Get("Content-Type"), "application/problem+json") ||
+				!strings.Contains(body, "bound to no profiles") || !strings.Contains(body, "--profiles npu-a2") {
+				t.Errorf("an unbound token registering npu-a2: %d %s, want a 403 problem", st, body)
+			}
+			id := e.register(t, tok, "cpu-host")
+			fleet := fleetOf(t, e)
+			if len(fleet) != 1 || fleet[0].ID != id || fleet[0].Allowed == nil || strings.Join(fleet[0].Allowed.Profiles, ",") != "cpu" {
+				t.Errorf("fleet of an unbound token's cpu runner: %+v", fleet)
+			}
+		})
+	}
+}
+
+func fleetOf(t *testing.T, e *liveEnv) []httpapi.RunnerJSON {
+	t.Helper()
+	staff := e.token(t, "fleet-reader", domain.RoleAdmin)
+	st, body, _ := e.call(t, "GET", "/api/v1/runners", staff, nil)
+	var out []httpapi.RunnerJSON
+	if err := json.Unmarshal([]byte(body), &out); st != 200 || err != nil {
+		t.Fatalf("GET /api/v1/runners: %d %s", st, body)
+	}
+	return out
+}

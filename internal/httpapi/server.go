@@ -99,6 +99,7 @@ func (s *Server) Handler() http.Handler {
 	s.extensionRoutes(api)
 	s.similarityRoutes(api)
 	s.manualRoutes(api)
+	s.referenceReviewRoutes(api)
 
 	s.fleetRoutes(api)
 	s.runnerRoutes(r)

@@ -12,7 +12,7 @@ func (s *Server) webRoutes(r *gin.Engine) {
 	// *store.DB is each of the pages' services; the pages see only the
 	// interface they need of it.
 	deps := web.Deps{Sessions: s.DB, Users: s.DB, Audit: s.DB, Reports: s.DB, Fleet: s.DB,
-		Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), Log: s.Log,
+		Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), References: s.referenceReviews(), Log: s.Log,
 		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User, Policy: s.policy(),
 		Extensions: s.extensions(), Rosters: &roster.Service{DB: s.DB}, Sections: s.DB,
 		Similarity: s.similarity(), Manual: s.manual()}

@@ -125,7 +125,12 @@ func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
 		rn := Runner{ID: r.ID, Name: r.Name, Slots: r.Slots, Profile: r.Profile, Verdict: r.Verdict,
 			Draining: r.Draining, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt, Labels: map[string]string{}}
 		if r.UserID != nil {
-			rn.Allowed = scopes[*r.UserID]
+			// A token bound to nothing may still register cpu runners.
+			sc := scopes[*r.UserID]
+			if sc == nil {
+				sc = &RunnerScope{}
+			}
+			rn.Allowed = &RunnerScope{Profiles: sc.AllowedProfiles(), Labels: sc.Labels}
 		}
 		_ = json.Unmarshal([]byte(r.Labels), &rn.Labels)
 		_ = json.Unmarshal([]byte(r.Report), &rn.Report)
@@ -173,7 +178,7 @@ func (db *DB) SetRunnerScope(ctx context.Context, userID int64, s RunnerScope) e
 }
 
 // RunnerScopeOf returns userID's scope; ok is false for a token without
-// one (it may register any environment it reports).
+// one (it may register only fleet.DefaultRunnerProfiles, with any labels).
 func (db *DB) RunnerScopeOf(ctx context.Context, userID int64) (s RunnerScope, ok bool, err error) {
 	var row runnerScopeRow
 	err = db.gorm.WithContext(ctx).Where("user_id = ?", userID).Take(&row).Error

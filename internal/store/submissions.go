@@ -74,6 +74,11 @@ type NewSubmission struct {
 	Integrity   []byte
 	Requires    domain.Requirement
 	MaxAttempts int
+	// MaxSubmissions caps the user's submissions of the exercise that
+	// did not fail (0: no cap). It is checked in the transaction that
+	// inserts, under a lock on the user, so concurrent uploads on any
+	// server cannot together exceed it.
+	MaxSubmissions int
 	// Enqueue writes the job inside the same transaction (package queue).
 	Enqueue func(tx *Tx, job *domain.Job) error
 }
@@ -107,6 +112,11 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		row.Integrity = &integ
 	}
 	err = db.InTx(ctx, func(tx *Tx) error {
+		if ns.MaxSubmissions > 0 {
+			if err := db.lockUser(tx.g, ns.UserID); err != nil {
+				return err
+			}
+		}
 		shas, err := db.putBlobs(tx.g, ns.Upload, ns.Rebuilt)
 		if err != nil {
 			return err
@@ -115,6 +125,9 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		payload := shas[1]
 		if err := tx.g.Create(&row).Error; err != nil {
 			return fmt.Errorf("insert submission: %w", err)
+		}
+		if err := tx.underCap(ns); err != nil {
+			return err
 		}
 		job := &domain.Job{
 			SubmissionID:  row.ID,
@@ -139,6 +152,26 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		return domain.Submission{}, false, fmt.Errorf("create submission for %s: %w", ns.ExerciseID, err)
 	}
 	return toSubmission(row, ""), true, nil
+}
+
+// underCap refuses the submission just inserted in tx when it takes the
+// user past ns.MaxSubmissions. Counting after the insert matters on
+// SQLite: the insert has taken the write lock, so another process's
+// upload cannot be counted between this count and the commit.
+func (tx *Tx) underCap(ns NewSubmission) error {
+	if ns.MaxSubmissions <= 0 {
+		return nil
+	}
+	var n int64
+	err := tx.g.Model(&submissionRow{}).
+		Where("user_id = ? AND exercise_id = ? AND status <> ?", ns.UserID, ns.ExerciseID, domain.StatusFailed).Count(&n).Error
+	if err != nil {
+		return fmt.Errorf("count submissions of user %d for %s: %w", ns.UserID, ns.ExerciseID, err)
+	}
+	if n > int64(ns.MaxSubmissions) {
+		return domain.Errorf(domain.ECONFLICT, "you have used all %d submissions of exercise %s", ns.MaxSubmissions, ns.ExerciseID)
+	}
+	return nil
 }
 
 func (db *DB) submissionByKey(ctx context.Context, userID int64, key string) (domain.Submission, error) {

@@ -161,7 +161,7 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission,
 	sub, created, err = s.DB.CreateSubmission(ctx, store.NewSubmission{
 		UserID: r.User.ID, ExerciseID: ex.ID, ExerciseVersion: ex.Version, Upload: r.Notebook,
 		Rebuilt: payload, Integrity: integrity, IdempotencyKey: r.IdempotencyKey, Requires: ex.Requires,
-		MaxAttempts: ex.MaxAttempts, Enqueue: s.Queue.Enqueue,
+		MaxAttempts: ex.MaxAttempts, MaxSubmissions: maxSubmissions(ex, r.User), Enqueue: s.Queue.Enqueue,
 	})
 	if err != nil {
 		return domain.Submission{}, false, err
@@ -214,8 +214,18 @@ func (s *Service) limit(ctx context.Context, u domain.User, exerciseID string, e
 	return &RateLimitError{Err: domain.Errorf(domain.ERATELIMIT, "%s", msg), RetryAfter: wait}
 }
 
-// admit enforces the exercise's max_submissions for one learner.
-// Instructors and admins are not limited (they test exercises).
+// maxSubmissions is the cap CreateSubmission enforces atomically for u
+// (0: none; instructors and admins are not limited, they test exercises).
+func maxSubmissions(ex *exercise.Exercise, u domain.User) int {
+	if u.Role.CanSeeAll() || ex.MaxSubmissions < 0 {
+		return 0
+	}
+	return ex.MaxSubmissions
+}
+
+// admit refuses early, before the notebook is rebuilt, a learner who has
+// used the exercise's max_submissions; CreateSubmission checks again
+// atomically (concurrent uploads can all pass this read).
 func (s *Service) admit(ctx context.Context, ex *exercise.Exercise, u domain.User) error {
 	if u.Role.CanSeeAll() || ex.MaxSubmissions == 0 {
 		return nil

@@ -13,6 +13,7 @@ var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "s
 	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade", "audit",
 	"extensions", "similarity", // issue 18 (g18roster)
 	"manual", // issue 18 (f18grading)
+	"references", // issue 14 (c14)
 }
 
 // mustParse builds every page once per language, each with its own

@@ -61,6 +61,9 @@ type Deps struct {
 	Submissions *submission.Service
 	// Regrades stages, applies and discards regrades (package regrade).
 	Regrades *regrade.Service
+	// References reviews the references recorded by runners (package
+	// refreview): staged until an instructor accepts them.
+	References ReferenceReviews
 	Log      *slog.Logger
 	// MaxUpload is the largest accepted notebook in bytes.
 	MaxUpload int64
@@ -148,6 +151,10 @@ func Mount(r gin.IRouter, d Deps) {
 	p.GET("/dashboard/regrades/:id", h.session(staff...), h.showRegrade)
 	p.POST("/dashboard/regrades/:id/apply", h.session(staff...), h.csrf(), h.decideRegrade(true))
 	p.POST("/dashboard/regrades/:id/discard", h.session(staff...), h.csrf(), h.decideRegrade(false))
+	p.GET("/dashboard/references", h.session(staff...), h.referencesPage)
+	p.GET("/dashboard/references/:id", h.session(staff...), h.stagedReferencePage)
+	p.POST("/dashboard/references/:id/accept", h.session(staff...), h.csrf(), h.decideReference(true))
+	p.POST("/dashboard/references/:id/reject", h.session(staff...), h.csrf(), h.decideReference(false))
 
 	// Issue 18 (g18roster): per-learner extensions.
 	p.GET("/dashboard/exercises/:id/extensions", h.session(staff...), h.extensionsPage)

@@ -1,0 +1,79 @@
+package httpapi_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/authguard"
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+// TestFailedAuthThrottledAcrossServers: two servers on one database, each
+// with its own connection pool, count one address's bad tokens together:
+// half the limit on each is enough for both to refuse it (429), a good
+// token included.
+func TestFailedAuthThrottledAcrossServers(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			url := storetest.URL(t, d)
+			cat, err := exercise.Load("../../exercises", "../../answers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var good string
+			serve := func() *httptest.Server {
+				db, err := store.Open(t.Context(), url, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				if good == "" {
+					_, good, _ = db.CreateUser(t.Context(), "ada", domain.RoleLearner)
+				}
+				log := slog.New(slog.NewTextHandler(io.Discard, nil))
+				q := queue.New(db, log)
+				srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log,
+					Auth:        &authguard.Guard{DB: db, Log: log, Failures: 6, Window: time.Minute},
+					Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
+				ts := httptest.NewServer(srv.Handler())
+				t.Cleanup(ts.Close)
+				return ts
+			}
+			a, b := serve(), serve()
+			get := func(ts *httptest.Server, token string) int {
+				req, _ := http.NewRequest("GET", ts.URL+"/api/v1/exercises", nil)
+				req.Header.Set("Authorization", "Bearer "+token)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			for i := 0; i < 3; i++ {
+				for _, ts := range []*httptest.Server{a, b} {
+					if st := get(ts, "npg_guess"); st != http.StatusUnauthorized {
+						t.Fatalf("bad token %d: %d, want 401", i, st)
+					}
+				}
+			}
+			for name, ts := range map[string]*httptest.Server{"a": a, "b": b} {
+				if st := get(ts, good); st != http.StatusTooManyRequests {
+					t.Errorf("server %s after 3+3 bad tokens from the address: %d, want 429", name, st)
+				}
+			}
+		})
+	}
+}
