@@ -106,7 +106,6 @@ func completeNext(t *testing.T, e *liveEnv, runner, runnerID, kind, text string)
 	}
 }
 
-
 // TestRunnerReferencesAreStaged: a runner answers a reference job with
 // made-up outputs. They are staged, not used: grading has no reference
 // until an instructor accepts them (then it grades against them), and a

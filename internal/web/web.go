@@ -64,7 +64,7 @@ type Deps struct {
 	// References reviews the references recorded by runners (package
 	// refreview): staged until an instructor accepts them.
 	References ReferenceReviews
-	Log      *slog.Logger
+	Log        *slog.Logger
 	// MaxUpload is the largest accepted notebook in bytes.
 	MaxUpload int64
 	// Problem writes an error as RFC 9457 problem+json (for the CSV
