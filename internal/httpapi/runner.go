@@ -52,7 +52,7 @@ func (s *Server) registerRunner(c *gin.Context) {
 		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "invalid registration", Problems: p})
 		return
 	}
-	// A token with no scope gets the zero scope: cpu only (store.DefaultRunnerProfiles).
+	// A token with no scope gets the zero scope: cpu only (fleet.DefaultRunnerProfiles).
 	scope, _, err := s.DB.RunnerScopeOf(c.Request.Context(), u.ID)
 	if err != nil {
 		s.problem(c, err)
