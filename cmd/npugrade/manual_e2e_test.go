@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -136,9 +137,25 @@ func TestManualGradingEndToEnd(t *testing.T) {
 			if n := countEvents(t, dbURL, "graded", id); n != 2 {
 				t.Errorf("%d graded events after manual grading, want 2", n)
 			}
-			// The learner sees the manual score, the rubric lines and the comment.
+			// The exercise's feedback is on_release: the learner sees the
+			// points, and the comment only once it is released to them.
 			_, b := request(t, "GET", s.url+"/api/v1/submissions/"+id, ada, nil, "", nil)
 			mine := jsonBody(t, nil, b)
+			if c := cellOf(mine, "explain"); c["points"] != 1.5 || strings.Contains(c["message"].(string), "profiler") ||
+				!strings.Contains(c["message"].(string), "once your instructor releases it") {
+				t.Errorf("before the release the learner sees %v", c)
+			}
+			if resp, b := request(t, "POST", s.url+"/api/v1/exercises/manual/feedback/release", ada, strings.NewReader(`{}`), "application/json", nil); resp.StatusCode != 403 {
+				t.Errorf("a learner releasing feedback: %d %s", resp.StatusCode, b)
+			}
+			if resp, b := request(t, "POST", s.url+"/api/v1/exercises/manual/feedback/release", teacher, strings.NewReader(`{"learner": "nobody"}`), "application/json", nil); resp.StatusCode != 422 {
+				t.Errorf("releasing to an unknown learner: %d %s", resp.StatusCode, b)
+			}
+			if resp, b := request(t, "POST", s.url+"/api/v1/exercises/manual/feedback/release", teacher, strings.NewReader(`{"learner": "ada"}`), "application/json", nil); resp.StatusCode != 200 {
+				t.Fatalf("release to ada: %d %s", resp.StatusCode, b)
+			}
+			_, b = request(t, "GET", s.url+"/api/v1/submissions/"+id, ada, nil, "", nil)
+			mine = jsonBody(t, nil, b)
 			c := cellOf(mine, "explain")
 			if c["verdict"] != "manual" || c["points"] != 1.5 || !strings.Contains(c["message"].(string), "缺少 profiler trace") ||
 				!strings.Contains(c["message"].(string), "阐述了图模式的优化收益") {
@@ -149,9 +166,74 @@ func TestManualGradingEndToEnd(t *testing.T) {
 			if gs, _ := log["grades"].([]any); len(gs) != 1 || gs[0].(map[string]any)["grader"] != "teacher" || gs[0].(map[string]any)["points"] != 1.5 {
 				t.Errorf("manual grade log: %v", log)
 			}
-			if acts := strings.Join(auditActions(t, dbURL), "\n"); !strings.Contains(acts, "manual-grade teacher submission "+id+" cell explain") {
-				t.Errorf("audit log:\n%s", acts)
+			regradeRequest(t, s, dbURL, ada, teacher, id)
+			acts := strings.Join(auditActions(t, dbURL), "\n")
+			for _, want := range []string{"manual-grade teacher submission " + id + " cell explain", "feedback-released teacher manual to ada",
+				"regrade-requested ada submission " + id + " cell explain", "score-override teacher submission " + id + " cell explain",
+				"regrade-answered teacher regrade request"} {
+				if !strings.Contains(acts, want) {
+					t.Errorf("audit log has no %q:\n%s", want, acts)
+				}
 			}
 		})
+	}
+}
+
+// regradeRequest: the learner asks about the explanation with a message;
+// the instructor finds it in the queue and answers with an override to
+// full points and a reason; the learner sees the answer, and the old
+// score is in the score history with the reason.
+func regradeRequest(t *testing.T, s *server, dbURL, ada, teacher, id string) {
+	t.Helper()
+	url := s.url + "/api/v1/submissions/" + id + "/regrade-requests"
+	if resp, b := request(t, "POST", url, ada, strings.NewReader(`{"cell": "nope", "message": ""}`), "application/json", nil); resp.StatusCode != 422 ||
+		len(jsonBody(t, nil, b)["problems"].([]any)) != 2 {
+		t.Errorf("a bad request: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := request(t, "POST", url, teacher, strings.NewReader(`{"cell": "explain", "message": "x"}`), "application/json", nil); resp.StatusCode != 403 {
+		t.Errorf("an instructor asking on a learner's behalf: %d %s", resp.StatusCode, b)
+	}
+	resp, b := request(t, "POST", url, ada, strings.NewReader(`{"cell": "explain", "message": "我附上了 profiler trace，请重新评分"}`), "application/json", nil)
+	if resp.StatusCode != 201 {
+		t.Fatalf("ask: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := request(t, "POST", url, ada, strings.NewReader(`{"cell": "explain", "message": "again"}`), "application/json", nil); resp.StatusCode != 409 {
+		t.Errorf("a second open request on one question: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := request(t, "GET", s.url+"/api/v1/regrade-requests?state=open", ada, nil, "", nil); resp.StatusCode != 403 {
+		t.Errorf("a learner reading the queue: %d", resp.StatusCode)
+	}
+	_, b = request(t, "GET", s.url+"/api/v1/regrade-requests?state=open", teacher, nil, "", nil)
+	queue, _ := jsonBody(t, nil, b)["requests"].([]any)
+	if len(queue) != 1 || queue[0].(map[string]any)["learner"] != "ada" {
+		t.Fatalf("queue: %s", b)
+	}
+	rid := fmt.Sprint(queue[0].(map[string]any)["id"])
+	answer := s.url + "/api/v1/regrade-requests/" + rid + "/answer"
+	if resp, b := request(t, "POST", answer, teacher, strings.NewReader(`{"answer": "ok", "points": 2}`), "application/json", nil); resp.StatusCode != 422 {
+		t.Errorf("an override without a reason: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := request(t, "POST", answer, teacher, strings.NewReader(`{"answer": "ok", "points": 5, "reason": "r"}`), "application/json", nil); resp.StatusCode != 422 {
+		t.Errorf("an override above the question's points: %d %s", resp.StatusCode, b)
+	}
+	resp, b = request(t, "POST", answer, teacher, strings.NewReader(`{"answer": "trace 看过了，给满分", "points": 2, "reason": "profiler trace 证明了收益"}`), "application/json", nil)
+	if resp.StatusCode != 200 || jsonBody(t, nil, b)["state"] != "answered" {
+		t.Fatalf("answer: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := request(t, "POST", answer, teacher, strings.NewReader(`{"answer": "again"}`), "application/json", nil); resp.StatusCode != 409 {
+		t.Errorf("answering twice: %d %s", resp.StatusCode, b)
+	}
+	_, b = request(t, "GET", url, ada, nil, "", nil)
+	mine, _ := jsonBody(t, nil, b)["requests"].([]any)
+	if len(mine) != 1 || mine[0].(map[string]any)["answer"] != "trace 看过了，给满分" || mine[0].(map[string]any)["override_points"] != 2.0 {
+		t.Errorf("the learner's requests: %s", b)
+	}
+	_, b = request(t, "GET", s.url+"/api/v1/submissions/"+id+"/history", teacher, nil, "", nil)
+	h := jsonBody(t, nil, b)
+	cur, _ := h["current"].(map[string]any)
+	hist, _ := h["history"].([]any)
+	if cur["score"] != 3.0 || len(hist) != 1 || hist[0].(map[string]any)["score"] != 2.5 ||
+		!strings.Contains(fmt.Sprint(hist[0].(map[string]any)["reason"]), "profiler trace 证明了收益") {
+		t.Errorf("score history after the override: %s", b)
 	}
 }

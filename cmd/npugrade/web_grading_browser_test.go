@@ -134,6 +134,10 @@ func TestWebGradeManualCell(t *testing.T) {
 			}
 			in.shot("03-manual-zh")
 
+			// The exercise's feedback waits for a release (to everyone here).
+			if resp, b := request(t, "POST", s.url+"/api/v1/exercises/manual/feedback/release", teacherTok, nil, "", nil); resp.StatusCode != 200 {
+				t.Fatalf("release: %d %s", resp.StatusCode, b)
+			}
 			l := newTab(t, s.url)
 			l.signIn("/submissions/"+adaSub, adaTok)
 			l.do("feedback", chromedp.WaitVisible(chromedp.CSS("#q-explain")))

@@ -100,6 +100,7 @@ func (s *Server) Handler() http.Handler {
 	s.similarityRoutes(api)
 	s.manualRoutes(api)
 	s.referenceReviewRoutes(api)
+	s.feedbackRoutes(api)
 
 	s.fleetRoutes(api)
 	s.runnerRoutes(r)
@@ -382,5 +383,6 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 // with the pages. It reads through s.DB and judges deadlines by its clock
 // (read at each use: the route table is built without a database).
 func (s *Server) policy() *policy.Service {
-	return &policy.Service{DB: s.DB, Now: func() time.Time { return s.DB.Now() }, Catalog: s.Catalog, Extensions: s.DB}
+	return &policy.Service{DB: s.DB, Now: func() time.Time { return s.DB.Now() }, Catalog: s.Catalog, Extensions: s.DB,
+		Releases: s.DB}
 }

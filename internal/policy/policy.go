@@ -44,6 +44,38 @@ type Service struct {
 	// Extensions finds a learner's own deadline (issue 18): their
 	// after_due_date details stay hidden until it. Nil: none are granted.
 	Extensions Extensions
+	// Releases says whether an exercise's feedback is released to a
+	// learner (policy feedback "on_release", issue 18). Nil: none is.
+	Releases Releases
+}
+
+// Releases reads feedback releases (package store's *DB implements it).
+type Releases interface {
+	FeedbackReleased(ctx context.Context, exerciseID string, userID int64) (bool, error)
+}
+
+// feedbackOpen applies the exercise's feedback policy (issue 18) to a
+// learner's submission: "after_due_date" opens the details at their
+// deadline, "on_release" when an instructor releases them to everyone or
+// to this learner. It returns the message shown instead while closed. A
+// release that cannot be read keeps the feedback closed.
+func (p *Service) feedbackOpen(ctx context.Context, ex *exercise.Exercise, sub domain.Submission) (bool, string) {
+	switch ex.Feedback {
+	case exercise.FeedbackAfterDueDate:
+		if ex.Deadline != nil && !p.now().After(*ex.Deadline) {
+			return false, "feedback on this exercise is shown after the due date (" + ex.Deadline.UTC().Format("2006-01-02 15:04 UTC") + ")"
+		}
+	case exercise.FeedbackOnRelease:
+		released := false
+		if p.Releases != nil {
+			ok, err := p.Releases.FeedbackReleased(ctx, ex.ID, sub.UserID)
+			released = err == nil && ok
+		}
+		if !released {
+			return false, "feedback on this exercise is shown once your instructor releases it"
+		}
+	}
+	return true, ""
 }
 
 // Extensions reads the extension in force for a learner and exercise (nil
@@ -110,16 +142,25 @@ func (p *Service) Submission(ctx context.Context, u domain.User, id string) (dom
 // before the deadline). Staff see everything. Verdicts and points stay
 // visible. An exercise no longer in the catalog hides every detail: its
 // rules are unknown, so nothing is assumed visible. A learner with an
-// extension waits for their own deadline.
+// extension waits for their own deadline. The exercise's feedback policy
+// (after_due_date, on_release) closes every cell's details until then.
 func (p *Service) Redact(ctx context.Context, u domain.User, sub domain.Submission) domain.Submission {
 	if u.Role.CanSeeAll() || len(sub.Cells) == 0 {
 		return sub
 	}
 	ex, exErr := p.exerciseFor(ctx, sub)
 	now := p.now()
+	open, closed := true, ""
+	if exErr == nil {
+		open, closed = p.feedbackOpen(ctx, ex, sub)
+	}
 	cells := make([]domain.CellResult, len(sub.Cells))
 	for i, cr := range sub.Cells {
-		if exErr != nil || !ex.DetailsVisible(cr.CellID, now) {
+		switch {
+		case exErr == nil && !open:
+			cr.Observed, cr.Expected, cr.Diff = "", "", ""
+			cr.Message = closed
+		case exErr != nil || !ex.DetailsVisible(cr.CellID, now):
 			cr.Observed, cr.Expected, cr.Diff = "", "", ""
 			cr.Message = hiddenMessage(ex, exErr, cr.CellID, now)
 		}
@@ -146,8 +187,10 @@ func hiddenMessage(ex *exercise.Exercise, exErr error, cellID string, now time.T
 func (p *Service) LearnerCopy(ctx context.Context, sub domain.Submission, executed *notebook.Notebook) *notebook.Notebook {
 	visible := func(string) bool { return false }
 	if ex, err := p.exerciseFor(ctx, sub); err == nil {
-		now := p.now()
-		visible = func(id string) bool { return ex.DetailsVisible(id, now) }
+		if open, _ := p.feedbackOpen(ctx, ex, sub); open {
+			now := p.now()
+			visible = func(id string) bool { return ex.DetailsVisible(id, now) }
+		}
 	}
 	return notebook.LearnerCopy(executed, visible)
 }

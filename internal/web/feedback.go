@@ -120,6 +120,8 @@ var feedbackPatterns = []feedbackPattern{
 	fb(`contradictory requirement: accelerator cpu with an NPU product, TorchAir release or feature`, `矛盾的要求：加速器为 cpu，却指定了 NPU 型号、TorchAir 版本或功能`),
 	// internal/httpapi: the redaction of hidden questions.
 	fb(`details of this question are hidden`, `本题的详细信息已隐藏`),
+	fb(`feedback on this exercise is shown after the due date \((.+)\)`, `本练习的反馈将在截止时间（${1}）之后显示`),
+	fb(`feedback on this exercise is shown once your instructor releases it`, `本练习的反馈将在教师发布后显示`),
 	fb(`details of this question are shown after the due date \((.+)\)`, `本题的详细信息将在截止时间（${1}）之后显示`),
 	// internal/execution: why a run ended early (summaries of failed runs).
 	fb(`the executed notebook is larger than the (.+) limit`, `执行后的笔记本超过了 ${1} 的上限`),

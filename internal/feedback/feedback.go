@@ -1,0 +1,47 @@
+// Package feedback releases exercises' feedback to learners (issue 18):
+// under the exercise policy feedback "on_release" a learner sees the
+// details of their feedback only once an instructor releases it, to
+// everyone or to them (package policy applies it). The API and the pages
+// both call this service; every release is audit-logged with it.
+package feedback
+
+import (
+	"context"
+	"strings"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+// Service releases feedback over one database and catalog.
+type Service struct {
+	DB      *store.DB
+	Catalog *exercise.Catalog
+}
+
+// Release releases exerciseID's feedback to learner ("" = everyone).
+func (s Service) Release(ctx context.Context, actor domain.User, exerciseID, learner string) (domain.FeedbackRelease, error) {
+	ex, err := s.Catalog.Get(exerciseID)
+	if err != nil {
+		return domain.FeedbackRelease{}, err
+	}
+	var userID int64
+	if learner = strings.TrimSpace(learner); learner != "" {
+		u, err := s.DB.UserByName(ctx, learner)
+		if err != nil {
+			return domain.FeedbackRelease{}, &domain.Error{Code: domain.EINVALID, Message: "the release is invalid",
+				Problems: []string{"learner: " + domain.ErrorMessage(err)}}
+		}
+		userID = u.ID
+	}
+	return s.DB.ReleaseFeedback(ctx, ex.ID, userID, learner, actor)
+}
+
+// Releases lists exerciseID's releases, oldest first.
+func (s Service) Releases(ctx context.Context, exerciseID string) ([]domain.FeedbackRelease, error) {
+	if _, err := s.Catalog.Get(exerciseID); err != nil {
+		return nil, err
+	}
+	return s.DB.FeedbackReleases(ctx, exerciseID)
+}

@@ -1,0 +1,221 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/npugrade/npugrade/internal/domain"
+)
+
+// Feedback releases and regrade requests (issue 18, migration 00013).
+
+type feedbackReleaseRow struct {
+	ID           int64
+	ExerciseID   string
+	UserID       int64
+	ReleasedByID *int64
+	ReleasedBy   string
+	ReleasedAt   time.Time
+}
+
+func (feedbackReleaseRow) TableName() string { return "feedback_releases" }
+
+// ReleaseFeedback releases an exercise's feedback to one learner (userID)
+// or to everyone (0), with its audit entry, in one transaction. Releasing
+// again keeps the first release.
+func (db *DB) ReleaseFeedback(ctx context.Context, exerciseID string, userID int64, learner string, actor domain.User) (domain.FeedbackRelease, error) {
+	row := feedbackReleaseRow{ExerciseID: exerciseID, UserID: userID, ReleasedBy: actor.Name, ReleasedAt: db.Now()}
+	if actor.ID != 0 {
+		id := actor.ID
+		row.ReleasedByID = &id
+	}
+	if row.ReleasedBy == "" {
+		row.ReleasedBy = "cli"
+	}
+	subject, detail := exerciseID+" to everyone", "all learners"
+	if userID != 0 {
+		subject, detail = exerciseID+" to "+learner, "learner "+learner
+	}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+			return fmt.Errorf("release feedback of %s: %w", exerciseID, err)
+		}
+		return db.audit(tx, actor, domain.AuditFeedbackRelease, subject, detail)
+	})
+	if err != nil {
+		return domain.FeedbackRelease{}, translate(err)
+	}
+	var got feedbackReleaseRow
+	if err := db.gorm.WithContext(ctx).Where("exercise_id = ? AND user_id = ?", exerciseID, userID).Take(&got).Error; err != nil {
+		return domain.FeedbackRelease{}, fmt.Errorf("read feedback release of %s: %w", exerciseID, translate(err))
+	}
+	return domain.FeedbackRelease{Exercise: exerciseID, Learner: learner, All: userID == 0, ReleasedBy: got.ReleasedBy, ReleasedAt: got.ReleasedAt}, nil
+}
+
+// FeedbackReleased reports whether an exercise's feedback is released to
+// userID (to them, or to everyone).
+func (db *DB) FeedbackReleased(ctx context.Context, exerciseID string, userID int64) (bool, error) {
+	var n int64
+	err := db.gorm.WithContext(ctx).Model(&feedbackReleaseRow{}).
+		Where("exercise_id = ? AND user_id IN ?", exerciseID, []int64{0, userID}).Count(&n).Error
+	if err != nil {
+		return false, fmt.Errorf("read feedback releases of %s: %w", exerciseID, translate(err))
+	}
+	return n > 0, nil
+}
+
+// FeedbackReleases lists an exercise's releases, oldest first.
+func (db *DB) FeedbackReleases(ctx context.Context, exerciseID string) ([]domain.FeedbackRelease, error) {
+	var rows []feedbackReleaseRow
+	if err := db.gorm.WithContext(ctx).Where("exercise_id = ?", exerciseID).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read feedback releases of %s: %w", exerciseID, translate(err))
+	}
+	out := make([]domain.FeedbackRelease, len(rows))
+	for i, r := range rows {
+		out[i] = domain.FeedbackRelease{Exercise: r.ExerciseID, All: r.UserID == 0, ReleasedBy: r.ReleasedBy, ReleasedAt: r.ReleasedAt}
+		if r.UserID != 0 {
+			var u userRow
+			_ = db.gorm.WithContext(ctx).Where("id = ?", r.UserID).Take(&u).Error // a name is cosmetic
+			out[i].Learner = u.Name
+		}
+	}
+	return out, nil
+}
+
+type regradeRequestRow struct {
+	ID             int64
+	SubmissionID   string
+	CellID         string
+	UserID         int64
+	Message        lossless
+	State          string
+	Answer         lossless
+	AnsweredByID   *int64
+	AnsweredBy     string
+	AnsweredAt     *time.Time
+	OverridePoints *float64
+	OverrideReason lossless
+	CreatedAt      time.Time
+}
+
+func (regradeRequestRow) TableName() string { return "regrade_requests" }
+
+func (r regradeRequestRow) request(learner, exerciseID string) domain.RegradeRequest {
+	return domain.RegradeRequest{ID: r.ID, SubmissionID: r.SubmissionID, Exercise: exerciseID, CellID: r.CellID, Learner: learner,
+		Message: string(r.Message), State: r.State, Answer: string(r.Answer), AnsweredBy: r.AnsweredBy, AnsweredAt: r.AnsweredAt,
+		OverridePoints: r.OverridePoints, OverrideReason: string(r.OverrideReason), CreatedAt: r.CreatedAt}
+}
+
+// CreateRegradeRequest records a learner's question about one cell, with
+// its audit entry, in one transaction.
+func (db *DB) CreateRegradeRequest(ctx context.Context, req domain.RegradeRequest, learner domain.User) (domain.RegradeRequest, error) {
+	row := regradeRequestRow{SubmissionID: req.SubmissionID, CellID: req.CellID, UserID: learner.ID, Message: lossless(req.Message),
+		State: domain.RegradeRequestOpen, CreatedAt: db.Now()}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Create(&row).Error; err != nil {
+			return fmt.Errorf("record regrade request on %s: %w", req.SubmissionID, err)
+		}
+		return db.audit(tx, learner, domain.AuditRegradeRequest, "submission "+req.SubmissionID+" cell "+req.CellID,
+			fmt.Sprintf("request %d", row.ID))
+	})
+	if err != nil {
+		return domain.RegradeRequest{}, translate(err)
+	}
+	return db.RegradeRequest(ctx, row.ID)
+}
+
+// RegradeRequest returns one request.
+func (db *DB) RegradeRequest(ctx context.Context, id int64) (domain.RegradeRequest, error) {
+	var row regradeRequestRow
+	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return domain.RegradeRequest{}, domain.Errorf(domain.ENOTFOUND, "regrade request %d not found", id)
+	}
+	if err != nil {
+		return domain.RegradeRequest{}, fmt.Errorf("read regrade request %d: %w", id, translate(err))
+	}
+	out, err := db.withRequestNames(ctx, []regradeRequestRow{row})
+	if err != nil {
+		return domain.RegradeRequest{}, err
+	}
+	return out[0], nil
+}
+
+// RegradeRequestFilter selects requests: of one submission, one learner,
+// and/or in one state.
+type RegradeRequestFilter = domain.RegradeRequestFilter
+
+// RegradeRequests lists requests, oldest first (the queue's order), at most 500.
+func (db *DB) RegradeRequests(ctx context.Context, f RegradeRequestFilter) ([]domain.RegradeRequest, error) {
+	q := db.gorm.WithContext(ctx).Order("created_at, id").Limit(500)
+	if f.SubmissionID != "" {
+		q = q.Where("submission_id = ?", f.SubmissionID)
+	}
+	if f.UserID != 0 {
+		q = q.Where("user_id = ?", f.UserID)
+	}
+	if f.State != "" {
+		q = q.Where("state = ?", f.State)
+	}
+	var rows []regradeRequestRow
+	if err := q.Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list regrade requests: %w", translate(err))
+	}
+	return db.withRequestNames(ctx, rows)
+}
+
+func (db *DB) withRequestNames(ctx context.Context, rows []regradeRequestRow) ([]domain.RegradeRequest, error) {
+	out := make([]domain.RegradeRequest, len(rows))
+	names, exercises := map[int64]string{}, map[string]string{}
+	for i, r := range rows {
+		if _, ok := names[r.UserID]; !ok {
+			var u userRow
+			_ = db.gorm.WithContext(ctx).Where("id = ?", r.UserID).Take(&u).Error // a name is cosmetic
+			names[r.UserID] = u.Name
+		}
+		if _, ok := exercises[r.SubmissionID]; !ok {
+			var s submissionRow
+			if err := db.gorm.WithContext(ctx).Select("id", "exercise_id").Where("id = ?", r.SubmissionID).Take(&s).Error; err != nil {
+				return nil, fmt.Errorf("read submission %s: %w", r.SubmissionID, translate(err))
+			}
+			exercises[r.SubmissionID] = s.ExerciseID
+		}
+		out[i] = r.request(names[r.UserID], exercises[r.SubmissionID])
+	}
+	return out, nil
+}
+
+// AnswerRegradeRequest records an instructor's answer to an open request
+// (ECONFLICT when it was answered already), with its audit entry. An
+// override of the cell's points is written first by package grade.
+func (db *DB) AnswerRegradeRequest(ctx context.Context, id int64, answer string, override *float64, reason string, by domain.User) (domain.RegradeRequest, error) {
+	now := db.Now()
+	upd := map[string]any{"state": domain.RegradeRequestAnswered, "answer": lossless(answer), "answered_by": by.Name,
+		"answered_at": now, "override_points": override, "override_reason": lossless(reason)}
+	if by.ID != 0 {
+		upd["answered_by_id"] = by.ID
+	}
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Model(&regradeRequestRow{}).Where("id = ? AND state = ?", id, domain.RegradeRequestOpen).Updates(upd)
+		if res.Error != nil {
+			return fmt.Errorf("answer regrade request %d: %w", id, res.Error)
+		}
+		if res.RowsAffected != 1 {
+			return domain.Errorf(domain.ECONFLICT, "regrade request %d is not open (answered already, or unknown)", id)
+		}
+		detail := "answered"
+		if override != nil {
+			detail = fmt.Sprintf("answered with an override to %g points: %s", *override, reason)
+		}
+		return db.audit(tx, by, domain.AuditRegradeAnswer, fmt.Sprintf("regrade request %d", id), detail)
+	})
+	if err != nil {
+		return domain.RegradeRequest{}, translate(err)
+	}
+	return db.RegradeRequest(ctx, id)
+}
