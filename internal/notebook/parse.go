@@ -1,7 +1,6 @@
 package notebook
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -10,8 +9,6 @@ import (
 	"sort"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Limits bound what Parse accepts, so that no upload can make the server
@@ -167,11 +164,11 @@ func (lim Limits) withDefaults() Limits {
 }
 
 // decode reads the notebook twice: typed, and in the generic form the
-// official schema is checked against. Like nbformat, it fills in missing
+// official schema is checked against (decodeGeneric: one pass). Like nbformat, it fills in missing
 // cell ids of a 4.5 notebook (the generic form gets the same ids) and
 // returns the minor version whose schema applies.
 func decode(data []byte) (*Notebook, any, int, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	doc, err := decodeGeneric(data)
 	if err != nil {
 		return nil, nil, 0, fmt.Errorf("notebook is not valid JSON: %w", err)
 	}
