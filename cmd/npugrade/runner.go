@@ -251,11 +251,11 @@ func slotExecutors(base *execution.Executor, npus []npuDevice, managers, driverD
 			e.ExtraEnv[k] = v
 		}
 		e.ExtraEnv["ASCEND_RT_VISIBLE_DEVICES"] = strconv.Itoa(d.ID)
-		if base.Sandbox != nil {
-			sb := *base.Sandbox
+		if base := sandboxConfig(base); base != nil {
+			sb := *base
 			sb.Devices = append([]string{d.Node}, managers...)
 			sb.DriverDirs = slices.Clone(driverDirs)
-			e.Sandbox = &sb
+			e.Isolation = &sb
 		}
 		out[i] = &e
 	}

@@ -45,7 +45,7 @@ func TestNPUSlotsPinOneDeviceEach(t *testing.T) {
 
 	managers := []string{filepath.Join(dev, "davinci_manager"), filepath.Join(dev, "devmm_svm"), filepath.Join(dev, "hisi_hdc")}
 	base := &execution.Executor{Profile: "npu-a2", ExtraEnv: map[string]string{"KEEP": "1"},
-		Sandbox: &sandbox.Config{Mode: sandbox.ModeBwrap, Devices: []string{"/dev/should-be-replaced"}}}
+		Isolation: &sandbox.Config{Mode: sandbox.ModeBwrap, Devices: []string{"/dev/should-be-replaced"}}}
 	tests := []struct {
 		slots   int
 		devices []string // ASCEND_RT_VISIBLE_DEVICES per slot
@@ -65,12 +65,12 @@ func TestNPUSlotsPinOneDeviceEach(t *testing.T) {
 				t.Fatalf("slot %d env: %v", i, e.ExtraEnv)
 			}
 			wantDevs := append([]string{filepath.Join(dev, "davinci"+want)}, managers...)
-			if !slices.Equal(e.Sandbox.Devices, wantDevs) || !slices.Equal(e.Sandbox.DriverDirs, []string{"/usr/local/Ascend/driver"}) {
-				t.Fatalf("slot %d binds %v %v, want %v", i, e.Sandbox.Devices, e.Sandbox.DriverDirs, wantDevs)
+			if !slices.Equal(sandboxConfig(e).Devices, wantDevs) || !slices.Equal(sandboxConfig(e).DriverDirs, []string{"/usr/local/Ascend/driver"}) {
+				t.Fatalf("slot %d binds %v %v, want %v", i, sandboxConfig(e).Devices, sandboxConfig(e).DriverDirs, wantDevs)
 			}
 		}
 	}
-	if base.ExtraEnv["ASCEND_RT_VISIBLE_DEVICES"] != "" || base.Sandbox.Devices[0] != "/dev/should-be-replaced" {
+	if base.ExtraEnv["ASCEND_RT_VISIBLE_DEVICES"] != "" || sandboxConfig(base).Devices[0] != "/dev/should-be-replaced" {
 		t.Fatal("slotExecutors changed the base executor")
 	}
 }

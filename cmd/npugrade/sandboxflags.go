@@ -111,7 +111,14 @@ func executorFlags(fs *command, envFor envChooser) func(ctx context.Context, ex 
 		if err != nil {
 			return err
 		}
-		ex.Sandbox = sb
+		ex.Isolation = sb // ModeNone isolates with sandbox.None
 		return ex.Check(ctx)
 	}
+}
+
+// sandboxConfig is the sandbox configuration ex isolates its kernels with
+// (nil when it uses another isolation backend).
+func sandboxConfig(ex *execution.Executor) *sandbox.Config {
+	sb, _ := ex.Isolation.(*sandbox.Config)
+	return sb
 }

@@ -217,7 +217,7 @@ func (a *serveApp) startLocalRunner(ctx context.Context, o serveOptions, stderr 
 	if err != nil {
 		return nil, err
 	}
-	registerLocalRunner(ctx, a.db, localID, host, *o.local, env, ex.Sandbox, a.log)
+	registerLocalRunner(ctx, a.db, localID, host, *o.local, env, sandboxConfig(ex), a.log)
 	slotsEx, stopWarm := o.warmPool(ex, *o.local, a.log.With("component", "runner"))
 	r := &runner.Runner{
 		Source:         &dispatch.Local{D: a.disp, RunnerID: localID, Match: domain.Matcher(domain.CPUMatcher)},

@@ -25,7 +25,7 @@ func warmFlags(fs *flag.FlagSet) func(ex *execution.Executor, slots int, log *sl
 		if log == nil {
 			log = slog.Default()
 		}
-		p := &execution.Pool{Exec: ex, Size: max(slots, 1), Preload: preloadModules(*preload, ex.Profile, ex.Sandbox != nil && ex.Sandbox.RootFS != ""), Log: log}
+		p := &execution.Pool{Exec: ex, Size: max(slots, 1), Preload: preloadModules(*preload, ex.Profile, sandboxConfig(ex) != nil && sandboxConfig(ex).RootFS != ""), Log: log}
 		p.Start(context.Background())
 		return p, p.Close
 	}

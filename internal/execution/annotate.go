@@ -5,8 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
 // Stop is how a run ended, as its backend saw it.
@@ -19,12 +19,12 @@ type Stop struct {
 	Cell       *int
 	KernelDied bool
 	// Limits are the isolation's counters (memory and process limits hit).
-	Limits sandbox.Stats
+	Limits domain.LimitHits
 }
 
 // stopReason is the run-level message for a run that stopped early;
 // cell is the 1-based notebook position of the cell that was running, or -1.
-func stopReason(jobKilled bool, jobTimeout time.Duration, st sandbox.Stats, cell int) string {
+func stopReason(jobKilled bool, jobTimeout time.Duration, st domain.LimitHits, cell int) string {
 	where := ""
 	if cell > 0 {
 		where = fmt.Sprintf("cell %d ", cell)
@@ -36,7 +36,7 @@ func stopReason(jobKilled bool, jobTimeout time.Duration, st sandbox.Stats, cell
 		}
 		return fmt.Sprintf("the notebook did not finish within the %s limit for the whole run", jobTimeout)
 	case st.MemoryLimitHit:
-		return fmt.Sprintf("%sexceeded the %s memory limit; the kernel was stopped and the cells after it were not run", nonEmpty(where, "the notebook "), sandbox.FormatSize(st.MemoryLimit))
+		return fmt.Sprintf("%sexceeded the %s memory limit; the kernel was stopped and the cells after it were not run", nonEmpty(where, "the notebook "), domain.FormatSize(st.MemoryLimit))
 	default:
 		return fmt.Sprintf("the kernel died while %s ran; the cells after it were not run", nonEmpty(strings.TrimSpace(where), "the notebook"))
 	}

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
 const threeCells = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
@@ -27,7 +27,7 @@ func TestAnnotate(t *testing.T) {
 		annotated  int // the cell that carries the stop, -1 none
 		memoryNote bool
 	}{
-		"memory limit": {execution.Stop{Cell: &one, KernelDied: true, Limits: sandbox.Stats{MemoryLimitHit: true, MemoryLimit: 256 << 20}},
+		"memory limit": {execution.Stop{Cell: &one, KernelDied: true, Limits: domain.LimitHits{MemoryLimitHit: true, MemoryLimit: 256 << 20}},
 			true, "cell 2 exceeded the 256 MiB memory limit", 1, true},
 		"job deadline": {execution.Stop{Cell: &one, JobKilled: true, JobTimeout: 5 * time.Minute},
 			true, "did not finish within the 5m0s limit for the whole run (cell 2 was running)", 1, false},

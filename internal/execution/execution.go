@@ -19,8 +19,12 @@
 // Options and return a domain.ExecutionResult. Such a backend reports how
 // its run ended as a Stop and lets Annotate, a pure function, write the
 // stop reasons into the notebook, so the grader reads every backend's
-// stops alike. Files: execution.go (Executor, the run), driver.go (the
-// driver protocol), annotate.go (stop annotation), warm.go (the pool).
+// stops alike. Isolation is the other seam: the kernel runs under a
+// domain.Isolation backend (package sandbox, wired in by cmd/npugrade),
+// which prepares the kernel, says how to launch it, reports the limits hit
+// and stops everything at the end; this package never names one. Files:
+// execution.go (Executor, the run), driver.go (the driver protocol),
+// annotate.go (stop annotation), warm.go (the pool).
 package execution
 
 import (
@@ -42,7 +46,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
 //go:embed driver.py
@@ -109,11 +112,11 @@ type Executor struct {
 	// InterruptGrace is how long a cell may keep running after its timeout
 	// interrupt before the kernel is killed (default 5s).
 	InterruptGrace time.Duration
-	// Sandbox isolates the kernel (bubblewrap, cgroups). nil or Mode
-	// "none" runs the kernel with the runner's rights: development only,
-	// and every job logs a warning.
-	Sandbox *sandbox.Config
-	Log     *slog.Logger
+	// Isolation is the backend that isolates each job's kernel (package
+	// sandbox: bubblewrap and cgroups, or its "none" backend). It is
+	// required: running learner code unisolated is chosen, never a default.
+	Isolation domain.Isolation
+	Log       *slog.Logger
 }
 
 // Options are per-job settings.
@@ -160,11 +163,15 @@ func (e *Executor) python() string {
 			return p
 		}
 	}
-	if _, err := os.Stat(sandbox.DefaultPython); err == nil {
-		return sandbox.DefaultPython
+	if _, err := os.Stat(defaultPython); err == nil {
+		return defaultPython
 	}
 	return "python3"
 }
+
+// defaultPython is the driver's interpreter when neither Python nor
+// Jupyter names one (the kernel's is the isolation backend's business).
+const defaultPython = "/usr/bin/python3"
 
 // shebang returns the interpreter named on the first line of the script
 // cmd (resolved on PATH), or "".
@@ -248,20 +255,20 @@ func (e *Executor) prepareNotebook(nbBytes []byte) ([]byte, error) {
 }
 
 // job is one job's private directory (outside the sandbox: the notebook,
-// the driver and its files), its sandboxed kernelspec and the driver's
+// the driver and its files), its isolated kernel and the driver's
 // configuration. It serves exactly one job; close destroys all of it.
 type job struct {
 	dir    string
-	kernel *sandbox.Kernel // nil without a sandbox
-	env    []string        // the driver's environment
+	kernel domain.IsolatedKernel // nil until isolated
+	env    []string              // the driver's environment
 	dc     driverConfig
 }
 
 func (j *job) configPath() string { return filepath.Join(j.dir, "in", "config.json") }
 func (j *job) driverPath() string { return filepath.Join(j.dir, "in", "driver.py") }
 
-// close kills everything the job's kernel left running (the sandbox's
-// cgroup) and removes its directories.
+// close kills everything the job's kernel left running (the isolation's
+// business: the sandbox's cgroup) and removes its directories.
 func (j *job) close() {
 	if j.kernel != nil {
 		_ = j.kernel.Close()
@@ -296,22 +303,17 @@ func (e *Executor) newJob(ctx context.Context) (_ *job, err error) {
 		Progress: filepath.Join(dir, "out", "progress.json"), Cwd: filepath.Join(dir, "work"), StartupTimeout: 60,
 	}
 	j.env = e.env(dir)
-	if e.Sandbox != nil && e.Sandbox.Mode != sandbox.ModeNone {
-		cfg := *e.Sandbox
-		cfg.Env = e.kernelEnv(cfg.Env)
-		if j.kernel, err = cfg.PrepareKernel(ctx, dir); err != nil {
-			return nil, fmt.Errorf("prepare sandbox: %w", err)
-		}
-		if j.dc.Config, err = traitletsConfig(j.kernel.Args); err != nil {
-			return nil, err
-		}
-		j.env = append(j.env, j.kernel.Env...)
-	} else {
-		if e.Log != nil {
-			e.Log.Warn("executing WITHOUT a sandbox: learner code runs with the runner's rights (--sandbox=none)")
-		}
-		j.dc.Config = map[string]map[string]string{"ExecutePreprocessor": {"kernel_name": "python3"}}
+	if e.Isolation == nil {
+		return nil, errors.New("prepare sandbox: the executor has no isolation backend")
 	}
+	if j.kernel, err = e.Isolation.Isolate(ctx, dir, e.kernelEnv()); err != nil {
+		return nil, fmt.Errorf("prepare sandbox: %w", err)
+	}
+	args, driverEnv := j.kernel.Launch()
+	if j.dc.Config, err = traitletsConfig(args); err != nil {
+		return nil, err
+	}
+	j.env = append(j.env, driverEnv...)
 	if err := os.WriteFile(j.driverPath(), driverPy, 0o600); err != nil {
 		return nil, fmt.Errorf("write job files: %w", err)
 	}
@@ -415,11 +417,9 @@ func (e *Executor) finish(ctx context.Context, j *job, p *driverProc, opt Option
 	case <-p.exited:
 	case <-runCtx.Done():
 		// Kill the driver's process group; the kernel (its own session)
-		// goes with the sandbox's cgroup in kernel.Close.
+		// goes with its isolation in kernel.Close.
 		p.kill()
-		if kernel != nil {
-			_ = kernel.Close()
-		}
+		_ = kernel.Close()
 		<-p.exited
 		if ctx.Err() != nil {
 			return res, fmt.Errorf("execution canceled: %w", ctx.Err())
@@ -428,17 +428,12 @@ func (e *Executor) finish(ctx context.Context, j *job, p *driverProc, opt Option
 	}
 	waitErr := p.err
 	p.kill() // stragglers
-	if kernel != nil {
-		// Stop everything now so that the counters are final.
-		_ = kernel.Close()
-	}
+	// Stop everything now so that the counters are final.
+	_ = kernel.Close()
 	res.DurationMS = time.Since(start).Milliseconds()
 	res.Log = p.log.String()
-	var stats sandbox.Stats
-	if kernel != nil {
-		stats = kernel.Stats()
-		res.MemoryLimitHit = stats.MemoryLimitHit
-	}
+	stats := kernel.LimitHits()
+	res.MemoryLimitHit = stats.MemoryLimitHit
 	var prog progress
 	if b, err := os.ReadFile(dc.Progress); err == nil {
 		_ = json.Unmarshal(b, &prog)
@@ -447,7 +442,7 @@ func (e *Executor) finish(ctx context.Context, j *job, p *driverProc, opt Option
 	switch {
 	case errors.Is(readErr, errTooBig):
 		res.Killed = true
-		res.Reason = fmt.Sprintf("the executed notebook is larger than the %s limit", sandbox.FormatSize(e.maxNotebook()))
+		res.Reason = fmt.Sprintf("the executed notebook is larger than the %s limit", domain.FormatSize(e.maxNotebook()))
 		return res, nil
 	case readErr != nil && !jobKilled && !prog.KernelDied:
 		if waitErr != nil && (prog.Cell == nil || looksLikeInfra(res.Log)) {
@@ -533,13 +528,10 @@ func (e *Executor) Check(ctx context.Context) error {
 // ErrUnavailable means this machine cannot execute notebooks.
 var ErrUnavailable = errors.New("execution: nbconvert/nbclient are not available")
 
-// kernelEnv is what the sandboxed kernel sees beyond the sandbox's base
+// kernelEnv is what the isolated kernel sees beyond the backend's base
 // environment: the profile and the runner's extra variables, nothing else.
-func (e *Executor) kernelEnv(base map[string]string) map[string]string {
+func (e *Executor) kernelEnv() map[string]string {
 	env := map[string]string{}
-	for k, v := range base {
-		env[k] = v
-	}
 	env["NPUGRADE_PROFILE"] = e.Profile
 	if env["NPUGRADE_PROFILE"] == "" {
 		env["NPUGRADE_PROFILE"] = "cpu"

@@ -343,7 +343,7 @@ func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot, rootfs stri
 	cfg.DiskLimit = 64 << 20
 	cfg.BaseDir = filepath.Join(shortTemp(t), "b")
 	cfg.RootFS = rootfs
-	e := &execution.Executor{Profile: "cpu", WorkRoot: workRoot, Sandbox: &cfg, Output: lim, InterruptGrace: 2 * time.Second}
+	e := &execution.Executor{Profile: "cpu", WorkRoot: workRoot, Isolation: &cfg, Output: lim, InterruptGrace: 2 * time.Second}
 	if opt.CellTimeout == 0 {
 		opt.CellTimeout = 2 * time.Second
 	}

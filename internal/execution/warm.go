@@ -62,9 +62,9 @@ func (e *Executor) key(preload []string) string {
 	b, _ := json.Marshal(struct {
 		Python, Profile, WorkRoot string
 		ExtraEnv                  map[string]string
-		Sandbox                   any
+		Isolation                 any
 		Preload                   []string
-	}{e.python(), e.Profile, e.WorkRoot, e.ExtraEnv, e.Sandbox, preload})
+	}{e.python(), e.Profile, e.WorkRoot, e.ExtraEnv, e.Isolation, preload})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }

@@ -25,7 +25,7 @@ func sandboxedExecutor(t *testing.T) *execution.Executor {
 	t.Helper()
 	cfg := sandbox.DefaultConfig()
 	cfg.BaseDir = filepath.Join(shortTemp(t), "b")
-	return &execution.Executor{Profile: "cpu", WorkRoot: shortTemp(t), Sandbox: &cfg}
+	return &execution.Executor{Profile: "cpu", WorkRoot: shortTemp(t), Isolation: &cfg}
 }
 
 // codeNotebook is a notebook of plain code cells.
@@ -134,7 +134,7 @@ func TestWarmStale(t *testing.T) {
 		name  string
 		spoil func(e *execution.Executor, w *execution.Warm)
 	}{
-		{"config-changed", func(e *execution.Executor, w *execution.Warm) { e.Sandbox.MemoryLimit /= 2 }},
+		{"config-changed", func(e *execution.Executor, w *execution.Warm) { sandboxOf(e).MemoryLimit /= 2 }},
 		{"profile-changed", func(e *execution.Executor, w *execution.Warm) { e.Profile = "npu-a2" }},
 		{"driver-died", func(e *execution.Executor, w *execution.Warm) { w.Close() }},
 		{"used-twice", func(e *execution.Executor, w *execution.Warm) {
@@ -159,7 +159,7 @@ func TestWarmStale(t *testing.T) {
 			if entries, _ := os.ReadDir(e.WorkRoot); len(entries) != 0 {
 				t.Errorf("left behind: %v", entries)
 			}
-			if entries, _ := os.ReadDir(e.Sandbox.BaseDir); len(entries) != 0 {
+			if entries, _ := os.ReadDir(sandboxOf(e).BaseDir); len(entries) != 0 {
 				t.Errorf("sandbox dirs left behind: %v", entries)
 			}
 		})
@@ -319,7 +319,7 @@ func BenchmarkExecute(b *testing.B) {
 				}
 				payload, _ := notebook.Encode(rebuilt)
 				cfg := sandbox.DefaultConfig()
-				e := &execution.Executor{Profile: "cpu", Sandbox: &cfg}
+				e := &execution.Executor{Profile: "cpu", Isolation: &cfg}
 				opt := execution.Options{CellTimeout: time.Minute}
 				b.ResetTimer()
 				for i := 0; i < b.N; i++ {
@@ -354,7 +354,7 @@ func TestPoolFallsBack(t *testing.T) {
 	requireExecution(t)
 	t.Parallel()
 	e := sandboxedExecutor(t)
-	e.Sandbox.MemoryLimit = 128 << 20
+	sandboxOf(e).MemoryLimit = 128 << 20
 	p := &execution.Pool{Exec: e, Size: 1, Preload: []string{"torch"}}
 	p.Start(context.Background())
 	defer p.Close()
@@ -376,3 +376,7 @@ func TestPoolFallsBack(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// sandboxOf is the sandbox configuration e isolates its kernels with
+// (a pointer: changing it changes the executor's).
+func sandboxOf(e *execution.Executor) *sandbox.Config { return e.Isolation.(*sandbox.Config) }

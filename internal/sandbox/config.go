@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/npugrade/npugrade/internal/domain"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -304,16 +306,4 @@ func ParseSize(s string) (int64, error) {
 
 // FormatSize renders bytes with the largest binary unit that divides
 // reasonably, e.g. 2147483648 -> "2 GiB", 1572864 -> "1.5 MiB".
-func FormatSize(n int64) string {
-	units := []string{"B", "KiB", "MiB", "GiB", "TiB"}
-	f := float64(n)
-	i := 0
-	for i < len(units)-1 && math.Abs(f) >= 1024 {
-		f /= 1024
-		i++
-	}
-	if f == math.Trunc(f) {
-		return fmt.Sprintf("%d %s", int64(f), units[i])
-	}
-	return fmt.Sprintf("%.1f %s", f, units[i])
-}
+func FormatSize(n int64) string { return domain.FormatSize(n) }

@@ -91,16 +91,7 @@ type Stats struct {
 
 // Violations renders the limits that were hit, for the learner's report,
 // e.g. "exceeded the 2 GiB memory limit".
-func (s Stats) Violations() []string {
-	var v []string
-	if s.MemoryLimitHit {
-		v = append(v, fmt.Sprintf("exceeded the %s memory limit", FormatSize(s.MemoryLimit)))
-	}
-	if s.PidsLimitHit {
-		v = append(v, fmt.Sprintf("exceeded the limit of %d processes/threads", s.PidsLimit))
-	}
-	return v
-}
+func (s Stats) Violations() []string { return s.hits().Violations() }
 
 // testDisableCgroups forces the RLIMIT fallback (tests only).
 var testDisableCgroups bool
