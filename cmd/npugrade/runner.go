@@ -5,16 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/envs"
 	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/npudevice"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerclient"
 	"github.com/npugrade/npugrade/internal/sandbox"
@@ -65,9 +64,9 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitOK
 	}
 	log := newLogger(stderr, *logLevel)
-	var npus []npuDevice
+	var npus []npudevice.Device
 	if rep.HasNPU() {
-		if npus, err = listNPUs("/dev", *devices); err != nil {
+		if npus, err = npudevice.List("/dev", *devices); err != nil {
 			fmt.Fprintln(stderr, "npugrade runner:", err)
 			return exitError
 		}
@@ -101,7 +100,8 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if *slots > len(npus) {
 			log.Warn("more slots than NPUs: slots share devices", "slots", *slots, "npus", len(npus))
 		}
-		for _, e := range slotExecutors(ex, npus, existing(npuManagerNodes), existing(driverDirsFor(env)), *slots) {
+		pinned := npudevice.Slots(npus, npudevice.Existing(npudevice.ManagerNodes), npudevice.Existing(npudevice.DriverDirs(env != nil)), *slots)
+		for _, e := range slotExecutors(ex, pinned) {
 			se, stop := warmPool(e, 1, log)
 			defer stop()
 			r.SlotExecutors = append(r.SlotExecutors, se)
@@ -133,23 +133,6 @@ func parseLabels(s string) (map[string]string, error) {
 	return lb, nil
 }
 
-// The Ascend control nodes every NPU job needs besides its own
-// /dev/davinciN, and the driver directories bound read-only.
-var (
-	npuManagerNodes = []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
-	npuDriverDirs   = []string{"/usr/local/Ascend/driver", "/usr/local/Ascend/ascend-toolkit", "/usr/local/Ascend/cann"}
-)
-
-// driverDirsFor is what an NPU job binds from the host: the driver, and
-// the host's CANN toolkit only when the kernels run on the host (an
-// environment brings its own, the image's).
-func driverDirsFor(env *envs.Env) []string {
-	if env != nil {
-		return npuDriverDirs[:1]
-	}
-	return npuDriverDirs
-}
-
 // runnerReport is the environment report the runner registers with: the
 // probe run where the kernels run (inside the grading environment --env
 // picks for the profile, else on the host), with the profile --profile
@@ -175,9 +158,9 @@ func runnerReport(ctx context.Context, python, profile string, envFor envChooser
 		rep.Environment = envs.Host
 	} else {
 		sb := sandbox.DefaultConfig()
-		if npus, err := listNPUs("/dev", ""); err == nil && hostErr == nil && host.HasNPU() {
-			sb.Devices = append([]string{npus[0].Node}, existing(npuManagerNodes)...)
-			sb.DriverDirs = existing(driverDirsFor(env))
+		if npus, err := npudevice.List("/dev", ""); err == nil && hostErr == nil && host.HasNPU() {
+			s := npudevice.Slots(npus, npudevice.Existing(npudevice.ManagerNodes), npudevice.Existing(npudevice.DriverDirs(true)), 1)[0]
+			sb.Devices, sb.DriverDirs = s.Nodes, s.DriverDirs
 		}
 		if rep, err = envs.Probe(ctx, *env, sb, p == envprobe.ProfileCPU); err != nil {
 			return envprobe.Report{}, nil, err
@@ -193,82 +176,24 @@ func runnerReport(ctx context.Context, python, profile string, envFor envChooser
 	return rep, env, nil
 }
 
-// npuDevice is one NPU as the runner's host sees it: /dev/davinci<ID>.
-type npuDevice struct {
-	ID   int
-	Node string
-}
-
-// listNPUs finds the /dev/davinciN nodes under dev, in id order, keeping
-// only the ids in only ("0,3"; empty keeps all).
-func listNPUs(dev, only string) ([]npuDevice, error) {
-	nodes, _ := filepath.Glob(filepath.Join(dev, "davinci[0-9]*"))
-	byID := map[int]string{}
-	for _, n := range nodes {
-		id, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(n), "davinci"))
-		if err == nil {
-			byID[id] = n
-		}
-	}
-	var ids []int
-	if only == "" {
-		for id := range byID {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-	} else {
-		for _, f := range strings.Split(only, ",") {
-			id, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return nil, fmt.Errorf("--devices: %q is not a device id", f)
-			}
-			if _, ok := byID[id]; !ok {
-				return nil, fmt.Errorf("--devices: %s does not exist", filepath.Join(dev, "davinci"+strconv.Itoa(id)))
-			}
-			ids = append(ids, id)
-		}
-	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("the environment report shows an NPU, but there is no %s", filepath.Join(dev, "davinciN"))
-	}
-	out := make([]npuDevice, len(ids))
-	for i, id := range ids {
-		out[i] = npuDevice{ID: id, Node: byID[id]}
-	}
-	return out, nil
-}
-
-// slotExecutors pins slot i to NPU i (modulo the device count): the
-// kernel gets ASCEND_RT_VISIBLE_DEVICES=<id>, and its sandbox binds only
-// that device node plus the manager nodes and the driver, read-only.
-func slotExecutors(base *execution.Executor, npus []npuDevice, managers, driverDirs []string, slots int) []*execution.Executor {
-	out := make([]*execution.Executor, slots)
-	for i := range out {
-		d := npus[i%len(npus)]
+// slotExecutors pins slot i to NPU i (npudevice.Slots): a copy of base
+// whose kernel sees ASCEND_RT_VISIBLE_DEVICES=<id> and whose sandbox binds
+// only that device node plus the manager nodes and the driver, read-only.
+func slotExecutors(base *execution.Executor, slots []npudevice.Slot) []*execution.Executor {
+	out := make([]*execution.Executor, len(slots))
+	for i, s := range slots {
 		e := *base
-		e.ExtraEnv = map[string]string{}
-		for k, v := range base.ExtraEnv {
-			e.ExtraEnv[k] = v
+		e.ExtraEnv = maps.Clone(base.ExtraEnv)
+		if e.ExtraEnv == nil {
+			e.ExtraEnv = map[string]string{}
 		}
-		e.ExtraEnv["ASCEND_RT_VISIBLE_DEVICES"] = strconv.Itoa(d.ID)
+		maps.Copy(e.ExtraEnv, s.Env)
 		if base := sandboxConfig(base); base != nil {
 			sb := *base
-			sb.Devices = append([]string{d.Node}, managers...)
-			sb.DriverDirs = slices.Clone(driverDirs)
+			sb.Devices, sb.DriverDirs = s.Nodes, s.DriverDirs
 			e.Isolation = &sb
 		}
 		out[i] = &e
-	}
-	return out
-}
-
-// existing keeps the paths that exist on this host.
-func existing(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if _, err := os.Stat(p); err == nil {
-			out = append(out, p)
-		}
 	}
 	return out
 }
