@@ -98,21 +98,19 @@ func (s *Server) createSubmission(c *gin.Context) {
 	}
 	// The body may carry multipart overhead beyond the notebook itself.
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max+64<<10)
-	if err := c.Request.ParseMultipartForm(1 << 20); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			s.Submissions.CountRefused(c.Request.Context(), u, "")
-			s.problem(c, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", max))
-			return
-		}
-		s.Submissions.CountRefused(c.Request.Context(), u, "")
+	form, err := readUploadForm(c.Request, max)
+	exerciseID, data := form.exercise, form.notebook
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe), errors.Is(err, errNotebookTooLarge):
+		s.Submissions.CountRefused(c.Request.Context(), u, exerciseID)
+		s.problem(c, domain.Errorf(domain.ETOOLARGE, "the upload is larger than the %d byte limit", max))
+		return
+	case err != nil:
+		s.Submissions.CountRefused(c.Request.Context(), u, exerciseID)
 		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the request must be multipart/form-data with fields \"exercise\" and \"notebook\"", Problems: []string{err.Error()}})
 		return
-	}
-	defer c.Request.MultipartForm.RemoveAll()
-	exerciseID := c.Request.FormValue("exercise")
-	f, _, err := c.Request.FormFile("notebook")
-	if err != nil {
+	case data == nil:
 		var problems []string
 		if exerciseID == "" {
 			problems = append(problems, "the form field \"exercise\" is required")
@@ -122,17 +120,6 @@ func (s *Server) createSubmission(c *gin.Context) {
 		problems = append(problems, "the form file \"notebook\" is required")
 		s.Submissions.CountRefused(c.Request.Context(), u, exerciseID)
 		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the submission is not valid", Problems: problems})
-		return
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
-		s.problem(c, domain.Errorf(domain.EINVALID, "could not read the uploaded notebook"))
-		return
-	}
-	if int64(len(data)) > max {
-		s.Submissions.CountRefused(c.Request.Context(), u, exerciseID)
-		s.problem(c, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", max))
 		return
 	}
 	sub, created, err := s.Submissions.Submit(c.Request.Context(), submission.Request{
