@@ -57,19 +57,19 @@ func (db *DB) QueueHistory(ctx context.Context, window, step time.Duration) ([]Q
 	var rows []struct {
 		CreatedAt time.Time
 		StartedAt *time.Time
-		GradedAt  *time.Time
-		Status    string
 	}
-	// A submission still waiting was created before now and has not
-	// started; older ones that started before the window never count, nor
-	// do those that ended without starting (see below). The two branches
-	// are index ranges (submissions_started, submissions_waiting;
-	// migration 00011): the query reads the window, not the table.
-	err := db.gorm.WithContext(ctx).Model(&submissionRow{}).Select("created_at, started_at, graded_at, status").
-		Where("created_at <= ?", now).
-		Where("(started_at >= ? AND (created_at >= ? OR status = '"+domain.StatusQueued+"')) OR (status = '"+domain.StatusQueued+"' AND started_at IS NULL)",
-			from, from.Add(-7*24*time.Hour)).
-		Scan(&rows).Error
+	// A submission waited from created_at until started_at. Those that
+	// started in the window (created in the week before it, or queued
+	// again), and those still queued, are index-only ranges
+	// (submissions_started, submissions_waiting; migration 00011): the
+	// query reads the window, not the table. One that ended without ever
+	// starting (failed before a runner took it) is not counted at all:
+	// when it ended is not recorded.
+	queued := "'" + domain.StatusQueued + "'"
+	err := db.gorm.WithContext(ctx).Raw(`SELECT created_at, started_at FROM submissions WHERE started_at >= ? AND created_at >= ? AND created_at <= ?
+		UNION ALL SELECT created_at, started_at FROM submissions WHERE started_at >= ? AND created_at < ? AND status = `+queued+`
+		UNION ALL SELECT created_at, started_at FROM submissions WHERE status = `+queued+` AND started_at IS NULL AND created_at <= ?`,
+		from, from.Add(-7*24*time.Hour), now, from, from.Add(-7*24*time.Hour), now).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("read the queue history: %w", err)
 	}
@@ -78,11 +78,6 @@ func (db *DB) QueueHistory(ctx context.Context, window, step time.Duration) ([]Q
 		n := 0
 		for _, r := range rows {
 			if r.CreatedAt.After(t) {
-				continue
-			}
-			// Ended without ever starting (failed before a runner took
-			// it): when is not recorded, so it is not counted at all.
-			if r.StartedAt == nil && r.Status != domain.StatusQueued {
 				continue
 			}
 			if r.StartedAt == nil || r.StartedAt.After(t) {

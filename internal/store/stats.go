@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
@@ -21,9 +22,7 @@ type FailureStat = domain.FailureStat
 // streamed rows, so both dialects give the same answer.
 
 // SubmissionsPerDay counts submissions per UTC day over the last days days
-// (today included), oldest first; days without submissions count 0. The
-// database counts over the created_at index's range of those days and
-// returns one row per day.
+// (today included), oldest first; days without submissions count 0.
 func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, error) {
 	today := db.Now().UTC().Truncate(24 * time.Hour)
 	start := today.AddDate(0, 0, -(days - 1))
@@ -31,28 +30,24 @@ func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, erro
 	for i := range out {
 		out[i].Day = start.AddDate(0, 0, i)
 	}
-	// SQLite holds times as text with their offset; date() reads that
-	// and gives the UTC day.
-	day := "date(created_at)"
-	if db.Dialect == "postgres" {
-		day = "to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD')"
+	// One count per day, each an index-only range of submissions_created:
+	// grouping by a day computed per row would read and sort every row.
+	var q strings.Builder
+	args := make([]any, 0, 2*days)
+	q.WriteString("SELECT ")
+	for i := range out {
+		if i > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString("(SELECT COUNT(*) FROM submissions WHERE created_at >= ? AND created_at < ?)")
+		args = append(args, out[i].Day, out[i].Day.AddDate(0, 0, 1))
 	}
-	var rows []struct {
-		Day string
-		N   int
+	counts := make([]any, days)
+	for i := range out {
+		counts[i] = &out[i].Count
 	}
-	if err := db.gorm.WithContext(ctx).Raw("SELECT "+day+" AS day, COUNT(*) AS n FROM submissions WHERE created_at >= ? GROUP BY 1", start).
-		Scan(&rows).Error; err != nil {
+	if err := db.gorm.WithContext(ctx).Raw(q.String(), args...).Row().Scan(counts...); err != nil {
 		return nil, fmt.Errorf("submissions per day: %w", err)
-	}
-	for _, r := range rows {
-		t, err := time.Parse("2006-01-02", r.Day)
-		if err != nil {
-			return nil, fmt.Errorf("submissions per day: day %q: %w", r.Day, err)
-		}
-		if i := int(t.Sub(start) / (24 * time.Hour)); i >= 0 && i < days {
-			out[i].Count += r.N
-		}
 	}
 	return out, nil
 }

@@ -8,7 +8,7 @@ CREATE INDEX submissions_graded ON submissions(graded_at) WHERE status = 'graded
 -- The queue's depth: only queued and leased jobs, however many finished.
 CREATE INDEX jobs_pending ON jobs(state) WHERE state IN ('queued', 'leased');
 -- The queue history: submissions started in the window, and those still waiting.
-CREATE INDEX submissions_started ON submissions(started_at);
-CREATE INDEX submissions_waiting ON submissions(created_at) WHERE status = 'queued';
+CREATE INDEX submissions_started ON submissions(started_at, created_at);
+CREATE INDEX submissions_waiting ON submissions(created_at, started_at) WHERE status = 'queued';
 -- Newest-first listings (the dashboard's recent submissions, cursor paging).
 CREATE INDEX submissions_created_id ON submissions(created_at, id);
