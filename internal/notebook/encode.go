@@ -49,13 +49,66 @@ func Encode(nb *Notebook) ([]byte, error) {
 	compact = strconv.AppendInt(compact, int64(nb.NBFormat), 10)
 	compact = append(compact, `,"nbformat_minor":`...)
 	compact = strconv.AppendInt(compact, int64(nb.NBFormatMinor), 10)
-	compact = append(compact, '}', '\n')
-	var out bytes.Buffer
-	out.Grow(len(compact) + len(compact)/4)
-	if err := json.Indent(&out, compact, "", " "); err != nil {
-		return nil, fmt.Errorf("encode notebook: %w", err)
+	compact = append(compact, '}')
+	return append(indentCompact(make([]byte, 0, len(compact)+len(compact)/4), compact), '\n'), nil
+}
+
+// indentCompact appends src, compact JSON that this file wrote, indented
+// by one space per level as json.Indent(dst, src, "", " ") does: an empty
+// object or array stays "{}" or "[]". It skips string contents with
+// IndexByte instead of stepping json's scanner through every byte.
+func indentCompact(dst, src []byte) []byte {
+	depth := 0
+	newline := func() {
+		dst = append(dst, '\n')
+		for i := 0; i < depth; i++ {
+			dst = append(dst, ' ')
+		}
 	}
-	return out.Bytes(), nil
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case '"':
+			j := i + 1
+			for {
+				k := bytes.IndexAny(src[j:], `"\`)
+				if k < 0 {
+					j = len(src)
+					break
+				}
+				j += k
+				if src[j] == '"' {
+					break
+				}
+				j += 2 // an escape: the escaped byte is never the end
+			}
+			if j >= len(src) {
+				return append(dst, src[i:]...)
+			}
+			dst = append(dst, src[i:j+1]...)
+			i = j
+		case '{', '[':
+			dst = append(dst, c)
+			if i+1 < len(src) && (src[i+1] == '}' || src[i+1] == ']') {
+				dst = append(dst, src[i+1])
+				i++
+				continue
+			}
+			depth++
+			newline()
+		case '}', ']':
+			depth--
+			newline()
+			dst = append(dst, c)
+		case ',':
+			dst = append(dst, c)
+			newline()
+		case ':':
+			dst = append(dst, ':', ' ')
+		default:
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // appendCell writes c as (*Cell).MarshalJSON does.

@@ -89,3 +89,22 @@ func mustEncode(t *testing.T, nb *Notebook) []byte {
 	}
 	return b
 }
+
+func FuzzIndentCompact(f *testing.F) {
+	for _, s := range []string{`{"a":[1,{},[]],"b":"x\"y\\"}`, `[]`, `{"k":{"l":[null,true]}}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var compact bytes.Buffer
+		if json.Compact(&compact, []byte(s)) != nil {
+			return
+		}
+		var want bytes.Buffer
+		if err := json.Indent(&want, compact.Bytes(), "", " "); err != nil {
+			t.Fatal(err)
+		}
+		if got := indentCompact(nil, compact.Bytes()); !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("%q:\n got %s\nwant %s", compact.Bytes(), got, want.Bytes())
+		}
+	})
+}
