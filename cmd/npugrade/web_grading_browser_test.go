@@ -61,7 +61,8 @@ func seedManualSubmission(t *testing.T, dbURL, learner, explanation string) stri
 	return sub.ID
 }
 
-// TestWebGradeManualCell: an instructor opens the manual grading page for
+// TestWebGradeManualCell (also releasing feedback and answering a regrade
+// request, on the same submission): an instructor opens the manual grading page for
 // the explanation question, sees the learner's Markdown rendered (and its
 // script inert), applies two rubric items with one click each, writes a
 // comment and saves-and-moves to the next learner; going back shows the
@@ -134,13 +135,24 @@ func TestWebGradeManualCell(t *testing.T) {
 			}
 			in.shot("03-manual-zh")
 
-			// The exercise's feedback waits for a release (to everyone here).
-			if resp, b := request(t, "POST", s.url+"/api/v1/exercises/manual/feedback/release", teacherTok, nil, "", nil); resp.StatusCode != 200 {
-				t.Fatalf("release: %d %s", resp.StatusCode, b)
-			}
+			// The exercise's feedback waits for a release: the learner sees
+			// the points, not the comment, until the instructor releases it.
 			l := newTab(t, s.url)
 			l.signIn("/submissions/"+adaSub, adaTok)
 			l.do("feedback", chromedp.WaitVisible(chromedp.CSS("#q-explain")))
+			if row := l.text("#q-explain"); strings.Contains(row, "测量清楚") || !strings.Contains(row, "1.5 / 2") {
+				t.Errorf("before the release the learner sees %q", row)
+			}
+			in.do("exercise page", chromedp.Navigate(s.url+"/dashboard/exercises/manual?lang=en"), chromedp.WaitVisible(chromedp.CSS("#fr-form")))
+			if p := in.text("#fr-policy"); p != "on_release" {
+				t.Errorf("feedback policy shown %q", p)
+			}
+			in.do("release to everyone", chromedp.Click(chromedp.CSS("#fr-release")), chromedp.WaitVisible(chromedp.CSS("#fr-done")))
+			if list := in.text("#fr-list"); !strings.Contains(list, "everyone") || !strings.Contains(list, "teacher") {
+				t.Errorf("releases listed: %q", list)
+			}
+			in.shot("05-feedback-released")
+			l.do("reload", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#q-explain")))
 			row := l.text("#q-explain")
 			if !strings.Contains(row, "1.5 / 2") || !strings.Contains(row, "测量清楚") || !strings.Contains(row, "阐述了图模式的优化收益") {
 				t.Errorf("the learner's manual feedback: %q", row)
@@ -149,8 +161,38 @@ func TestWebGradeManualCell(t *testing.T) {
 				t.Errorf("learner's score %q, want 2.5 / 3", sc)
 			}
 			l.shot("04-learner-manual-feedback")
-			if acts := strings.Join(auditActions(t, dbURL), "\n"); !strings.Contains(acts, "manual-grade teacher submission "+adaSub+" cell explain") {
-				t.Errorf("audit log:\n%s", acts)
+
+			// A regrade request: the learner asks about the explanation, the
+			// instructor answers from the queue with full points and a
+			// reason, the learner sees the answer and the new score.
+			l.do("ask", chromedp.SetValue(chromedp.CSS("#rq-cell"), "explain"), chromedp.SendKeys(chromedp.CSS("#rq-message"), "我附上了 trace"),
+				chromedp.Click(chromedp.CSS("#rq-ask")), chromedp.WaitVisible(chromedp.CSS(`#regrade-requests .rq[data-state="open"]`)))
+			l.shot("06-regrade-asked")
+			in.do("queue", chromedp.Navigate(s.url+"/dashboard/regrade-requests"), chromedp.WaitVisible(chromedp.CSS(".rq-answer")))
+			if q := in.text("main"); !strings.Contains(q, "ada") || !strings.Contains(q, "我附上了 trace") {
+				t.Errorf("queue: %q", q)
+			}
+			in.shot("07-regrade-queue")
+			in.do("answer", chromedp.SendKeys(chromedp.CSS(".rq-answer textarea"), "看过了，给满分"),
+				chromedp.SendKeys(chromedp.CSS(`.rq-answer input[name="points"]`), "2"),
+				chromedp.SendKeys(chromedp.CSS(`.rq-answer input[name="reason"]`), "trace 证明了收益"),
+				chromedp.Click(chromedp.CSS(".rq-answer button")), chromedp.WaitVisible(chromedp.CSS(`.rq[data-state="answered"] .rq-override`)))
+			in.shot("08-regrade-answered")
+			l.do("reload after the answer", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`#regrade-requests .rq[data-state="answered"]`)))
+			if a := l.text("#regrade-requests"); !strings.Contains(a, "看过了，给满分") {
+				t.Errorf("the learner's answer: %q", a)
+			}
+			if sc := l.text("#score"); sc != "3 / 3" {
+				t.Errorf("score after the override %q, want 3 / 3", sc)
+			}
+			l.shot("09-learner-regrade-answer")
+			acts := strings.Join(auditActions(t, dbURL), "\n")
+			for _, want := range []string{"manual-grade teacher submission " + adaSub + " cell explain", "feedback-released teacher manual to everyone",
+				"regrade-requested ada submission " + adaSub + " cell explain", "score-override teacher submission " + adaSub + " cell explain",
+				"regrade-answered teacher regrade request"} {
+				if !strings.Contains(acts, want) {
+					t.Errorf("audit log has no %q:\n%s", want, acts)
+				}
 			}
 		})
 	}

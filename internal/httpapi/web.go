@@ -15,7 +15,8 @@ func (s *Server) webRoutes(r *gin.Engine) {
 		Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), References: s.referenceReviews(), Log: s.Log,
 		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User, Policy: s.policy(),
 		Extensions: s.extensions(), Rosters: &roster.Service{DB: s.DB}, Sections: s.DB,
-		Similarity: s.similarity(), Manual: s.manual()}
+		Similarity: s.similarity(), Manual: s.manual(),
+		Releases: s.feedback(), Appeals: s.appeals()}
 	if s.Metrics != nil {
 		deps.OnSubmitted = s.Metrics.Submissions.Inc
 	}

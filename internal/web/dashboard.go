@@ -130,6 +130,10 @@ type exerciseStatsData struct {
 	HasFailures bool
 	// Manual are the manual cells, each with its grading page (issue 18).
 	Manual []string
+	// Feedback is the exercise's feedback policy and Releases its releases (issue 18).
+	Feedback string
+	Releases []domain.FeedbackRelease
+	Released bool
 }
 
 func (h *handler) exerciseStats(c *gin.Context) {
@@ -142,6 +146,11 @@ func (h *handler) exerciseStats(c *gin.Context) {
 	d := exerciseStatsData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Counts: countsOf(ex)}
 	for _, m := range ex.Manual {
 		d.Manual = append(d.Manual, m.ID)
+	}
+	d.Feedback, d.Released = ex.Feedback, c.Query("released") == "1"
+	if d.Releases, err = h.Releases.Releases(ctx, ex.ID); err != nil {
+		h.fail(c, err)
+		return
 	}
 	bins := make([]bar, 10)
 	for i := range bins {
@@ -365,6 +374,10 @@ func (h *handler) staffSubmission(c *gin.Context) {
 		if d.Notebook, err = renderNotebook(raw, sub.Cells); err != nil {
 			d.NotebookError = err.Error()
 		}
+	}
+	if d.Requests, err = h.Appeals.Of(ctx, u, sub.ID); err != nil {
+		h.fail(c, err)
+		return
 	}
 	h.render(c, http.StatusOK, "submission", translate(lang, "submission.title")+" · "+sub.UserName+" · "+d.ExerciseTitle, "dashboard", d)
 }

@@ -229,6 +229,8 @@ type submissionPageData struct {
 	Notebook      []cellView
 	NotebookError string
 	Executed      bool
+	// Requests are the regrade requests on the submission (issue 18).
+	Requests []domain.RegradeRequest
 }
 
 func final(status string) bool {
@@ -245,6 +247,11 @@ func (h *handler) submissionPage(c *gin.Context) {
 	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)
+	}
+	var err error
+	if d.Requests, err = h.Appeals.Of(c.Request.Context(), sessionOf(c).User, sub.ID); err != nil {
+		h.fail(c, err)
+		return
 	}
 	h.render(c, http.StatusOK, "submission", translate(lang, "submission.title")+" · "+d.ExerciseTitle, "exercises", d)
 }

@@ -12,7 +12,7 @@ import (
 var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "submission",
 	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade", "audit",
 	"extensions", "similarity", // issue 18 (g18roster)
-	"manual",     // issue 18 (f18grading)
+	"manual", "requests", // issue 18 (f18grading)
 	"references", // issue 14 (c14)
 }
 

@@ -92,6 +92,9 @@ type Deps struct {
 	Similarity Similarity
 	// Manual grades manual cells with their rubrics (issue 18).
 	Manual ManualGrading
+	// Releases releases feedback and Appeals handles regrade requests (issue 18).
+	Releases FeedbackReleases
+	Appeals  Appeals
 }
 
 // userByToken resolves token through Tokens when set.
@@ -165,6 +168,10 @@ func Mount(r gin.IRouter, d Deps) {
 	// Issue 18: manual grading.
 	p.GET("/dashboard/manual/:id/:cell", h.session(staff...), h.manualPage)
 	p.POST("/dashboard/manual/:id/:cell", h.session(staff...), h.csrf(), h.saveManual)
+	p.POST("/dashboard/exercises/:id/feedback/release", h.session(staff...), h.csrf(), h.releaseFeedbackForm)
+	p.GET("/dashboard/regrade-requests", h.session(staff...), h.regradeQueuePage)
+	p.POST("/dashboard/regrade-requests/:id/answer", h.session(staff...), h.csrf(), h.answerRegradeForm)
+	p.POST("/submissions/:id/regrade-requests", h.session(), h.csrf(), h.askRegradeForm)
 
 	p.GET("/admin/users", h.session(domain.RoleAdmin), h.usersPage)
 	p.POST("/admin/users", h.session(domain.RoleAdmin), h.csrf(), h.createUser)
