@@ -10,22 +10,24 @@ import (
 	"github.com/npugrade/npugrade/internal/runner"
 )
 
-// warmFlags registers --warm and --preload (serve, runner and check) and
-// returns a function that puts an executor behind a pool of pre-started
-// kernels, one per slot, with a stop function to call when the runner is
-// done. With --warm=false it returns the executor itself (the cold path:
-// a driver and kernel started per job).
+// warmFlags registers --warm, --warm-spares and --preload (serve, runner
+// and check) and returns a function that puts an executor behind a pool
+// of pre-started kernels, --warm-spares per slot, with a stop function to
+// call when the runner is done (it kills the spares). With --warm=false or
+// --warm-spares 0 it returns the executor itself (the cold path: a driver
+// and kernel started per job).
 func warmFlags(fs *flag.FlagSet) func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func()) {
-	warm := fs.Bool("warm", true, "keep a sandboxed kernel started ahead of the next job in every slot (false: start one per job, for debugging)")
+	warm := fs.Bool("warm", true, "keep sandboxed kernels started ahead of the next jobs in every slot (false: start one per job, for debugging)")
+	spares := fs.Int("warm-spares", 1, "pre-started kernels kept ready per slot; the next one starts while a job executes (each holds a kernel's memory: logged as 'warm spares ready'; 0: none, start one per job)")
 	preload := fs.String("preload", "auto", "comma-separated modules imported in a pre-started kernel before it takes a job (auto: torch, plus torch_npu on NPU profiles and torch.compile's Dynamo, AOTAutograd and Inductor modules in a grading environment; modules not installed are skipped)")
 	return func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func()) {
-		if !*warm {
+		if !*warm || *spares <= 0 {
 			return ex, func() {}
 		}
 		if log == nil {
 			log = slog.Default()
 		}
-		p := &execution.Pool{Exec: ex, Size: max(slots, 1), Preload: preloadModules(*preload, ex.Profile, sandboxConfig(ex) != nil && sandboxConfig(ex).RootFS != ""), Log: log}
+		p := &execution.Pool{Exec: ex, Size: max(slots, 1) * *spares, Preload: preloadModules(*preload, ex.Profile, sandboxConfig(ex) != nil && sandboxConfig(ex).RootFS != ""), Log: log}
 		p.Start(context.Background())
 		return p, p.Close
 	}

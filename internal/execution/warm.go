@@ -108,6 +108,29 @@ func (e *Executor) Prestart(ctx context.Context, preload []string) (_ *Warm, err
 // Age is how long ago the environment became ready.
 func (w *Warm) Age() time.Duration { return time.Since(w.started) }
 
+// Memory is what the waiting environment holds now, in bytes: its
+// driver's resident memory plus its isolated kernel's (as the isolation
+// backend counts it; 0 where it cannot tell).
+func (w *Warm) Memory() int64 {
+	return rss(w.p.cmd.Process.Pid) + w.j.kernel.MemoryInUse()
+}
+
+// rss is a process's resident memory in bytes (0 once it is gone).
+func rss(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			var kb int64
+			_, _ = fmt.Sscanf(strings.TrimSpace(v), "%d", &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
 // Exited is closed when the environment's driver has exited (it died
 // while waiting: the environment is stale).
 func (w *Warm) Exited() <-chan struct{} { return w.p.exited }
@@ -202,9 +225,11 @@ func (p *driverProc) recv(ctx context.Context, timeout time.Duration, v any) err
 	}
 }
 
-// Pool keeps Size environments pre-started (one per runner slot) and runs
-// each job in one of them; a new one is started as soon as one is handed
-// out. An environment that dies, outlives MaxAge or fails its hand-over
+// Pool keeps Size environments pre-started (the warm spares: runner slots
+// times --warm-spares) and runs each job in one of them; a new one is
+// started as soon as one is handed out, so the next kernel starts while
+// the current job executes. A spare serves one job and is destroyed after
+// it. An environment that dies, outlives MaxAge or fails its hand-over
 // check is replaced, never used. When none can be started the job runs on
 // the cold path. Pool implements the runner's Executor.
 type Pool struct {
@@ -226,6 +251,8 @@ type Pool struct {
 	wg        sync.WaitGroup
 	noPreload atomic.Bool
 	ready     atomic.Int64
+	spares    map[*Warm]bool // the environments waiting for a job
+	reported  bool           // the first full set of spares was logged
 }
 
 type offer struct {
@@ -272,6 +299,47 @@ func (p *Pool) Close() {
 // Ready is the number of environments waiting for a job now.
 func (p *Pool) Ready() int { return int(p.ready.Load()) }
 
+// SpareMemory is the memory the environments waiting for a job hold now,
+// in bytes (see Warm.Memory).
+func (p *Pool) SpareMemory() int64 {
+	p.mu.Lock()
+	ws := make([]*Warm, 0, len(p.spares))
+	for w := range p.spares {
+		ws = append(ws, w)
+	}
+	p.mu.Unlock()
+	var n int64
+	for _, w := range ws {
+		n += w.Memory()
+	}
+	return n
+}
+
+// waiting records w as a spare waiting for a job (or, with on false, no
+// longer); the first time every spare is ready, it logs their memory.
+func (p *Pool) waiting(w *Warm, on bool) {
+	p.mu.Lock()
+	if p.spares == nil {
+		p.spares = map[*Warm]bool{}
+	}
+	if !on {
+		delete(p.spares, w)
+		p.ready.Add(-1)
+		p.mu.Unlock()
+		return
+	}
+	p.spares[w] = true
+	p.ready.Add(1)
+	report := !p.reported && len(p.spares) >= max(p.Size, 1)
+	p.reported = p.reported || report
+	p.mu.Unlock()
+	if report {
+		mem := p.SpareMemory()
+		p.Log.Info("warm spares ready", "spares", max(p.Size, 1), "memory", domain.FormatSize(mem),
+			"memory_per_spare", domain.FormatSize(mem/int64(max(p.Size, 1))), "memory_bytes", mem)
+	}
+}
+
 func (p *Pool) maxAge() time.Duration {
 	if p.MaxAge > 0 {
 		return p.MaxAge
@@ -311,21 +379,21 @@ func (p *Pool) fill(ctx context.Context) {
 			continue
 		}
 		backoff = time.Second
-		p.ready.Add(1)
+		p.waiting(w, true)
 		expire := time.NewTimer(p.maxAge())
 		select {
 		case p.offers <- offer{w: w}:
-			p.ready.Add(-1)
+			p.waiting(w, false)
 		case <-w.Exited():
-			p.ready.Add(-1)
+			p.waiting(w, false)
 			p.Log.Warn("warm kernel died while waiting for a job; replacing it", "log", lastLine(w.p.log.String()))
 			w.Close()
 		case <-expire.C:
-			p.ready.Add(-1)
+			p.waiting(w, false)
 			p.Log.Info("warm kernel unused for too long; replacing it", "max_age", p.maxAge())
 			w.Close()
 		case <-ctx.Done():
-			p.ready.Add(-1)
+			p.waiting(w, false)
 			w.Close()
 		}
 		expire.Stop()
