@@ -345,6 +345,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"fr.learner":    {"Learner (empty: everyone)", "学员（留空：全体）"},
 	"fr.release":    {"Release feedback", "发布反馈"},
 	"rq.title":      {"Regrade requests", "复核申请"},
+	"nav.requests":  {"Regrade requests", "复核申请"},
 	"rq.filter":     {"Which requests", "显示哪些申请"},
 	"rq.open":       {"open", "待处理"},
 	"rq.answered":   {"answered", "已答复"},

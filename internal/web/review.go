@@ -65,7 +65,7 @@ func (h *handler) regradeQueuePage(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	h.render(c, http.StatusOK, "requests", translate(lang, "rq.title"), "dashboard", regradeQueueData{State: state, Requests: list})
+	h.render(c, http.StatusOK, "requests", translate(lang, "rq.title"), "requests", regradeQueueData{State: state, Requests: list})
 }
 
 func (h *handler) answerRegradeForm(c *gin.Context) {
