@@ -34,14 +34,24 @@ type GradebookRow struct {
 	Learner    string
 	ExerciseID string
 	Policy     string
-	// Attempts counts graded submissions; 0 means no score yet.
+	// Section is the learner's section (from a roster import; may be empty).
+	Section string
+	// Attempts counts scored submissions (graded, or graded for their
+	// automatic part and waiting for manual grading); 0 means no score yet.
 	Attempts int
 	Score    float64
 	MaxScore float64
-	// SubmissionID is the submission that counts.
+	// SubmissionID is the submission that counts, and Status its status:
+	// StatusGraded, or StatusNeedsManual while a manual cell waits for a
+	// person (Score is then the automatic part's); "" without one.
 	SubmissionID string
+	Status       string
 	GradedAt     *time.Time
 }
+
+// ManualPending reports whether the counted submission still waits for
+// manual grading (its score is the automatic part's).
+func (r GradebookRow) ManualPending() bool { return r.Status == StatusNeedsManual }
 
 // DayCount is the number of submissions created on one UTC day.
 type DayCount struct {

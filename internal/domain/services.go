@@ -57,8 +57,10 @@ type ReportService interface {
 	// Gradebook streams one row per learner × exercise to emit; an error
 	// from emit stops it and is returned.
 	Gradebook(ctx context.Context, f GradebookFilter, emit func(GradebookRow) error) error
-	QuestionStats(ctx context.Context, exerciseID string) ([]QuestionStat, error)
-	CommonFailures(ctx context.Context, exerciseID string, limit int) ([]FailureStat, error)
+	// QuestionStats and CommonFailures cover the scored submissions of an
+	// exercise, of one section's learners when section is not "".
+	QuestionStats(ctx context.Context, exerciseID, section string) ([]QuestionStat, error)
+	CommonFailures(ctx context.Context, exerciseID, section string, limit int) ([]FailureStat, error)
 	// Regrades lists past and open regrades, newest first.
 	Regrades(ctx context.Context, limit int) ([]RegradeSummary, error)
 }

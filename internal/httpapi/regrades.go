@@ -104,6 +104,11 @@ type CountedScoreJSON struct {
 	Score        float64 `json:"score"`
 	MaxScore     float64 `json:"max_score"`
 	SubmissionID string  `json:"submission_id,omitempty"`
+	// Status is the counted submission's: needs-manual while its score is
+	// the automatic part's and a manual question waits for a person
+	// (ManualPending says the same as a flag).
+	Status        string `json:"status,omitempty"`
+	ManualPending bool   `json:"manual_pending"`
 }
 
 // countedScore is the caller's graded submission that counts under the
@@ -122,6 +127,7 @@ func (s *Server) countedScore(c *gin.Context) {
 	out := CountedScoreJSON{Exercise: ex.ID, Policy: ex.Counts, Attempts: counted.Attempts}
 	if sub := counted.Submission; sub != nil {
 		out.Score, out.MaxScore, out.SubmissionID = sub.Score, sub.MaxScore, sub.ID
+		out.Status, out.ManualPending = sub.Status, sub.Status == domain.StatusNeedsManual
 	}
 	c.JSON(http.StatusOK, out)
 }

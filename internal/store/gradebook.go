@@ -61,8 +61,8 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 	return gb.flush()
 }
 
-// gradebookQuery selects every learner (filtered by name; the first
-// MaxLearners when set) with their graded submissions (of one exercise,
+// gradebookQuery selects every learner (filtered by name and section; the
+// first MaxLearners when set) with their scored submissions (of one exercise,
 // when filtered), a learner's rows together, in submission order.
 func gradebookQuery(f GradebookFilter) (string, []any) {
 	where, whereArgs := "u.role = ?", []any{string(domain.RoleLearner)}
@@ -74,16 +74,17 @@ func gradebookQuery(f GradebookFilter) (string, []any) {
 		where += " AND u.section = ?"
 		whereArgs = append(whereArgs, f.Section)
 	}
-	// A literal status, as the partial index submissions_graded has it.
-	join, joinArgs := "LEFT JOIN submissions s ON s.user_id = u.id AND s.status = '"+domain.StatusGraded+"'", []any{}
+	// Scored submissions: graded, and those graded for their automatic
+	// part that wait for manual grading (marked so by their status).
+	join, joinArgs := "LEFT JOIN submissions s ON s.user_id = u.id AND s.status IN ('"+domain.StatusGraded+"', '"+domain.StatusNeedsManual+"')", []any{}
 	if f.ExerciseID != "" {
 		join += " AND s.exercise_id = ?"
 		joinArgs = append(joinArgs, f.ExerciseID)
 	}
-	const cols = "SELECT u.id, u.name, s.id, s.exercise_id, s.score, s.max_score, s.graded_at FROM "
+	const cols = "SELECT u.id, u.name, u.section, s.id, s.exercise_id, s.status, s.score, s.max_score, s.graded_at FROM "
 	const order = " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"
 	if f.MaxLearners > 0 {
-		page := "(SELECT u.id, u.name FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ?) u "
+		page := "(SELECT u.id, u.name, u.section FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ?) u "
 		return cols + page + join + order, append(append(whereArgs, f.MaxLearners), joinArgs...)
 	}
 	return cols + "users u " + join + " WHERE " + where + order, append(joinArgs, whereArgs...)
@@ -94,14 +95,15 @@ func gradebookQuery(f GradebookFilter) (string, []any) {
 func scanGradebookRow(rows *sql.Rows) (GradebookRow, error) {
 	var (
 		r               GradebookRow
-		sid, exID       sql.NullString
+		sid, exID, st   sql.NullString
 		score, maxScore sql.NullFloat64
 		graded          sql.NullTime
 	)
-	if err := rows.Scan(&r.UserID, &r.Learner, &sid, &exID, &score, &maxScore, &graded); err != nil {
+	if err := rows.Scan(&r.UserID, &r.Learner, &r.Section, &sid, &exID, &st, &score, &maxScore, &graded); err != nil {
 		return r, fmt.Errorf("gradebook row: %w", err)
 	}
-	r.ExerciseID, r.SubmissionID, r.Score, r.MaxScore = exID.String, sid.String, score.Float64, maxScore.Float64
+	r.ExerciseID, r.SubmissionID, r.Status = exID.String, sid.String, st.String
+	r.Score, r.MaxScore = score.Float64, maxScore.Float64
 	if graded.Valid {
 		t := graded.Time
 		r.GradedAt = &t
@@ -117,6 +119,7 @@ type gradebookLearner struct {
 	emit      func(GradebookRow) error
 	id        int64 // the current learner, -1 before the first
 	name      string
+	section   string
 	acc       map[string]*gradeAcc
 }
 
@@ -125,7 +128,7 @@ func (g *gradebookLearner) add(r GradebookRow) error {
 		if err := g.flush(); err != nil {
 			return err
 		}
-		g.id, g.name = r.UserID, r.Learner
+		g.id, g.name, g.section = r.UserID, r.Learner, r.Section
 	}
 	if r.SubmissionID == "" {
 		return nil
@@ -151,7 +154,7 @@ func (g *gradebookLearner) flush() error {
 		if g.counts != nil && g.counts(ex) == CountLatest {
 			policy = CountLatest
 		}
-		row := GradebookRow{UserID: g.id, Learner: g.name, ExerciseID: ex, Policy: policy}
+		row := GradebookRow{UserID: g.id, Learner: g.name, Section: g.section, ExerciseID: ex, Policy: policy}
 		if a := g.acc[ex]; a != nil {
 			if policy == CountLatest {
 				row = a.latest

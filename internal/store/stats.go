@@ -52,13 +52,15 @@ func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, erro
 	return out, nil
 }
 
-// GradingLatency computes latency percentiles over the last n graded submissions.
+// GradingLatency computes latency percentiles over the last n scored
+// submissions (submitted to graded by the runner: a submission waiting for
+// manual grading counts, its automatic part is done).
 func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
-	// The status is a literal, as in the partial index submissions_graded
-	// (migration 00011) that serves this query: a parameter would keep a
+	// The statuses are literals, as in the partial index submissions_scored
+	// (migration 00018) that serves this query: a parameter would keep a
 	// prepared statement's generic plan from using it.
 	rows, err := db.gorm.WithContext(ctx).Raw(
-		"SELECT created_at, graded_at FROM submissions WHERE status = '"+domain.StatusGraded+"' AND graded_at IS NOT NULL ORDER BY graded_at DESC LIMIT ?",
+		"SELECT created_at, graded_at FROM submissions WHERE status IN "+scoredSubmissions+" AND graded_at IS NOT NULL ORDER BY graded_at DESC LIMIT ?",
 		n).Rows()
 	if err != nil {
 		return Latency{}, fmt.Errorf("grading latency: %w", err)
@@ -106,29 +108,53 @@ func (db *DB) PendingJobDepth(ctx context.Context) (map[string]int64, error) {
 	return out, nil
 }
 
-// QuestionStats returns pass counts per graded cell of an exercise, in notebook order.
-func (db *DB) QuestionStats(ctx context.Context, exerciseID string) ([]QuestionStat, error) {
+// scoredSubmissions are the statuses with a score: graded, and graded for
+// the automatic part while a manual cell waits for a person. Literals, as
+// the partial index submissions_scored (migration 00018) has them.
+const scoredSubmissions = "('" + domain.StatusGraded + "', '" + domain.StatusNeedsManual + "')"
+
+// statsScope is the WHERE clause of the per-question statistics: the
+// scored submissions of an exercise, of one section's learners when
+// section is not "".
+func statsScope(exerciseID, section string) (string, []any) {
+	where, args := "s.exercise_id = ? AND s.status IN "+scoredSubmissions+" AND cr.counted = ?", []any{exerciseID, true}
+	if section != "" {
+		where += " AND s.user_id IN (SELECT id FROM users WHERE section = ?)"
+		args = append(args, section)
+	}
+	return where, args
+}
+
+// QuestionStats returns pass counts per graded cell of an exercise, in
+// notebook order, over the scored submissions (of one section's learners
+// when section is not ""). A manual cell counts once a person graded it,
+// as passed with full points; one still waiting is left out.
+func (db *DB) QuestionStats(ctx context.Context, exerciseID, section string) ([]QuestionStat, error) {
+	where, args := statsScope(exerciseID, section)
 	var out []QuestionStat
 	err := db.gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, MIN(cr.position) AS position, COUNT(*) AS total,
-		SUM(CASE WHEN cr.verdict = ? THEN 1 ELSE 0 END) AS passed
+		SUM(CASE WHEN cr.verdict = ? OR (cr.verdict = ? AND cr.points >= cr.max_points) THEN 1 ELSE 0 END) AS passed
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
-		WHERE s.exercise_id = ? AND s.status = ? AND cr.counted = ?
+		WHERE `+where+` AND cr.verdict <> ?
 		GROUP BY cr.cell_id ORDER BY MIN(cr.position), cr.cell_id`,
-		domain.VerdictPass, exerciseID, domain.StatusGraded, true).Scan(&out).Error
+		append(append([]any{domain.VerdictPass, domain.VerdictManual}, args...), domain.VerdictNeedsManual)...).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("question stats of %s: %w", exerciseID, err)
 	}
 	return out, nil
 }
 
-// CommonFailures returns the most frequent failing verdicts and messages of an exercise.
-func (db *DB) CommonFailures(ctx context.Context, exerciseID string, limit int) ([]FailureStat, error) {
+// CommonFailures returns the most frequent failing verdicts and messages
+// of an exercise's scored submissions (of one section's learners when
+// section is not ""); manual grades are not failures.
+func (db *DB) CommonFailures(ctx context.Context, exerciseID, section string, limit int) ([]FailureStat, error) {
+	where, args := statsScope(exerciseID, section)
 	var out []FailureStat
 	err := db.gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, cr.verdict AS verdict, cr.message AS message, COUNT(*) AS count
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
-		WHERE s.exercise_id = ? AND s.status = ? AND cr.counted = ? AND cr.verdict <> ?
+		WHERE `+where+` AND cr.verdict NOT IN (?, ?, ?)
 		GROUP BY cr.cell_id, cr.verdict, cr.message ORDER BY COUNT(*) DESC, cr.cell_id, cr.verdict, cr.message LIMIT ?`,
-		exerciseID, domain.StatusGraded, true, domain.VerdictPass, limit).Scan(&out).Error
+		append(args, domain.VerdictPass, domain.VerdictManual, domain.VerdictNeedsManual, limit)...).Scan(&out).Error
 	if err != nil {
 		return nil, fmt.Errorf("common failures of %s: %w", exerciseID, err)
 	}

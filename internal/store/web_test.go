@@ -185,11 +185,11 @@ func TestGradebookAndStats(t *testing.T) {
 			if err != nil || lat.N != 5 || lat.P50 < 0 || lat.P99 < lat.P50 || lat.Max < lat.P99 {
 				t.Errorf("latency: %+v %v", lat, err)
 			}
-			qs, err := db.QuestionStats(ctx, "ch1")
+			qs, err := db.QuestionStats(ctx, "ch1", "")
 			if err != nil || len(qs) != 1 || qs[0].Total != 3 || qs[0].Passed != 0 {
 				t.Errorf("question stats: %+v %v", qs, err)
 			}
-			fails, err := db.CommonFailures(ctx, "ch1", 5)
+			fails, err := db.CommonFailures(ctx, "ch1", "", 5)
 			if err != nil || len(fails) != 1 || fails[0].Count != 3 || fails[0].Verdict != domain.VerdictMismatch {
 				t.Errorf("failures: %+v %v", fails, err)
 			}

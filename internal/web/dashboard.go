@@ -134,6 +134,11 @@ type exerciseStatsData struct {
 	Feedback string
 	Releases []domain.FeedbackRelease
 	Released bool
+	// Section filters every statistic of the page (issue 18); Pending
+	// counts the counted submissions waiting for manual grading.
+	Section  string
+	Sections []string
+	Pending  int
 }
 
 func (h *handler) exerciseStats(c *gin.Context) {
@@ -147,7 +152,11 @@ func (h *handler) exerciseStats(c *gin.Context) {
 	for _, m := range ex.Manual {
 		d.Manual = append(d.Manual, m.ID)
 	}
-	d.Feedback, d.Released = ex.Feedback, c.Query("released") == "1"
+	d.Feedback, d.Released, d.Section = ex.Feedback, c.Query("released") == "1", c.Query("section")
+	if d.Sections, err = h.Sections.Sections(ctx); err != nil {
+		h.fail(c, err)
+		return
+	}
 	if d.Releases, err = h.Releases.Releases(ctx, ex.ID); err != nil {
 		h.fail(c, err)
 		return
@@ -163,6 +172,9 @@ func (h *handler) exerciseStats(c *gin.Context) {
 			return nil
 		}
 		d.Learners++
+		if r.ManualPending() {
+			d.Pending++
+		}
 		i := int(10 * r.Score / r.MaxScore)
 		bins[min(max(i, 0), 9)].Value++
 		return nil
@@ -173,7 +185,7 @@ func (h *handler) exerciseStats(c *gin.Context) {
 	}
 	d.Histogram = columnChart(chart{Title: translate(lang, "ex.hist"), XLabel: translate(lang, "axis.score_pct"),
 		YLabel: translate(lang, "axis.learners"), Bars: bins, Fill: "#2f8f5b"})
-	if d.Questions, err = h.Reports.QuestionStats(ctx, ex.ID); err != nil {
+	if d.Questions, err = h.Reports.QuestionStats(ctx, ex.ID, d.Section); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -188,7 +200,7 @@ func (h *handler) exerciseStats(c *gin.Context) {
 		rates = append(rates, bar{Label: q.CellID, Value: pct, Text: fmt.Sprintf("%.0f%% (%d/%d)", pct, q.Passed, q.Total)})
 	}
 	d.PassRate = rowChart(chart{Title: translate(lang, "ex.passrate"), XLabel: translate(lang, "axis.pass_pct"), Bars: rates, Fill: "#2f6fb0"})
-	if d.Failures, err = h.Reports.CommonFailures(ctx, ex.ID, 10); err != nil {
+	if d.Failures, err = h.Reports.CommonFailures(ctx, ex.ID, d.Section, 10); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -314,10 +326,13 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.Status(http.StatusOK)
 	w := csv.NewWriter(c.Writer)
-	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at"})
+	// section and status (issue 18) come last, so the earlier columns keep
+	// their places; status is needs-manual while the counted score is the
+	// automatic part's and a manual question waits for a person.
+	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at", "section", "status"})
 	n := 0
 	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
-		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, ""}
+		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, "", csvSafe(r.Section), r.Status}
 		if r.Attempts > 0 {
 			rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
 			rec[4] = strconv.FormatFloat(r.MaxScore, 'f', -1, 64)
