@@ -109,9 +109,10 @@ func (s Service) Queue(ctx context.Context, state string) ([]domain.RegradeReque
 	return s.DB.RegradeRequests(ctx, domain.RegradeRequestFilter{State: state})
 }
 
-// Respond answers open request id; with Points set it first overrides the
-// question's points (grade.Manual.Override: the old score goes to the
-// score history, the new one is the submission's).
+// Respond answers open request id; with Points set it also overrides the
+// question's points (grade.Manual.OverrideAnswering: the old score goes to
+// the score history, the new one is the submission's), the answer, the
+// override and their audit entries in one transaction.
 func (s Service) Respond(ctx context.Context, by domain.User, id int64, a Answer) (domain.RegradeRequest, error) {
 	r, err := s.DB.RegradeRequest(ctx, id)
 	if err != nil {
@@ -127,15 +128,17 @@ func (s Service) Respond(ctx context.Context, by domain.User, id int64, a Answer
 	if r.State != domain.RegradeRequestOpen {
 		return r, domain.Errorf(domain.ECONFLICT, "regrade request %d was answered already", id)
 	}
-	if a.Points != nil {
-		ex, err := s.Catalog.Get(r.Exercise)
-		if err != nil {
-			return r, err
-		}
-		reason := fmt.Sprintf("regrade request %d: %s", id, a.Reason)
-		if _, err := (grade.Manual{DB: s.DB}).Override(ctx, ex, r.SubmissionID, r.CellID, *a.Points, reason, by); err != nil {
-			return r, err
-		}
+	answer := store.RequestAnswer{ID: id, Answer: a.Answer, Override: a.Points, Reason: a.Reason}
+	if a.Points == nil {
+		return s.DB.AnswerRegradeRequest(ctx, answer, by)
 	}
-	return s.DB.AnswerRegradeRequest(ctx, id, a.Answer, a.Points, a.Reason, by)
+	ex, err := s.Catalog.Get(r.Exercise)
+	if err != nil {
+		return r, err
+	}
+	reason := fmt.Sprintf("regrade request %d: %s", id, a.Reason)
+	if _, err := (grade.Manual{DB: s.DB}).OverrideAnswering(ctx, ex, r.SubmissionID, r.CellID, *a.Points, reason, by, answer); err != nil {
+		return r, err
+	}
+	return s.DB.RegradeRequest(ctx, id)
 }

@@ -234,12 +234,23 @@ func (s Manual) Grade(ctx context.Context, ex *exercise.Exercise, subID, cellID 
 	g := store.ManualGrade{CellID: cellID, Kind: store.ManualRubric, Items: in.Items, Adjustment: in.Adjustment,
 		Comment: in.Comment, Points: pts, MaxPoints: m.Points}
 	detail := fmt.Sprintf("%g of %g points; items %s; adjustment %g", pts, m.Points, strings.Join(in.Items, ","), in.Adjustment)
-	return s.rescore(ctx, ex, subID, grader, g, "", store.AuditManualGrade, detail)
+	return s.rescore(ctx, ex, subID, grader, g, "", store.AuditManualGrade, detail, nil)
 }
 
 // Override sets the points of any cell of a submission (with a reason,
 // kept in the score history) and returns the submission with its new score.
 func (s Manual) Override(ctx context.Context, ex *exercise.Exercise, subID, cellID string, points float64, reason string, by domain.User) (domain.Submission, error) {
+	return s.override(ctx, ex, subID, cellID, points, reason, by, nil)
+}
+
+// OverrideAnswering is Override answering regrade request answer.ID on
+// that cell in the same transaction: if the request is no longer open
+// (ECONFLICT) nothing is written, the override included.
+func (s Manual) OverrideAnswering(ctx context.Context, ex *exercise.Exercise, subID, cellID string, points float64, reason string, by domain.User, answer store.RequestAnswer) (domain.Submission, error) {
+	return s.override(ctx, ex, subID, cellID, points, reason, by, &answer)
+}
+
+func (s Manual) override(ctx context.Context, ex *exercise.Exercise, subID, cellID string, points float64, reason string, by domain.User, answer *store.RequestAnswer) (domain.Submission, error) {
 	var problems []string
 	if math.IsNaN(points) || math.IsInf(points, 0) || points < 0 {
 		problems = append(problems, fmt.Sprintf("points %v: must be a number >= 0", points))
@@ -253,10 +264,10 @@ func (s Manual) Override(ctx context.Context, ex *exercise.Exercise, subID, cell
 	}
 	g := store.ManualGrade{CellID: cellID, Kind: store.ManualOverride, Items: []string{}, Comment: reason, Points: points}
 	detail := fmt.Sprintf("%g points: %s", points, clip(reason, 500))
-	return s.rescore(ctx, ex, subID, by, g, "override of "+cellID+" by "+by.Name+": "+reason, store.AuditScoreOverride, detail)
+	return s.rescore(ctx, ex, subID, by, g, "override of "+cellID+" by "+by.Name+": "+reason, store.AuditScoreOverride, detail, answer)
 }
 
-func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string, by domain.User, g store.ManualGrade, history, action, detail string) (domain.Submission, error) {
+func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string, by domain.User, g store.ManualGrade, history, action, detail string, answer *store.RequestAnswer) (domain.Submission, error) {
 	// The multiplier is read before the transaction (SQLite has one connection).
 	before, err := s.DB.Submission(ctx, subID)
 	if err != nil {
@@ -294,7 +305,7 @@ func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string
 		ApplyManual(ex, cells, map[string]store.ManualGrade{g.CellID: g})
 		score, msg := Total(cells, mult, "")
 		return store.ManualChange{Grade: g, Cells: cells, Score: score, Message: msg, History: history,
-			AuditAction: action, AuditDetail: detail}, nil
+			AuditAction: action, AuditDetail: detail, Answer: answer}, nil
 	})
 }
 
@@ -344,7 +355,7 @@ func (s Manual) reapply(ctx context.Context, ex *exercise.Exercise, m exercise.M
 		g := old
 		g.Kind, g.Points, g.MaxPoints = store.ManualRubricChange, pts, m.Points
 		detail := fmt.Sprintf("%s: %g → %g of %g points", ex.ID, old.Points, pts, m.Points)
-		if _, err := s.rescore(ctx, ex, id, system, g, "", store.AuditRubricChanged, detail); err != nil {
+		if _, err := s.rescore(ctx, ex, id, system, g, "", store.AuditRubricChanged, detail, nil); err != nil {
 			return fmt.Errorf("re-apply the rubric of %s/%s to %s: %w", ex.ID, m.ID, id, err)
 		}
 	}

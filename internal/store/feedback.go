@@ -190,32 +190,54 @@ func (db *DB) withRequestNames(ctx context.Context, rows []regradeRequestRow) ([
 	return out, nil
 }
 
+// RequestAnswer is an instructor's answer to regrade request ID; Override,
+// when set, is the question's new points (with Reason).
+type RequestAnswer struct {
+	ID       int64
+	Answer   string
+	Override *float64
+	Reason   string
+}
+
 // AnswerRegradeRequest records an instructor's answer to an open request
-// (ECONFLICT when it was answered already), with its audit entry. An
-// override of the cell's points is written first by package grade.
-func (db *DB) AnswerRegradeRequest(ctx context.Context, id int64, answer string, override *float64, reason string, by domain.User) (domain.RegradeRequest, error) {
-	now := db.Now()
-	upd := map[string]any{"state": domain.RegradeRequestAnswered, "answer": lossless(answer), "answered_by": by.Name,
-		"answered_at": now, "override_points": override, "override_reason": lossless(reason)}
-	if by.ID != 0 {
-		upd["answered_by_id"] = by.ID
-	}
+// (ECONFLICT when it was answered already), with its audit entry, in one
+// transaction. An answer with an override is written by ApplyManualChange
+// (ManualChange.Answer), in the override's transaction.
+func (db *DB) AnswerRegradeRequest(ctx context.Context, a RequestAnswer, by domain.User) (domain.RegradeRequest, error) {
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		res := tx.Model(&regradeRequestRow{}).Where("id = ? AND state = ?", id, domain.RegradeRequestOpen).Updates(upd)
-		if res.Error != nil {
-			return fmt.Errorf("answer regrade request %d: %w", id, res.Error)
-		}
-		if res.RowsAffected != 1 {
-			return domain.Errorf(domain.ECONFLICT, "regrade request %d is not open (answered already, or unknown)", id)
-		}
-		detail := "answered"
-		if override != nil {
-			detail = fmt.Sprintf("answered with an override to %g points: %s", *override, reason)
-		}
-		return db.audit(tx, by, domain.AuditRegradeAnswer, fmt.Sprintf("regrade request %d", id), detail)
+		return db.answerRequest(tx, a, "", "", by)
 	})
 	if err != nil {
 		return domain.RegradeRequest{}, translate(err)
 	}
-	return db.RegradeRequest(ctx, id)
+	return db.RegradeRequest(ctx, a.ID)
+}
+
+// answerRequest marks request a.ID answered and audit-logs it inside tx.
+// With submissionID set the request must be on that submission's cell
+// cellID (an override answers the request it overrides for). ECONFLICT
+// when it is not open: the caller's transaction then rolls back, the
+// override with it.
+func (db *DB) answerRequest(tx *gorm.DB, a RequestAnswer, submissionID, cellID string, by domain.User) error {
+	upd := map[string]any{"state": domain.RegradeRequestAnswered, "answer": lossless(a.Answer), "answered_by": by.Name,
+		"answered_at": db.Now(), "override_points": a.Override, "override_reason": lossless(a.Reason)}
+	if by.ID != 0 {
+		upd["answered_by_id"] = by.ID
+	}
+	q := tx.Model(&regradeRequestRow{}).Where("id = ? AND state = ?", a.ID, domain.RegradeRequestOpen)
+	if submissionID != "" {
+		q = q.Where("submission_id = ? AND cell_id = ?", submissionID, cellID)
+	}
+	res := q.Updates(upd)
+	if res.Error != nil {
+		return fmt.Errorf("answer regrade request %d: %w", a.ID, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return domain.Errorf(domain.ECONFLICT, "regrade request %d is not open (answered already, or unknown)", a.ID)
+	}
+	detail := "answered"
+	if a.Override != nil {
+		detail = fmt.Sprintf("answered with an override to %g points: %s", *a.Override, a.Reason)
+	}
+	return db.audit(tx, by, domain.AuditRegradeAnswer, fmt.Sprintf("regrade request %d", a.ID), detail)
 }

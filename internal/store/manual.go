@@ -112,6 +112,10 @@ type ManualChange struct {
 	// the submission and cell).
 	AuditAction string
 	AuditDetail string
+	// Answer, when set, answers the regrade request on this cell that the
+	// change overrides for, in the same transaction: the answer, the new
+	// points and both audit entries are on record together or not at all.
+	Answer *RequestAnswer
 }
 
 // ApplyManualChange changes a submission's score with fn in one transaction: the
@@ -191,10 +195,15 @@ func (db *DB) writeRescore(tx *gorm.DB, row submissionRow, old domain.Submission
 			return err
 		}
 	}
-	if rs.AuditAction == "" {
-		return nil
+	if rs.AuditAction != "" {
+		if err := db.audit(tx, actor, rs.AuditAction, "submission "+row.ID+" cell "+g.CellID, rs.AuditDetail); err != nil {
+			return err
+		}
 	}
-	return db.audit(tx, actor, rs.AuditAction, "submission "+row.ID+" cell "+g.CellID, rs.AuditDetail)
+	if rs.Answer != nil {
+		return db.answerRequest(tx, *rs.Answer, row.ID, g.CellID, actor)
+	}
+	return nil
 }
 
 // RubricSeen records a manual cell's rubric by digest and reports whether

@@ -1,0 +1,121 @@
+package grade_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+	"github.com/npugrade/npugrade/internal/submission"
+)
+
+// TestOverrideAnsweringIsOneTransaction: answering a regrade request with
+// an override writes the answer, the new points, the score history and
+// both audit entries together; when the request cannot be answered (on
+// another cell, or answered meanwhile) nothing is written, the override
+// included.
+func TestOverrideAnsweringIsOneTransaction(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			answer := strings.Replace(manualAnswer, "A_POINTS", "1", 1)
+			cat := load(t, answer)
+			ex, _ := cat.Get("gr")
+			learner, _, _ := db.CreateUser(ctx, "alice", domain.RoleLearner)
+			teacher, _, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
+			intake := &submission.Service{DB: db, Queue: queue.New(db, nil), Catalog: cat}
+			sub, _, err := intake.Submit(ctx, submission.Request{User: learner, ExerciseID: "gr", Notebook: []byte(answer)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := (&grade.Submissions{DB: db}).Grade(ctx, ex, sub, executed(t, ex), domain.ExecutionResult{Profile: "cpu"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
+				t.Fatal(err)
+			}
+			ask := func() domain.RegradeRequest {
+				t.Helper()
+				r, err := db.CreateRegradeRequest(ctx, domain.RegradeRequest{SubmissionID: sub.ID, CellID: "q1", Message: "q1 is right"}, learner)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			m := grade.Manual{DB: db}
+			zero := 0.0
+			unchanged := func(what string) {
+				t.Helper()
+				s, _ := db.Submission(ctx, sub.ID)
+				log, _ := m.Log(ctx, sub.ID)
+				hist, _ := db.ScoreHistory(ctx, sub.ID)
+				evs, _ := db.AuditEvents(ctx, 100)
+				for _, e := range evs {
+					if e.Action == store.AuditScoreOverride {
+						t.Errorf("%s: an override is in the audit log: %+v", what, e)
+					}
+				}
+				if s.Score != 1 || len(log) != 0 || len(hist) != 0 {
+					t.Errorf("%s: the override was written: score %g, manual log %+v, history %+v", what, s.Score, log, hist)
+				}
+			}
+
+			// A request on q1 cannot be answered by overriding why.
+			r1 := ask()
+			_, err = m.OverrideAnswering(ctx, ex, sub.ID, "why", 0, "no", teacher, store.RequestAnswer{ID: r1.ID, Answer: "no", Override: &zero, Reason: "no"})
+			if domain.ErrorCode(err) != domain.ECONFLICT {
+				t.Errorf("override of another cell: %v", err)
+			}
+			unchanged("another cell")
+			if r, _ := db.RegradeRequest(ctx, r1.ID); r.State != domain.RegradeRequestOpen {
+				t.Errorf("the request was answered: %+v", r)
+			}
+			// Answered meanwhile (another instructor): the override rolls back.
+			if _, err := db.AnswerRegradeRequest(ctx, store.RequestAnswer{ID: r1.ID, Answer: "looked at it"}, teacher); err != nil {
+				t.Fatal(err)
+			}
+			_, err = m.OverrideAnswering(ctx, ex, sub.ID, "q1", 0, "late", teacher, store.RequestAnswer{ID: r1.ID, Answer: "again", Override: &zero, Reason: "late"})
+			if domain.ErrorCode(err) != domain.ECONFLICT {
+				t.Errorf("override answering an answered request: %v", err)
+			}
+			unchanged("answered meanwhile")
+
+			// An open request on the cell: all of it at once.
+			r2 := ask()
+			s, err := m.OverrideAnswering(ctx, ex, sub.ID, "q1", 0, "printed by hand", teacher,
+				store.RequestAnswer{ID: r2.ID, Answer: "the output was typed", Override: &zero, Reason: "printed by hand"})
+			if err != nil || s.Score != 0 {
+				t.Fatalf("override answering: %v %+v", err, s)
+			}
+			r, _ := db.RegradeRequest(ctx, r2.ID)
+			if r.State != domain.RegradeRequestAnswered || r.Answer != "the output was typed" || r.OverridePoints == nil || *r.OverridePoints != 0 || r.AnsweredBy != "tom" {
+				t.Errorf("answered request: %+v", r)
+			}
+			if hist, _ := db.ScoreHistory(ctx, sub.ID); len(hist) != 1 || hist[0].Score != 1 {
+				t.Errorf("score history: %+v", hist)
+			}
+			evs, _ := db.AuditEvents(ctx, 100)
+			var acts []string
+			for _, e := range evs {
+				acts = append(acts, e.Action+" "+e.Subject)
+			}
+			all := strings.Join(acts, "\n")
+			for _, want := range []string{store.AuditScoreOverride + " submission " + sub.ID + " cell q1", domain.AuditRegradeAnswer + " regrade request"} {
+				if strings.Count(all, want) < 1 {
+					t.Errorf("audit log has no %q:\n%s", want, all)
+				}
+			}
+			if n := strings.Count(all, store.AuditScoreOverride); n != 1 {
+				t.Errorf("%d overrides in the audit log:\n%s", n, all)
+			}
+		})
+	}
+}
