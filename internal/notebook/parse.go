@@ -163,26 +163,17 @@ func (lim Limits) withDefaults() Limits {
 	return lim
 }
 
-// decode reads the notebook twice: typed, and in the generic form the
-// official schema is checked against (decodeGeneric: one pass). Like nbformat, it fills in missing
+// decode reads the notebook typed and in the generic form the official
+// schema is checked against, in one pass where it can (decodeOnePass). Like nbformat, it fills in missing
 // cell ids of a 4.5 notebook (the generic form gets the same ids) and
 // returns the minor version whose schema applies.
 func decode(data []byte) (*Notebook, any, int, error) {
-	doc, err := decodeGeneric(data)
-	if err != nil {
-		return nil, nil, 0, fmt.Errorf("notebook is not valid JSON: %w", err)
-	}
-	var nb Notebook
-	if err := json.Unmarshal(data, &nb); err != nil {
-		// A field of the wrong type: the schema names every such problem.
-		if probs := docSchemaProblems(doc); len(probs) > 0 {
-			var all problems
-			for _, p := range probs {
-				all.add(errors.New(p))
-			}
-			return nil, nil, 0, all.err()
+	doc, nb, ok := decodeOnePass(data)
+	if !ok {
+		var err error
+		if doc, nb, err = decodeTwoPass(data); err != nil {
+			return nil, nil, 0, err
 		}
-		return nil, nil, 0, fmt.Errorf("notebook is not valid nbformat JSON: %w", err)
 	}
 	minor := nb.NBFormatMinor
 	if nb.NBFormat == 4 && nb.hasIDs() {
@@ -192,7 +183,29 @@ func decode(data []byte) (*Notebook, any, int, error) {
 		}
 	}
 	fillDocDefaults(doc, minor)
-	return &nb, doc, minor, nil
+	return nb, doc, minor, nil
+}
+
+// decodeTwoPass is decode for what decodeOnePass leaves alone: the
+// generic form, then the typed one with encoding/json.
+func decodeTwoPass(data []byte) (any, *Notebook, error) {
+	doc, err := decodeGeneric(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("notebook is not valid JSON: %w", err)
+	}
+	var nb Notebook
+	if err := json.Unmarshal(data, &nb); err != nil {
+		// A field of the wrong type: the schema names every such problem.
+		if probs := docSchemaProblems(doc); len(probs) > 0 {
+			var all problems
+			for _, p := range probs {
+				all.add(errors.New(p))
+			}
+			return nil, nil, all.err()
+		}
+		return nil, nil, fmt.Errorf("notebook is not valid nbformat JSON: %w", err)
+	}
+	return doc, &nb, nil
 }
 
 // outputProblems checks one output against the nbformat 4 schema: the

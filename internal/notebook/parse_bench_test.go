@@ -1,9 +1,13 @@
 package notebook_test
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/npugrade/npugrade/internal/notebook"
 )
@@ -37,4 +41,74 @@ func BenchmarkParse(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkParseUpload parses what the intake benchmark posts: the ch1
+// answer with a ~100 KB markdown cell added (cmd/npugrade padded).
+func BenchmarkParseUpload(b *testing.B) {
+	data := paddedAnswer(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		if _, err := notebook.Parse(data, notebook.DefaultLimits()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// reportCPU reports the process's CPU time per op (GC included) when
+// the returned func runs: on a shared machine it varies far less than
+// the wall time does.
+func reportCPU(b *testing.B) func() {
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := cpu()
+	return func() { b.ReportMetric(float64(cpu()-start)/float64(b.N), "cpu-ns/op") }
+}
+
+// BenchmarkRebuildUpload is the rest of intake's notebook work on that
+// upload: rebuild from the prepared template and encode.
+func BenchmarkRebuildUpload(b *testing.B) {
+	data := paddedAnswer(b)
+	nb, err := notebook.Parse(data, notebook.DefaultLimits())
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl, err := notebook.NewTemplate(nb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		rebuilt, _, err := tmpl.Rebuild(nb, 17)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := notebook.Encode(rebuilt); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func paddedAnswer(b *testing.B) []byte {
+	raw, err := os.ReadFile("../../answers/ch1/01.05_chapter_practice_answer.ipynb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var nb map[string]any
+	if err := json.Unmarshal(raw, &nb); err != nil {
+		b.Fatal(err)
+	}
+	pad := strings.Repeat("填充 padding text for the benchmark. ", (100<<10)/40)
+	nb["cells"] = append(nb["cells"].([]any), map[string]any{"id": "padding", "cell_type": "markdown", "metadata": map[string]any{}, "source": pad})
+	data, err := json.Marshal(nb)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return data
 }

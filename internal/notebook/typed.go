@@ -1,0 +1,346 @@
+package notebook
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+)
+
+// decodeOnePass reads data once into both forms Parse needs: the generic
+// one the schema is checked against (as decodeGeneric gives it) and the
+// typed Notebook (as json.Unmarshal gives it). The typed fields are taken
+// from the generic values as they are read — raw JSON fields are the
+// value's own bytes — instead of a second decode with encoding/json's
+// reflection, which was most of an upload's parse.
+//
+// ok is false for anything outside the shapes it builds exactly as
+// encoding/json would (a null where an object belongs, a number that is
+// not an int, a key that differs from a field's name only in case, a
+// repeated field, a syntax error, ...): decode then takes the two-pass
+// way, whose results and errors are the reference (TestDecodeOnePass).
+func decodeOnePass(data []byte) (doc any, nb *Notebook, ok bool) {
+	p := typedParser{genericParser: genericParser{data: data}}
+	p.space()
+	nb = &Notebook{}
+	top, ok := p.members(func(key string) (any, bool) {
+		switch key {
+		case "cells":
+			var cv []any
+			cv, nb.Cells, ok = p.cells()
+			return cv, ok
+		case "metadata":
+			var mv map[string]any
+			mv, nb.Metadata, ok = p.rawMap()
+			return mv, ok
+		case "nbformat":
+			return p.int(&nb.NBFormat)
+		case "nbformat_minor":
+			return p.int(&nb.NBFormatMinor)
+		}
+		return p.unknown(key, notebookFields)
+	})
+	if !ok {
+		return nil, nil, false
+	}
+	p.space()
+	if p.i != len(p.data) {
+		return nil, nil, false
+	}
+	return top, nb, true
+}
+
+// The JSON names of Notebook's, Cell's and Output's fields:
+// encoding/json also fills a field from a key that matches it in another
+// case, which the one-pass decode leaves to it.
+var (
+	notebookFields = []string{"cells", "metadata", "nbformat", "nbformat_minor"}
+	cellFields     = []string{"id", "cell_type", "source", "metadata", "outputs", "execution_count", "attachments"}
+	outputFields   = []string{"output_type", "name", "text", "data", "metadata", "execution_count", "ename", "evalue", "traceback"}
+)
+
+type typedParser struct {
+	genericParser
+}
+
+// peek is the next byte after white space (0 at the end).
+func (p *typedParser) peek() byte {
+	p.space()
+	if p.i >= len(p.data) {
+		return 0
+	}
+	return p.data[p.i]
+}
+
+// members reads an object, handing each key to value, which reads that
+// key's value and returns its generic form. A key seen twice fails: the
+// two decodes would merge it differently.
+func (p *typedParser) members(value func(key string) (any, bool)) (map[string]any, bool) {
+	if p.peek() != '{' {
+		return nil, false
+	}
+	p.i++
+	m := map[string]any{}
+	if p.peek() == '}' {
+		p.i++
+		return m, true
+	}
+	for {
+		if p.peek() != '"' {
+			return nil, false
+		}
+		k, ok := p.str()
+		if !ok {
+			return nil, false
+		}
+		key := k.(string)
+		if _, dup := m[key]; dup || p.peek() != ':' {
+			return nil, false
+		}
+		p.i++
+		p.space()
+		v, ok := value(key)
+		if !ok {
+			return nil, false
+		}
+		m[key] = v
+		switch p.peek() {
+		case ',':
+			p.i++
+		case '}':
+			p.i++
+			return m, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// elements reads an array, each element with value.
+func (p *typedParser) elements(value func() (any, bool)) ([]any, bool) {
+	if p.peek() != '[' {
+		return nil, false
+	}
+	p.i++
+	a := []any{}
+	if p.peek() == ']' {
+		p.i++
+		return a, true
+	}
+	for {
+		p.space()
+		v, ok := value()
+		if !ok {
+			return nil, false
+		}
+		a = append(a, v)
+		switch p.peek() {
+		case ',':
+			p.i++
+		case ']':
+			p.i++
+			return a, true
+		default:
+			return nil, false
+		}
+	}
+}
+
+// unknown reads the value of a key the typed form has no field for.
+func (p *typedParser) unknown(key string, fields []string) (any, bool) {
+	for i := 0; i < len(key); i++ {
+		if key[i] >= 0x80 {
+			return nil, false // Unicode case folding: leave it to encoding/json
+		}
+	}
+	for _, f := range fields {
+		if strings.EqualFold(key, f) {
+			return nil, false
+		}
+	}
+	return p.value()
+}
+
+// raw reads any value and returns it with a copy of its bytes.
+func (p *typedParser) raw() (any, json.RawMessage, bool) {
+	start := p.i
+	v, ok := p.value()
+	if !ok {
+		return nil, nil, false
+	}
+	return v, append(json.RawMessage(nil), p.data[start:p.i]...), true
+}
+
+// rawMap reads an object into map[string]json.RawMessage.
+func (p *typedParser) rawMap() (map[string]any, map[string]json.RawMessage, bool) {
+	out := map[string]json.RawMessage{}
+	m, ok := p.members(func(key string) (any, bool) {
+		v, raw, ok := p.raw()
+		out[key] = raw
+		return v, ok
+	})
+	return m, out, ok
+}
+
+// string reads a JSON string into *dst.
+func (p *typedParser) string(dst *string) (any, bool) {
+	if p.peek() != '"' {
+		return nil, false
+	}
+	v, ok := p.str()
+	if ok {
+		*dst = v.(string)
+	}
+	return v, ok
+}
+
+// int reads a JSON integer into *dst.
+func (p *typedParser) int(dst *int) (any, bool) {
+	v, ok := p.value()
+	n, isNum := v.(json.Number)
+	if !ok || !isNum {
+		return nil, false
+	}
+	i, err := strconv.ParseInt(string(n), 10, strconv.IntSize)
+	if err != nil {
+		return nil, false
+	}
+	*dst = int(i)
+	return v, true
+}
+
+// intPtr reads a JSON integer or null into *dst.
+func (p *typedParser) intPtr(dst **int) (any, bool) {
+	if p.peek() == 'n' {
+		*dst = nil
+		return p.value()
+	}
+	var i int
+	v, ok := p.int(&i)
+	if ok {
+		*dst = &i
+	}
+	return v, ok
+}
+
+// multiline reads nbformat's string or list of strings; an object (a
+// MIME bundle's JSON data) is kept as its text, as
+// MultilineString.UnmarshalJSON does.
+func (p *typedParser) multiline(dst *MultilineString) (any, bool) {
+	switch p.peek() {
+	case '"':
+		var s string
+		v, ok := p.string(&s)
+		*dst = MultilineString(s)
+		return v, ok
+	case '[':
+		var sb strings.Builder
+		v, ok := p.elements(func() (any, bool) {
+			var s string
+			v, ok := p.string(&s)
+			sb.WriteString(s)
+			return v, ok
+		})
+		*dst = MultilineString(sb.String())
+		return v, ok
+	case '{':
+		start := p.i
+		v, ok := p.value()
+		*dst = MultilineString(p.data[start:p.i])
+		return v, ok
+	}
+	return nil, false
+}
+
+func (p *typedParser) cells() ([]any, []*Cell, bool) {
+	cells := []*Cell{}
+	v, ok := p.elements(func() (any, bool) {
+		c := &Cell{}
+		cells = append(cells, c)
+		return p.cell(c)
+	})
+	return v, cells, ok
+}
+
+func (p *typedParser) cell(c *Cell) (any, bool) {
+	return p.members(func(key string) (any, bool) {
+		switch key {
+		case "id":
+			return p.string(&c.ID)
+		case "cell_type":
+			return p.string(&c.CellType)
+		case "source":
+			return p.multiline(&c.Source)
+		case "metadata":
+			m, raw, ok := p.rawMap()
+			c.Metadata = raw
+			return m, ok
+		case "outputs":
+			v, outs, ok := p.outputs()
+			c.Outputs = outs
+			return v, ok
+		case "execution_count":
+			return p.intPtr(&c.ExecutionCount)
+		case "attachments":
+			if p.peek() == 'n' {
+				return nil, false // a RawMessage of null: encoding/json's business
+			}
+			v, raw, ok := p.raw()
+			c.Attachments = raw
+			return v, ok
+		}
+		return p.unknown(key, cellFields)
+	})
+}
+
+func (p *typedParser) outputs() ([]any, []*Output, bool) {
+	outs := []*Output{}
+	v, ok := p.elements(func() (any, bool) {
+		o := &Output{}
+		outs = append(outs, o)
+		return p.output(o)
+	})
+	return v, outs, ok
+}
+
+func (p *typedParser) output(o *Output) (any, bool) {
+	return p.members(func(key string) (any, bool) {
+		switch key {
+		case "output_type":
+			return p.string(&o.OutputType)
+		case "name":
+			return p.string(&o.Name)
+		case "text":
+			return p.multiline(&o.Text)
+		case "data":
+			o.Data = map[string]MultilineString{}
+			return p.members(func(mime string) (any, bool) {
+				var m MultilineString
+				v, ok := p.multiline(&m)
+				o.Data[mime] = m
+				return v, ok
+			})
+		case "metadata":
+			if p.peek() == 'n' {
+				return nil, false
+			}
+			v, raw, ok := p.raw()
+			o.Metadata = raw
+			return v, ok
+		case "execution_count":
+			return p.intPtr(&o.ExecutionCount)
+		case "ename":
+			return p.string(&o.Ename)
+		case "evalue":
+			return p.string(&o.Evalue)
+		case "traceback":
+			o.Traceback = []string{}
+			return p.elements(func() (any, bool) {
+				var s string
+				v, ok := p.string(&s)
+				o.Traceback = append(o.Traceback, s)
+				return v, ok
+			})
+		}
+		return p.unknown(key, outputFields)
+	})
+}

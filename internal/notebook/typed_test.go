@@ -1,0 +1,115 @@
+package notebook
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// typedCorpus is every notebook in the repository (answers, starters,
+// test data of every package) and hand-written shapes at the edges of
+// what decodeOnePass takes itself.
+func typedCorpus(t testing.TB) []string {
+	docs := []string{`{}`, `[]`, `{"cells": []}`, `{"cells": null}`, `{"cells": [null]}`, `{"metadata": null}`,
+		`{"nbformat": 4, "nbformat_minor": 5, "metadata": {"a": [1, {"b": 2}], "k":"v"}, "cells": [{"cell_type": "code", "source": ["a\n", "b"], "metadata": {"x": 1}, "outputs": [], "execution_count": null}]}`,
+		`{"nbformat": 4.0}`, `{"nbformat": 4e0}`, `{"nbformat": "4"}`, `{"nbformat": 99999999999999999999}`, `{"nbformat": -0}`,
+		`{"Cells": [], "cells": []}`, `{"CELLS": [{"cell_type": "code"}]}`, `{"cells": [], "cells": [{}]}`, `{"metadata": {"a": 1}, "metadata": {"b": 2}}`,
+		"{\"cell\u017fs\": []}", `{"nbformat_Minor": 3}`, `{"other": {"x": [1, 2]}, "cells": []}`,
+		`{"cells": [{"cell_type": "code", "source": "x", "outputs": [{"output_type": "stream", "name": "stdout", "text": ["a", "b"]},
+		  {"output_type": "execute_result", "execution_count": 3, "data": {"text/plain": ["1"], "application/json": {"a" : [1, 2] }}, "metadata": {}},
+		  {"output_type": "error", "ename": "E", "evalue": "v", "traceback": ["t1", "t2"]}, {"output_type": "error", "traceback": []},
+		  {"output_type": "display_data", "data": {"image/png": "AAAA"}, "metadata": {"isolated": true}},
+		  {"output_type": "stream", "transient": {}}], "execution_count": 2, "attachments": {"a.png": {"image/png": "AA=="}}}]}`,
+		`{"cells": [{"outputs": [{"metadata": null}]}]}`, `{"cells": [{"outputs": [{"text": null}]}]}`, `{"cells": [{"outputs": [{"Name": "x"}]}]}`,
+		`{"cells": [{"cell_type": "markdown", "source": ["a", null]}]}`, `{"cells": [{"cell_type": "markdown", "source": 5}]}`,
+		`{"cells": [{"cell_type": "markdown", "source": {"a": 1}}]}`, `{"cells": [{"cell_type": "markdown", "attachments": null}]}`,
+		`{"cells": [{"cell_type": "code", "execution_count": 1.5}]}`, `{"cells": [{"cell_type": "code", "outputs": null}]}`,
+		`{"cells": [{"cell_type": "code", "outputs": [null]}]}`, `{"cells": [{"id": 5}]}`, `{"cells": [{"metadata": []}]}`,
+		`{"cells": [{"cell_type": "code", "outputs": [{"data": {"text/plain": 5}}]}]}`, `{"cells": [{"cell_type": "code", "outputs": [{"traceback": [null]}]}]}`,
+		`{"cells": [{"source": "\ud800 \u00e9 \n"}]}`, ` {"cells" : [ { "source" : [ "a" , "b" ] } ] } `, `{"cells": []} x`, `{"cells": [}`, `{"a":1,}`}
+	var paths []string
+	for _, pat := range []string{"../../answers/*/*.ipynb", "../../exercises/*/*.ipynb", "../*/testdata/*.ipynb", "../*/testdata/*/*.ipynb",
+		"../*/testdata/*/*/*.ipynb", "../*/testdata/*/*/*/*.ipynb", "../../cmd/npugrade/testdata/*/*/*/*.ipynb"} {
+		more, _ := filepath.Glob(pat)
+		paths = append(paths, more...)
+	}
+	if len(paths) < 20 {
+		t.Fatalf("only %d notebooks found", len(paths))
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, string(b))
+	}
+	return docs
+}
+
+// decodeOnePass gives what the two-pass decode gives, or leaves the
+// document to it.
+func TestDecodeOnePass(t *testing.T) {
+	t.Parallel()
+	fast := 0
+	for _, d := range typedCorpus(t) {
+		if checkOnePass(t, d) {
+			fast++
+		}
+	}
+	if fast < 20 {
+		t.Errorf("only %d documents decoded in one pass", fast)
+	}
+}
+
+// checkOnePass compares decodeOnePass on d with decodeGeneric and
+// json.Unmarshal and reports whether it took d itself.
+func checkOnePass(t *testing.T, d string) bool {
+	t.Helper()
+	doc, nb, ok := decodeOnePass([]byte(d))
+	if !ok {
+		return false
+	}
+	wantDoc, err := decodeGeneric([]byte(d))
+	if err != nil {
+		t.Fatalf("%.80q: one pass took a document decodeGeneric refuses: %v", d, err)
+	}
+	var want Notebook
+	if err := json.Unmarshal([]byte(d), &want); err != nil {
+		t.Fatalf("%.80q: one pass took a document encoding/json refuses: %v", d, err)
+	}
+	if !reflect.DeepEqual(doc, wantDoc) {
+		t.Errorf("%.80q: generic form differs:\n%v\n%v", d, doc, wantDoc)
+	}
+	if !reflect.DeepEqual(nb, &want) {
+		a, _ := json.Marshal(nb)
+		b, _ := json.Marshal(&want)
+		t.Errorf("%.80q: typed form differs:\n%s\n%s", d, a, b)
+	}
+	return true
+}
+
+func TestDecodeOnePassTakesUploads(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../answers/ch1/01.05_chapter_practice_answer.ipynb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{string(b), strings.ReplaceAll(string(b), "\n", "\r\n\t")} {
+		if !checkOnePass(t, d) {
+			t.Errorf("an answer notebook was left to the two-pass decode")
+		}
+	}
+}
+
+func FuzzDecodeOnePass(f *testing.F) {
+	for _, s := range []string{`{"cells":[{"cell_type":"code","source":["a"],"outputs":[{"output_type":"stream","text":"x"}]}]}`,
+		`{"metadata":{"a":[1]},"nbformat":4}`, `{"cells":[{"attachments":{"a":{"b":"c"}},"metadata":{"k":null}}]}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, d string) {
+		checkOnePass(t, d)
+	})
+}
