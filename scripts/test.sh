@@ -27,7 +27,7 @@ else
   echo "redocly is not installed (no npm registry?): api/openapi.yaml is validated by the Go tests (kin-openapi) only"
 fi
 echo "== go test (SQLite and Postgres)"
-go test -count=1 -timeout 20m ./... 2>&1 | tee out/go-test.log
+go test -count=1 -timeout 25m ./... 2>&1 | tee out/go-test.log
 echo "== fuzz (brief)"
 bash scripts/fuzz.sh 5s
 echo "== npugrade check --profile cpu"
