@@ -64,6 +64,10 @@ func requirementKey(r domain.Requirement) string {
 
 // InsertJob writes job as a new row and sets its ID.
 func (tx *Tx) InsertJob(job *domain.Job) error {
+	if tx.holdJob != nil {
+		tx.holdJob(job)
+		return nil
+	}
 	row := jobRow{Kind: job.Kind, ExerciseID: job.ExerciseID, State: job.State, Requires: requirementKey(job.Requires),
 		Priority: job.Priority, MaxAttempts: job.MaxAttempts, PayloadSHA256: job.PayloadSHA256,
 		NotBefore: job.NotBefore, Profile: job.Profile, CreatedAt: job.CreatedAt, UpdatedAt: job.UpdatedAt}

@@ -28,26 +28,6 @@ func (db *DB) putBlob(tx *gorm.DB, data []byte) (string, error) {
 	return sum, nil
 }
 
-// putBlobs stores several blobs in one statement (putBlob each) and
-// returns their keys in order.
-func (db *DB) putBlobs(tx *gorm.DB, data ...[]byte) ([]string, error) {
-	now := db.Now()
-	shas := make([]string, len(data))
-	rows := make([]blobRow, 0, len(data))
-	seen := map[string]bool{}
-	for i, d := range data {
-		shas[i] = SHA256(d)
-		if !seen[shas[i]] {
-			seen[shas[i]] = true
-			rows = append(rows, blobRow{SHA256: shas[i], Size: int64(len(d)), Data: d, CreatedAt: now})
-		}
-	}
-	if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
-		return nil, fmt.Errorf("store %d blobs: %w", len(rows), err)
-	}
-	return shas, nil
-}
-
 // Blob returns stored bytes.
 func (db *DB) Blob(ctx context.Context, sha string) ([]byte, error) {
 	var row blobRow
@@ -81,10 +61,14 @@ type NewSubmission struct {
 	MaxSubmissions int
 	// Enqueue writes the job inside the same transaction (package queue).
 	Enqueue func(tx *Tx, job *domain.Job) error
+	// RecordAttempt records the upload attempt with the submission (no
+	// rate limit applied, so none was recorded before it: see
+	// RecordUpload); a refused one is recorded with CountRefusedUpload.
+	RecordAttempt bool
 }
 
 // CreateSubmission writes the submission, its blobs and its queued job in
-// one transaction. With an idempotency key already used by this user it
+// one transaction (without a cap: one statement, intake.go). With an idempotency key already used by this user it
 // returns the earlier submission and created=false.
 func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domain.Submission, created bool, err error) {
 	if ns.IdempotencyKey != "" {
@@ -111,38 +95,16 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		integ := string(ns.Integrity)
 		row.Integrity = &integ
 	}
-	err = db.InTx(ctx, func(tx *Tx) error {
-		if ns.MaxSubmissions > 0 {
-			if err := db.lockUser(tx.g, ns.UserID); err != nil {
-				return err
-			}
+	blobs, shas := blobRows(now, ns.Upload, ns.Rebuilt)
+	row.NotebookSHA256 = shas[0]
+	if ns.MaxSubmissions > 0 {
+		err = db.createCapped(ctx, ns, &row, blobs, shas[1])
+	} else {
+		var job jobRow
+		if job, err = db.intakeJob(ns, row.ID, shas[1], now); err == nil {
+			_, err = db.insertIntake(ctx, intakeRows{sub: row, blobs: blobs, job: job, attempt: ns.RecordAttempt})
 		}
-		shas, err := db.putBlobs(tx.g, ns.Upload, ns.Rebuilt)
-		if err != nil {
-			return err
-		}
-		row.NotebookSHA256 = shas[0]
-		payload := shas[1]
-		if err := tx.g.Create(&row).Error; err != nil {
-			return fmt.Errorf("insert submission: %w", err)
-		}
-		if err := tx.underCap(ns); err != nil {
-			return err
-		}
-		job := &domain.Job{
-			SubmissionID:  row.ID,
-			Kind:          domain.JobGrade,
-			ExerciseID:    ns.ExerciseID,
-			State:         domain.JobQueued,
-			Requires:      ns.Requires,
-			MaxAttempts:   ns.MaxAttempts,
-			PayloadSHA256: payload,
-			NotBefore:     now,
-			CreatedAt:     now,
-			UpdatedAt:     now,
-		}
-		return ns.Enqueue(tx, job)
-	})
+	}
 	if err != nil {
 		if ns.IdempotencyKey != "" && errors.Is(err, ErrConflict) {
 			// A concurrent request with the same key won the race.
@@ -152,6 +114,43 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		return domain.Submission{}, false, fmt.Errorf("create submission for %s: %w", ns.ExerciseID, err)
 	}
 	return toSubmission(row, ""), true, nil
+}
+
+// createCapped writes a submission under ns.MaxSubmissions: in one
+// transaction under a lock on the user, counting after the insert.
+func (db *DB) createCapped(ctx context.Context, ns NewSubmission, row *submissionRow, blobs []blobRow, payload string) error {
+	return db.InTx(ctx, func(tx *Tx) error {
+		if err := db.lockUser(tx.g, ns.UserID); err != nil {
+			return err
+		}
+		if err := tx.g.Clauses(clause.OnConflict{DoNothing: true}).Create(&blobs).Error; err != nil {
+			return fmt.Errorf("store %d blobs: %w", len(blobs), err)
+		}
+		if err := tx.g.Create(row).Error; err != nil {
+			return fmt.Errorf("insert submission: %w", err)
+		}
+		if err := tx.underCap(ns); err != nil {
+			return err
+		}
+		if ns.RecordAttempt {
+			if err := insertUploadIn(tx.g, ns.UserID, ns.ExerciseID, row.CreatedAt); err != nil {
+				return err
+			}
+		}
+		job := &domain.Job{
+			SubmissionID:  row.ID,
+			Kind:          domain.JobGrade,
+			ExerciseID:    ns.ExerciseID,
+			State:         domain.JobQueued,
+			Requires:      ns.Requires,
+			MaxAttempts:   ns.MaxAttempts,
+			PayloadSHA256: payload,
+			NotBefore:     row.CreatedAt,
+			CreatedAt:     row.CreatedAt,
+			UpdatedAt:     row.CreatedAt,
+		}
+		return ns.Enqueue(tx, job)
+	})
 }
 
 // underCap refuses the submission just inserted in tx when it takes the

@@ -109,10 +109,26 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission,
 	}
 	ex, exErr := s.Catalog.Get(r.ExerciseID)
 	// The attempt counts before the notebook is even read, so refused
-	// uploads are throttled like accepted ones.
-	if err := s.limit(ctx, r.User, r.ExerciseID, ex); err != nil {
+	// uploads are throttled like accepted ones. With no limit to check
+	// it is recorded by the statement that stores the submission, or,
+	// when there is none, once the upload is refused.
+	later, err := s.limit(ctx, r.User, r.ExerciseID, ex)
+	if err != nil {
 		return domain.Submission{}, false, err
 	}
+	if later {
+		defer func() {
+			if !created {
+				_ = s.DB.CountRefusedUpload(context.WithoutCancel(ctx), r.User.ID, r.ExerciseID)
+			}
+		}()
+	}
+	return s.submit(ctx, r, ex, exErr, later)
+}
+
+// submit is Submit once the upload's limits have been checked; record
+// says CreateSubmission records the attempt.
+func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, exErr error, record bool) (sub domain.Submission, created bool, err error) {
 	release, err := s.acquire(ctx)
 	if err != nil {
 		return domain.Submission{}, false, err
@@ -162,6 +178,7 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission,
 		UserID: r.User.ID, ExerciseID: ex.ID, ExerciseVersion: ex.Version, Upload: r.Notebook,
 		Rebuilt: payload, Integrity: integrity, IdempotencyKey: r.IdempotencyKey, Requires: ex.Requires,
 		MaxAttempts: ex.MaxAttempts, MaxSubmissions: maxSubmissions(ex, r.User), Enqueue: s.Queue.Enqueue,
+		RecordAttempt: record,
 	})
 	if err != nil {
 		return domain.Submission{}, false, err
@@ -186,10 +203,13 @@ func (e *RateLimitError) Error() string { return e.Err.Error() }
 
 // limit records the upload against the learner's limits — all uploads,
 // and the exercise's rate_limit — or refuses it with when to retry.
-// Instructors and admins are not limited (they test exercises).
-func (s *Service) limit(ctx context.Context, u domain.User, exerciseID string, ex *exercise.Exercise) error {
+// Instructors and admins are not limited (they test exercises). With no
+// limit that applies it records nothing and returns later: the caller
+// records the attempt (every upload of a learner is on record, so a
+// limit configured later counts it).
+func (s *Service) limit(ctx context.Context, u domain.User, exerciseID string, ex *exercise.Exercise) (later bool, err error) {
 	if u.Role.CanSeeAll() {
-		return nil
+		return false, nil
 	}
 	var windows []store.UploadWindow
 	switch all := s.UploadLimit; {
@@ -202,16 +222,19 @@ func (s *Service) limit(ctx context.Context, u domain.User, exerciseID string, e
 	if ex != nil && ex.RateLimit != nil {
 		windows = append(windows, store.UploadWindow{Exercise: ex.ID, Count: ex.RateLimit.Count, Per: time.Duration(ex.RateLimit.Per)})
 	}
+	if len(windows) == 0 {
+		return true, nil
+	}
 	refused, err := s.DB.RecordUpload(ctx, u.ID, exerciseID, windows)
 	if err != nil || refused == nil {
-		return err
+		return false, err
 	}
 	w, wait := refused.Window, refused.RetryAfter
 	msg := fmt.Sprintf("at most %d uploads per %s; try again in %s", w.Count, w.Per, wait.Round(time.Second))
 	if w.Exercise != "" {
 		msg = fmt.Sprintf("at most %d submissions of exercise %s per %s; try again in %s", w.Count, w.Exercise, w.Per, wait.Round(time.Second))
 	}
-	return &RateLimitError{Err: domain.Errorf(domain.ERATELIMIT, "%s", msg), RetryAfter: wait}
+	return false, &RateLimitError{Err: domain.Errorf(domain.ERATELIMIT, "%s", msg), RetryAfter: wait}
 }
 
 // maxSubmissions is the cap CreateSubmission enforces atomically for u

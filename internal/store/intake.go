@@ -1,0 +1,160 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/domain"
+)
+
+// The intake's hot path (issue 15): a submission with no cap to check is
+// written by hand-written statements instead of GORM's reflection — on
+// Postgres by one statement, so it costs one round trip and commits by
+// itself (no BEGIN and COMMIT): the blobs, the submission, the upload
+// attempt and the job are data-modifying parts of one WITH query, which
+// Postgres runs as one atomic statement (foreign keys are checked at its
+// end, so the job may reference the submission inserted beside it). On
+// SQLite, whose statements cost no round trip, the same rows are written
+// in one transaction.
+
+// intakeRows is what one accepted upload writes.
+type intakeRows struct {
+	sub     submissionRow
+	blobs   []blobRow // distinct
+	job     jobRow
+	attempt bool // also record the upload attempt (NewSubmission.RecordAttempt)
+}
+
+// insertIntake writes rows and returns the job's id.
+func (db *DB) insertIntake(ctx context.Context, r intakeRows) (int64, error) {
+	if db.Dialect == "postgres" {
+		var id int64
+		sql, args := intakeStatement(r)
+		res := db.gorm.WithContext(ctx).Raw(sql, args...).Scan(&id)
+		if err := translate(res.Error); err != nil {
+			return 0, err
+		}
+		if res.RowsAffected != 1 {
+			return 0, fmt.Errorf("insert submission %s: no job row came back", r.sub.ID)
+		}
+		return id, nil
+	}
+	var id int64
+	err := db.InTx(ctx, func(tx *Tx) error {
+		for _, b := range r.blobs {
+			if err := tx.g.Exec("INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+				b.SHA256, b.Size, b.Data, b.CreatedAt).Error; err != nil {
+				return fmt.Errorf("store blob %s: %w", b.SHA256[:12], err)
+			}
+		}
+		s := r.sub
+		if err := tx.g.Exec(insertSubmissionSQL, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status,
+			s.IdempotencyKey, s.Integrity, s.CreatedAt).Error; err != nil {
+			return fmt.Errorf("insert submission: %w", err)
+		}
+		if r.attempt {
+			if err := tx.g.Exec(insertAttemptSQL, s.UserID, attemptExercise(s.ExerciseID), s.CreatedAt).Error; err != nil {
+				return fmt.Errorf("record upload of user %d: %w", s.UserID, err)
+			}
+		}
+		j := r.job
+		return tx.g.Raw(insertJobSQL+" RETURNING id", j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority,
+			j.MaxAttempts, j.PayloadSHA256, j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt).Scan(&id).Error
+	})
+	return id, err
+}
+
+const (
+	insertSubmissionSQL = "INSERT INTO submissions (id, user_id, exercise_id, exercise_version, notebook_sha256, status, idempotency_key, integrity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	insertAttemptSQL    = "INSERT INTO upload_attempts (user_id, exercise_id, created_at) VALUES (?, ?, ?)"
+	insertJobSQL        = "INSERT INTO jobs (submission_id, kind, exercise_id, state, requires, priority, max_attempts, payload_sha256, not_before, profile, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+// intakeStatement is the Postgres statement that writes r and returns the
+// job's id.
+func intakeStatement(r intakeRows) (string, []any) {
+	var sql strings.Builder
+	var args []any
+	sql.WriteString("WITH b AS (INSERT INTO blobs (sha256, size, data, created_at) VALUES ")
+	for i, b := range r.blobs {
+		if i > 0 {
+			sql.WriteString(", ")
+		}
+		sql.WriteString("(?, ?, ?, ?)")
+		args = append(args, b.SHA256, b.Size, b.Data, b.CreatedAt)
+	}
+	s := r.sub
+	sql.WriteString(" ON CONFLICT DO NOTHING), s AS (" + insertSubmissionSQL + ")")
+	args = append(args, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status, s.IdempotencyKey, s.Integrity, s.CreatedAt)
+	if r.attempt {
+		sql.WriteString(", a AS (" + insertAttemptSQL + ")")
+		args = append(args, s.UserID, attemptExercise(s.ExerciseID), s.CreatedAt)
+	}
+	j := r.job
+	sql.WriteString(" " + insertJobSQL + " RETURNING id")
+	args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
+		j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
+	return sql.String(), args
+}
+
+// attemptExercise is the exercise id an upload attempt records: printable
+// and bounded, whatever the form said.
+func attemptExercise(id string) string {
+	if len(id) > 200 {
+		id = id[:200]
+	}
+	return Printable(id)
+}
+
+// intakeJob builds the job row of a new submission as ns.Enqueue wants it
+// (package queue fills in its defaults), without writing it: the
+// statement that writes the submission writes the job.
+func (db *DB) intakeJob(ns NewSubmission, subID, payload string, now time.Time) (jobRow, error) {
+	job := &domain.Job{SubmissionID: subID, Kind: domain.JobGrade, ExerciseID: ns.ExerciseID, State: domain.JobQueued,
+		Requires: ns.Requires, MaxAttempts: ns.MaxAttempts, PayloadSHA256: payload, NotBefore: now, CreatedAt: now, UpdatedAt: now}
+	var row jobRow
+	held := &Tx{db: db, holdJob: func(j *domain.Job) {
+		row = jobRow{Kind: j.Kind, ExerciseID: j.ExerciseID, State: j.State, Requires: requirementKey(j.Requires),
+			Priority: j.Priority, MaxAttempts: j.MaxAttempts, PayloadSHA256: j.PayloadSHA256, NotBefore: j.NotBefore,
+			Profile: j.Profile, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
+		if j.SubmissionID != "" {
+			id := j.SubmissionID
+			row.SubmissionID = &id
+		}
+	}}
+	if err := ns.Enqueue(held, job); err != nil {
+		return jobRow{}, err
+	}
+	if row.Kind == "" {
+		return jobRow{}, fmt.Errorf("enqueue of submission %s wrote no job", subID)
+	}
+	return row, nil
+}
+
+// blobRows returns the distinct blob rows of data and their keys in order.
+func blobRows(now time.Time, data ...[]byte) ([]blobRow, []string) {
+	shas := make([]string, len(data))
+	rows := make([]blobRow, 0, len(data))
+	seen := map[string]bool{}
+	for i, d := range data {
+		shas[i] = SHA256(d)
+		if !seen[shas[i]] {
+			seen[shas[i]] = true
+			rows = append(rows, blobRow{SHA256: shas[i], Size: int64(len(d)), Data: d, CreatedAt: now})
+		}
+	}
+	return rows, shas
+}
+
+// insertUploadIn records an upload attempt in tx (CreateSubmission's
+// transaction with a cap).
+func insertUploadIn(tx *gorm.DB, userID int64, exerciseID string, now time.Time) error {
+	if err := tx.Exec(insertAttemptSQL, userID, attemptExercise(exerciseID), now).Error; err != nil {
+		return fmt.Errorf("record upload of user %d: %w", userID, err)
+	}
+	return nil
+}

@@ -1,0 +1,131 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/store/storetest"
+)
+
+// TestIntakeWritesAllOrNothing: an upload without a cap is written by
+// intake's own statements (one statement on Postgres): the submission,
+// both blobs, the queued job as the enqueue callback shaped it and the
+// upload attempt when asked; a write that fails leaves none of them; a
+// key used by several concurrent uploads creates one submission, one job
+// and one attempt, and every upload gets that submission back.
+func TestIntakeWritesAllOrNothing(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enqueue := func(tx *store.Tx, job *domain.Job) error {
+				job.Priority, job.Profile = 3, "npu"
+				return tx.InsertJob(job)
+			}
+			ns := store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1", Upload: []byte(`{"u":1}`),
+				Rebuilt: []byte(`{"r":1}`), Integrity: []byte(`{"Verdicts":{}}`), Requires: domain.Requirement{Accelerator: "npu"},
+				MaxAttempts: 2, Enqueue: enqueue, RecordAttempt: true}
+			sub, created, err := db.CreateSubmission(ctx, ns)
+			if err != nil || !created {
+				t.Fatalf("create: %v, created %v", err, created)
+			}
+			checkIntakeRows(t, db, sub.ID, store.SHA256(ns.Upload), store.SHA256(ns.Rebuilt))
+			if n := count(t, db, "SELECT count(*) FROM upload_attempts WHERE user_id = ? AND exercise_id = 'ch1'", u.ID); n != 1 {
+				t.Errorf("%d upload attempts recorded, want 1", n)
+			}
+
+			// A user that does not exist: the foreign key fails the write.
+			bad := ns
+			bad.UserID, bad.Upload, bad.Rebuilt = u.ID+1000, []byte(`{"u":2}`), []byte(`{"r":2}`)
+			if _, _, err := db.CreateSubmission(ctx, bad); err == nil {
+				t.Fatal("a submission of a user that does not exist was stored")
+			}
+			for table, want := range map[string]int64{"submissions": 1, "jobs": 1, "blobs": 2, "upload_attempts": 1} {
+				if n := count(t, db, "SELECT count(*) FROM "+table); n != want {
+					t.Errorf("after a failed write %s has %d rows, want %d", table, n, want)
+				}
+			}
+
+			keyed := ns
+			keyed.IdempotencyKey = "k1"
+			ids := make([]string, 8)
+			var wg sync.WaitGroup
+			for i := range ids {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					k := keyed
+					k.Upload = []byte(fmt.Sprintf(`{"u":%d}`, 10+i))
+					s, _, err := db.CreateSubmission(ctx, k)
+					if err != nil {
+						t.Errorf("keyed upload %d: %v", i, err)
+					}
+					ids[i] = s.ID
+				}()
+			}
+			wg.Wait()
+			for _, id := range ids {
+				if id != ids[0] {
+					t.Errorf("one key gave submissions %s and %s", ids[0], id)
+				}
+			}
+			if n := count(t, db, "SELECT count(*) FROM submissions WHERE idempotency_key = 'k1'"); n != 1 {
+				t.Errorf("%d submissions for one key", n)
+			}
+			if n := count(t, db, "SELECT count(*) FROM jobs"); n != 2 {
+				t.Errorf("%d jobs after two accepted uploads", n)
+			}
+		})
+	}
+}
+
+func checkIntakeRows(t *testing.T, db *store.DB, subID, upload, payload string) {
+	t.Helper()
+	ctx := context.Background()
+	sub, err := db.Submission(ctx, subID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Status != domain.StatusQueued || sub.ExerciseVersion != "v1" || sub.NotebookSHA256 != upload {
+		t.Errorf("submission stored as %+v", sub)
+	}
+	if b, err := db.Blob(ctx, payload); err != nil || string(b) != `{"r":1}` {
+		t.Errorf("rebuilt notebook: %q, %v", b, err)
+	}
+	if integ, err := db.SubmissionIntegrity(ctx, subID); err != nil || len(integ) == 0 {
+		t.Errorf("integrity findings: %q, %v", integ, err)
+	}
+	var jobs []struct {
+		State, Requires, Profile, PayloadSHA256 string
+		Priority, MaxAttempts                   int
+	}
+	if err := db.RawScan(ctx, &jobs, "SELECT state, requires, profile, payload_sha256, priority, max_attempts FROM jobs WHERE submission_id = ?", subID); err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 {
+		t.Fatalf("%d jobs for the submission", len(jobs))
+	}
+	j := jobs[0]
+	if j.State != domain.JobQueued || j.Profile != "npu" || j.Priority != 3 || j.MaxAttempts != 2 || j.PayloadSHA256 != payload || j.Requires != `{"accelerator":"npu"}` {
+		t.Errorf("job stored as %+v", j)
+	}
+}
+
+func count(t *testing.T, db *store.DB, sql string, args ...any) int64 {
+	t.Helper()
+	var n int64
+	if err := db.RawScan(context.Background(), &n, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
