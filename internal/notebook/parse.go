@@ -58,7 +58,7 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	if err := prescan(data, lim); err != nil {
 		return nil, err
 	}
-	nb, doc, schemaMinor, err := decode(data)
+	nb, doc, schemaMinor, cellRaw, err := decode(data)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +132,7 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 		badCells[prev] = true
 	}
 	if nb.NBFormat == 4 && len(nb.Cells) <= lim.MaxCells {
-		for _, p := range schemaProblems(doc, schemaMinor, badCells) {
+		for _, p := range schemaProblems(doc, schemaMinor, badCells, cellRaw) {
 			errs.add(errors.New(p))
 		}
 	}
@@ -166,13 +166,14 @@ func (lim Limits) withDefaults() Limits {
 // decode reads the notebook typed and in the generic form the official
 // schema is checked against, in one pass where it can (decodeOnePass). Like nbformat, it fills in missing
 // cell ids of a 4.5 notebook (the generic form gets the same ids) and
-// returns the minor version whose schema applies.
-func decode(data []byte) (*Notebook, any, int, error) {
-	doc, nb, ok := decodeOnePass(data)
+// returns the minor version whose schema applies, and each cell's bytes
+// when it read them in one pass.
+func decode(data []byte) (*Notebook, any, int, [][]byte, error) {
+	doc, nb, cellRaw, ok := decodeOnePass(data)
 	if !ok {
 		var err error
 		if doc, nb, err = decodeTwoPass(data); err != nil {
-			return nil, nil, 0, err
+			return nil, nil, 0, nil, err
 		}
 	}
 	minor := nb.NBFormatMinor
@@ -183,7 +184,7 @@ func decode(data []byte) (*Notebook, any, int, error) {
 		}
 	}
 	fillDocDefaults(doc, minor)
-	return nb, doc, minor, nil
+	return nb, doc, minor, cellRaw, nil
 }
 
 // decodeTwoPass is decode for what decodeOnePass leaves alone: the

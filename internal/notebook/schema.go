@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
 	"encoding/json"
 	"fmt"
@@ -80,7 +81,13 @@ func compileSchemas(minor int) (*nbSchemas, error) {
 // the schema does not know are left to Parse's own messages, as are cells
 // listed in skip (they already have a clearer problem). At most
 // maxSchemaProblems are returned, the last saying how many were left out.
-func schemaProblems(doc any, minor int, skip map[int]bool) []string {
+//
+// cellRaw, when given, holds each cell's bytes as uploaded: a cell whose
+// bytes, id and minor version were already found valid is not validated
+// again (cleanCells). Learners' uploads of one exercise share most of
+// their cells (the instructions, the locked code), and the validator
+// costs far more than hashing the bytes.
+func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte) []string {
 	get, ok := compiled[minor]
 	if !ok {
 		return nil // Parse reports the unsupported version itself
@@ -116,6 +123,13 @@ func schemaProblems(doc any, minor int, skip map[int]bool) []string {
 		if sch == nil {
 			continue
 		}
+		var key cleanKey
+		if i < len(cellRaw) {
+			if key = cleanCells.key(minor, cell, cellRaw[i]); cleanCells.has(key) {
+				continue
+			}
+		}
+		before := len(probs)
 		outs, _ := cell["outputs"].([]any)
 		cell = shallow(cell)
 		if t == "code" && outs != nil {
@@ -133,6 +147,9 @@ func schemaProblems(doc any, minor int, skip map[int]bool) []string {
 				}
 				add(fmt.Sprintf("cell %d output %d", i+1, k+1), osch.Validate(om))
 			}
+		}
+		if len(probs) == before {
+			cleanCells.add(key)
 		}
 	}
 	if len(probs) > maxSchemaProblems {
@@ -214,5 +231,60 @@ func docSchemaProblems(doc any) []string {
 		}
 	}
 	fillDocDefaults(doc, minor)
-	return schemaProblems(doc, minor, nil)
+	return schemaProblems(doc, minor, nil, nil)
+}
+
+// cleanCells remembers cells that passed the schema check.
+var cleanCells = &cellMemo{seen: map[cleanKey]struct{}{}}
+
+// cleanKey is the SHA-256 of a cell's minor version, id and bytes: all
+// its generic form, and so its verdict, depends on (fillDocDefaults adds
+// only what the bytes decide; lighten likewise). The zero key is none.
+type cleanKey [sha256.Size]byte
+
+// cellMemo is a bounded set of clean cells: when full it starts over, so
+// a flood of distinct cells costs a bounded map and only the memo's use.
+type cellMemo struct {
+	mu   sync.Mutex
+	seen map[cleanKey]struct{}
+}
+
+const (
+	maxMemoCells     = 4096
+	maxMemoCellBytes = 16 << 10 // a larger cell is checked each time: hashing it costs about what checking it does
+)
+
+func (m *cellMemo) key(minor int, cell map[string]any, raw []byte) cleanKey {
+	if len(raw) > maxMemoCellBytes {
+		return cleanKey{}
+	}
+	id, _ := cell["id"].(string)
+	h := sha256.New()
+	fmt.Fprintf(h, "%d\x00%d:%s\x00", minor, len(id), id)
+	h.Write(raw)
+	var k cleanKey
+	h.Sum(k[:0])
+	return k
+}
+
+func (m *cellMemo) has(k cleanKey) bool {
+	if k == (cleanKey{}) {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.seen[k]
+	return ok
+}
+
+func (m *cellMemo) add(k cleanKey) {
+	if k == (cleanKey{}) {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.seen) >= maxMemoCells {
+		clear(m.seen)
+	}
+	m.seen[k] = struct{}{}
 }

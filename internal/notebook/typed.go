@@ -18,7 +18,8 @@ import (
 // not an int, a key that differs from a field's name only in case, a
 // repeated field, a syntax error, ...): decode then takes the two-pass
 // way, whose results and errors are the reference (TestDecodeOnePass).
-func decodeOnePass(data []byte) (doc any, nb *Notebook, ok bool) {
+// cellRaw holds each cell's own bytes (for schemaProblems' memo).
+func decodeOnePass(data []byte) (doc any, nb *Notebook, cellRaw [][]byte, ok bool) {
 	p := typedParser{genericParser: genericParser{data: data}}
 	p.space()
 	nb = &Notebook{}
@@ -40,13 +41,13 @@ func decodeOnePass(data []byte) (doc any, nb *Notebook, ok bool) {
 		return p.unknown(key, notebookFields)
 	})
 	if !ok {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
 	p.space()
 	if p.i != len(p.data) {
-		return nil, nil, false
+		return nil, nil, nil, false
 	}
-	return top, nb, true
+	return top, nb, p.cellRaw, true
 }
 
 // The JSON names of Notebook's, Cell's and Output's fields:
@@ -60,6 +61,7 @@ var (
 
 type typedParser struct {
 	genericParser
+	cellRaw [][]byte // each cell's bytes, in order (the last "cells" read)
 }
 
 // peek is the next byte after white space (0 at the end).
@@ -253,10 +255,14 @@ func (p *typedParser) multiline(dst *MultilineString) (any, bool) {
 
 func (p *typedParser) cells() ([]any, []*Cell, bool) {
 	cells := []*Cell{}
+	p.cellRaw = nil
 	v, ok := p.elements(func() (any, bool) {
 		c := &Cell{}
 		cells = append(cells, c)
-		return p.cell(c)
+		start := p.i
+		v, ok := p.cell(c)
+		p.cellRaw = append(p.cellRaw, p.data[start:p.i])
+		return v, ok
 	})
 	return v, cells, ok
 }

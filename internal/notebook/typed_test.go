@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -68,7 +69,7 @@ func TestDecodeOnePass(t *testing.T) {
 // json.Unmarshal and reports whether it took d itself.
 func checkOnePass(t *testing.T, d string) bool {
 	t.Helper()
-	doc, nb, ok := decodeOnePass([]byte(d))
+	doc, nb, cellRaw, ok := decodeOnePass([]byte(d))
 	if !ok {
 		return false
 	}
@@ -79,6 +80,15 @@ func checkOnePass(t *testing.T, d string) bool {
 	var want Notebook
 	if err := json.Unmarshal([]byte(d), &want); err != nil {
 		t.Fatalf("%.80q: one pass took a document encoding/json refuses: %v", d, err)
+	}
+	if cells, _ := wantDoc.(map[string]any)["cells"].([]any); len(cellRaw) != len(cells) {
+		t.Errorf("%.80q: %d cells' bytes for %d cells", d, len(cellRaw), len(cells))
+	} else {
+		for i, raw := range cellRaw {
+			if one, err := decodeGeneric(raw); err != nil || !reflect.DeepEqual(one, cells[i]) {
+				t.Errorf("%.80q: cell %d's bytes %.40q are not the cell", d, i+1, raw)
+			}
+		}
 	}
 	if !reflect.DeepEqual(doc, wantDoc) {
 		t.Errorf("%.80q: generic form differs:\n%v\n%v", d, doc, wantDoc)
@@ -112,4 +122,31 @@ func FuzzDecodeOnePass(f *testing.F) {
 	f.Fuzz(func(t *testing.T, d string) {
 		checkOnePass(t, d)
 	})
+}
+
+// The memo of clean cells changes no verdict: every notebook parses to
+// the same result the second time (its cells now remembered), and a cell
+// remembered at one nbformat minor is still checked at another (a
+// markdown cell's metadata.jupyter may be anything up to 4.2, an object
+// from 4.3).
+func TestSchemaMemoKeepsVerdicts(t *testing.T) {
+	t.Parallel()
+	for _, d := range typedCorpus(t) {
+		_, err1 := Parse([]byte(d), Limits{})
+		_, err2 := Parse([]byte(d), Limits{})
+		if fmt.Sprint(err1) != fmt.Sprint(err2) {
+			t.Errorf("%.80q: first parse %v, second %v", d, err1, err2)
+		}
+	}
+	cell := `{"cell_type": "markdown", "metadata": {"jupyter": 5}, "source": "text"}`
+	for _, c := range []struct {
+		minor int
+		valid bool
+	}{{2, true}, {3, false}, {2, true}, {3, false}} {
+		nb := fmt.Sprintf(`{"nbformat": 4, "nbformat_minor": %d, "metadata": {}, "cells": [%s]}`, c.minor, cell)
+		_, err := Parse([]byte(nb), Limits{})
+		if (err == nil) != c.valid {
+			t.Errorf("4.%d: %v, want valid %v", c.minor, err, c.valid)
+		}
+	}
 }
