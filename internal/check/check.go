@@ -278,6 +278,9 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 			if !cr.Counted {
 				c.Want = domain.VerdictNotRun
 			}
+			if _, manual := t.ex.ManualCell(cr.CellID); manual {
+				c.Want = domain.VerdictNeedsManual // a person grades it, never a run
+			}
 			if cr.Verdict != c.Want {
 				c.Failure = fmt.Sprintf("the answer got %s, want %s: %s", cr.Verdict, c.Want, cr.Message)
 			}

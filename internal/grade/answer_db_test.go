@@ -119,3 +119,70 @@ func TestOverrideAnsweringIsOneTransaction(t *testing.T) {
 		})
 	}
 }
+
+// TestRubricChangeReappliedOnceAcrossServers: two servers starting at once
+// with the same changed rubric (two handles on one database) re-apply it
+// once between them: one rubric-change decision, one audit entry.
+func TestRubricChangeReappliedOnceAcrossServers(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			url := storetest.URL(t, d)
+			var dbs [2]*store.DB
+			for i := range dbs {
+				db, err := store.Open(ctx, url, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				dbs[i] = db
+			}
+			db := dbs[0]
+			answer := strings.Replace(manualAnswer, "A_POINTS", "1", 1)
+			cat := load(t, answer)
+			ex, _ := cat.Get("gr")
+			learner, _, _ := db.CreateUser(ctx, "alice", domain.RoleLearner)
+			teacher, _, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
+			sub, _, err := (&submission.Service{DB: db, Queue: queue.New(db, nil), Catalog: cat}).
+				Submit(ctx, submission.Request{User: learner, ExerciseID: "gr", Notebook: []byte(answer)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, err := (&grade.Submissions{DB: db}).Grade(ctx, ex, sub, executed(t, ex), domain.ExecutionResult{Profile: "cpu"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := (grade.Manual{DB: db}).SyncRubrics(ctx, cat); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := (grade.Manual{DB: db}).Grade(ctx, ex, sub.ID, "why", grade.ManualInput{Items: []string{"a", "b"}}, teacher); err != nil {
+				t.Fatal(err)
+			}
+			changed := load(t, strings.Replace(manualAnswer, "A_POINTS", "0.5", 1))
+			errs := make(chan error, 2)
+			for _, h := range dbs {
+				go func() { errs <- (grade.Manual{DB: h}).SyncRubrics(ctx, changed) }()
+			}
+			for range dbs {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			log, _ := (grade.Manual{DB: db}).Log(ctx, sub.ID)
+			n := 0
+			for _, l := range log {
+				if l.Kind == store.ManualRubricChange {
+					n++
+				}
+			}
+			if s, _ := db.Submission(ctx, sub.ID); n != 1 || s.Score != 2.5 {
+				t.Errorf("%d rubric-change decisions (want 1), score %g (want 2.5): %+v", n, s.Score, log)
+			}
+		})
+	}
+}

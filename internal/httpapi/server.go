@@ -97,6 +97,7 @@ func (s *Server) Handler() http.Handler {
 	api.GET("/queue", s.requireRole(domain.RoleInstructor, domain.RoleAdmin), s.queueDepth)
 	s.regradeRoutes(api)
 	s.extensionRoutes(api)
+	s.rosterRoutes(api)
 	s.similarityRoutes(api)
 	s.manualRoutes(api)
 	s.referenceReviewRoutes(api)

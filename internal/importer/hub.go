@@ -31,7 +31,10 @@ type hubItem struct {
 	N      int // 0: an unnumbered lab task
 	Kind   string
 	Points float64
-	answer *HubAnswer
+	// pointsGiven: Points come from the notebook ("每题 N 分", "（N 分）"),
+	// not the default.
+	pointsGiven bool
+	answer      *HubAnswer
 }
 
 func (it *hubItem) gradeID() string {
@@ -130,7 +133,7 @@ func (s *hubScan) startItem(ln string) *hubItem {
 	if m == nil {
 		if s.kind == KindLab && s.item == nil && !s.labSeen && strings.TrimSpace(ln) != "" {
 			s.labSeen = true
-			return &hubItem{Kind: KindLab, Points: s.points}
+			return &hubItem{Kind: KindLab, Points: s.points, pointsGiven: s.points > 0}
 		}
 		return nil
 	}
@@ -145,10 +148,11 @@ func (s *hubScan) startItem(ln string) *hubItem {
 	if p := hubOwn.FindStringSubmatch(m[3]); p != nil {
 		points, _ = strconv.ParseFloat(p[1], 64)
 	}
-	if points <= 0 {
+	given := points > 0
+	if !given {
 		points = 1
 	}
-	return &hubItem{N: n, Kind: kind, Points: points}
+	return &hubItem{N: n, Kind: kind, Points: points, pointsGiven: given}
 }
 
 // bareKind finds a kind named without brackets in a heading ("### 二、单选题").
@@ -203,7 +207,7 @@ func ImportHub(src HubSource) (*notebook.Notebook, Report, error) {
 		}
 		c.cell.ID = uniqueID(used, c.item.gradeID()+"-md")
 		out = append(out, c.cell)
-		out = append(out, hubCells(c.item, labCode, used, &rep)...)
+		out = append(out, hubCells(c.item, string(c.cell.Source), labCode, used, &rep)...)
 	}
 	nb.Cells = out
 	nb.AssignIDs()
@@ -323,9 +327,9 @@ var hubHints = map[string]string{
 	KindMulti:  `多选题：填所有正确选项的字母，如 "AB"`,
 }
 
-// hubCells are the cells after one item: answer and check for a quiz
-// item, an ungraded NPU cell for a lab task.
-func hubCells(it *hubItem, labCode map[int]string, used map[string]bool, rep *Report) []*notebook.Cell {
+// hubCells are the cells after one item (text: its markdown): answer and
+// check for a quiz item, a manually graded NPU cell for a lab task.
+func hubCells(it *hubItem, text string, labCode map[int]string, used map[string]bool, rep *Report) []*notebook.Cell {
 	id := it.gradeID()
 	a := it.answer
 	if it.Kind == KindLab {
@@ -339,9 +343,12 @@ func hubCells(it *hubItem, labCode map[int]string, used map[string]bool, rep *Re
 			code = "# 参考思路：\n" + commentLines(a.Idea)
 			rep.Notes = append(rep.Notes, id+": no reference code in the lab answer notebook; its 参考思路 is the reference")
 		}
-		starter := "# 实验题：需在昇腾 NPU 上运行；不自动评分（由教师评阅）\n# YOUR CODE HERE"
-		g := map[string]any{"id": uniqueID(used, id), "solution": true, "starter": starter, "requires": map[string]string{"accelerator": "npu"}}
-		rep.Notes = append(rep.Notes, id+": lab task -> solution cell on an NPU, not graded automatically (manual grading)")
+		starter := "# 实验题：需在昇腾 NPU 上运行；不自动评分（由教师按评分细则评阅）\n# YOUR CODE HERE"
+		manual := labManual(it, text)
+		g := map[string]any{"id": uniqueID(used, id), "solution": true, "starter": starter, "requires": map[string]string{"accelerator": "npu"},
+			"manual": manual}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: lab task -> solution cell on an NPU, graded by hand: %g points, a rubric item per step (%d)",
+			id, manual.Points, len(manual.Rubric)))
 		return []*notebook.Cell{codeCell(g, notebook.BeginSolution+"\n"+strings.TrimRight(code, "\n")+"\n"+notebook.EndSolution)}
 	}
 	implID := uniqueID(used, id+"-impl")

@@ -223,10 +223,13 @@ func (db *DB) RubricSeen(ctx context.Context, exerciseID, cellID, digest string,
 		return false, fmt.Errorf("read rubric of %s/%s: %w", exerciseID, cellID, translate(err))
 	}
 	b, _ := json.Marshal(items)
-	err = g.Table("rubrics").Clauses(clause.OnConflict{DoNothing: true}).Create(map[string]any{
-		"exercise_id": exerciseID, "cell_id": cellID, "digest": digest, "items": string(b), "recorded_at": db.Now()}).Error
-	if err != nil {
-		return false, fmt.Errorf("record rubric of %s/%s: %w", exerciseID, cellID, translate(err))
+	res := g.Table("rubrics").Clauses(clause.OnConflict{DoNothing: true}).Create(map[string]any{
+		"exercise_id": exerciseID, "cell_id": cellID, "digest": digest, "items": string(b), "recorded_at": db.Now()})
+	if res.Error != nil {
+		return false, fmt.Errorf("record rubric of %s/%s: %w", exerciseID, cellID, translate(res.Error))
 	}
-	return earlier > 0, nil
+	// Only the server whose row went in re-applies the change: another
+	// one starting at the same moment found the digest new too, but its
+	// insert did nothing.
+	return earlier > 0 && res.RowsAffected == 1, nil
 }

@@ -267,7 +267,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"gb.extended":             {"extension to", "延期至"},
 	"gb.pending":              {"manual grading pending", "待人工评分"},
 	"gb.pending_title":        {"the automatic part's points; a manual question still waits for a person", "仅含自动评分部分；尚有人工评分题未评"},
-	"ex.pending":              {"of them wait for manual grading (automatic points only)", "人待人工评分（仅计自动评分部分）"},
+	"ex.pending":              {"waiting for manual grading (automatic points only)", "人待人工评分（仅计自动评分部分）"},
 	"ext.yours":               {"extended for you; the exercise's deadline is", "已为你延期；练习原截止时间为"},
 	"audit.extension-granted": {"extension granted", "批准延期"},
 	"audit.extension-revoked": {"extension revoked", "撤销延期"},
@@ -340,6 +340,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"mg.prev":            {"Previous", "上一份"},
 	"mg.next":            {"Next", "下一份"},
 	"mg.grade":           {"Grade by hand", "人工评分"},
+	"mg.invalid":         {"The grade was not saved; please correct:", "评分未保存，请修改："},
 	// Issue 18: feedback release and regrade requests.
 	"fr.title":      {"Feedback release", "发布反馈"},
 	"fr.policy":     {"Feedback policy", "反馈策略"},
@@ -361,6 +362,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"rq.overridden": {"Points of this question set to", "本题分数已改为"},
 	"rq.message":    {"What should be looked at again, and why", "需要复核的内容及理由"},
 	"rq.ask":        {"Ask for a regrade", "申请复核"},
+	"rq.invalid":    {"The answer was not sent; please correct:", "答复未发送，请修改："},
 	// Roles.
 	"role.learner":    {"learner", "学员"},
 	"role.instructor": {"instructor", "教师"},

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -61,6 +62,12 @@ type manualPageData struct {
 	Cells         []string
 	Saved         bool
 	Empty         bool
+	// The form's adjustment and comment: the grade in force's, or what
+	// the grader typed when the form comes back with its problems.
+	Adjustment string
+	Comment    string
+	Message    string
+	Problems   []string
 }
 
 // manualOrder sorts submission ids pseudo-randomly, stably per grader:
@@ -113,20 +120,30 @@ func (h *handler) manualQueue(c *gin.Context, ex *exercise.Exercise, cell string
 }
 
 func (h *handler) manualPage(c *gin.Context) {
-	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
-	ex, err := h.Catalog.Get(c.Param("id"))
+	d, title, err := h.manualView(c, c.Query("sub"), c.Query("mode"))
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
+	d.Saved = c.Query("saved") == "1"
+	h.render(c, http.StatusOK, "manual", title, "dashboard", d)
+}
+
+// manualView is the grading page of the exercise's manual cell named in
+// the path, on submission subID (the first one waiting when "").
+func (h *handler) manualView(c *gin.Context, subID, mode string) (manualPageData, string, error) {
+	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
+	ex, err := h.Catalog.Get(c.Param("id"))
+	if err != nil {
+		return manualPageData{}, "", err
+	}
 	m, ok := ex.ManualCell(c.Param("cell"))
 	if !ok {
-		h.fail(c, domain.Errorf(domain.ENOTFOUND, "exercise %s has no manual cell %q", ex.ID, c.Param("cell")))
-		return
+		return manualPageData{}, "", domain.Errorf(domain.ENOTFOUND, "exercise %s has no manual cell %q", ex.ID, c.Param("cell"))
 	}
 	d := manualPageData{Exercise: ex.ID, ExerciseTitle: exerciseTitle(ex, lang), Cell: m.ID, Manual: m, Mode: modeQuestion,
-		Saved: c.Query("saved") == "1", Applied: map[string]bool{}}
-	if c.Query("mode") == modeSubmission {
+		Applied: map[string]bool{}, Adjustment: "0"}
+	if mode == modeSubmission {
 		d.Mode = modeSubmission
 	}
 	for _, mc := range ex.Manual {
@@ -134,12 +151,10 @@ func (h *handler) manualPage(c *gin.Context) {
 	}
 	queue, waiting, err := h.manualQueue(c, ex, m.ID)
 	if err != nil {
-		h.fail(c, err)
-		return
+		return d, "", err
 	}
 	d.Waiting, d.Total = waiting, len(queue)
 	title := translate(lang, "mg.title") + " · " + d.ExerciseTitle + " · " + m.ID
-	subID := c.Query("sub")
 	if subID == "" {
 		// Start at the first submission this cell still waits in.
 		for _, s := range queue {
@@ -154,21 +169,15 @@ func (h *handler) manualPage(c *gin.Context) {
 	}
 	if subID == "" {
 		d.Empty = true
-		h.render(c, http.StatusOK, "manual", title, "dashboard", d)
-		return
+		return d, title, nil
 	}
 	if d.Sub, err = h.Policy.Readable(ctx, sessionOf(c).User, subID); err == nil && d.Sub.ExerciseID != ex.ID {
 		err = domain.Errorf(domain.ENOTFOUND, "submission %s not found", subID)
 	}
 	if err != nil {
-		h.fail(c, err)
-		return
+		return d, "", err
 	}
-	if err := h.fillManual(c, &d, queue); err != nil {
-		h.fail(c, err)
-		return
-	}
-	h.render(c, http.StatusOK, "manual", title, "dashboard", d)
+	return d, title, h.fillManual(c, &d, queue)
 }
 
 // fillManual adds the learner's cell, its result, the grade in force and
@@ -205,6 +214,7 @@ func (h *handler) fillManual(c *gin.Context, d *manualPageData, queue []domain.S
 		for _, it := range g.Items {
 			d.Applied[it] = true
 		}
+		d.Adjustment, d.Comment = trimFloat(g.Adjustment), g.Comment
 	}
 	d.Self = manualURL(d.Exercise, d.Cell, d.Sub.ID, d.Mode)
 	if d.Mode == modeSubmission {
@@ -238,7 +248,8 @@ func (h *handler) fillManual(c *gin.Context, d *manualPageData, queue []domain.S
 }
 
 // saveManual records the form's grade, then shows the next one ("save and
-// next") or the same one again.
+// next") or the same one again. A grade with problems shows the form
+// again with them, as the grader filled it in.
 func (h *handler) saveManual(c *gin.Context) {
 	ex, err := h.Catalog.Get(c.Param("id"))
 	if err != nil {
@@ -249,15 +260,16 @@ func (h *handler) saveManual(c *gin.Context) {
 	if in.Items == nil {
 		in.Items = []string{}
 	}
+	subID := c.PostForm("sub")
 	if a := strings.TrimSpace(c.PostForm("adjustment")); a != "" {
 		if in.Adjustment, err = strconv.ParseFloat(a, 64); err != nil {
-			h.fail(c, domain.Errorf(domain.EINVALID, "adjustment %q is not a number", a))
+			h.refuseManual(c, subID, in, &domain.Error{Code: domain.EINVALID, Message: "the manual grade is invalid",
+				Problems: []string{"adjustment " + strconv.Quote(clipText(a, 40)) + ": not a number"}})
 			return
 		}
 	}
-	subID := c.PostForm("sub")
 	if _, err := h.Manual.Grade(c.Request.Context(), ex, subID, c.Param("cell"), in, sessionOf(c).User); err != nil {
-		h.fail(c, err)
+		h.refuseManual(c, subID, in, err)
 		return
 	}
 	next := c.PostForm("next")
@@ -268,4 +280,37 @@ func (h *handler) saveManual(c *gin.Context) {
 		}
 	}
 	c.Redirect(http.StatusSeeOther, next)
+}
+
+// refuseManual shows the grading page again with the grade's problems
+// (422) and the form as the grader filled it in; any other error is an
+// error page.
+func (h *handler) refuseManual(c *gin.Context, subID string, in grade.ManualInput, cause error) {
+	if domain.ErrorCode(cause) != domain.EINVALID {
+		h.fail(c, cause)
+		return
+	}
+	d, title, err := h.manualView(c, subID, c.PostForm("mode"))
+	if err != nil || d.Empty {
+		h.fail(c, cause)
+		return
+	}
+	d.Applied = map[string]bool{}
+	for _, it := range in.Items {
+		d.Applied[it] = true
+	}
+	d.Adjustment, d.Comment = c.PostForm("adjustment"), in.Comment
+	d.Message, d.Problems = translate(c.GetString(ctxLang), "mg.invalid"), domain.ErrorProblems(cause)
+	h.render(c, http.StatusUnprocessableEntity, "manual", title, "dashboard", d)
+}
+
+// clipText shortens s to at most n bytes of whole runes, for a message.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

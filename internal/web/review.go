@@ -52,20 +52,34 @@ func (h *handler) askRegradeForm(c *gin.Context) {
 type regradeQueueData struct {
 	State    string
 	Requests []domain.RegradeRequest
+	// Failed is the request whose answer came back with Problems; Form
+	// holds what the instructor typed, shown again in its form.
+	Failed   int64
+	Form     regradeAnswerForm
+	Message  string
+	Problems []string
+}
+
+// regradeAnswerForm is an answer form's fields as typed.
+type regradeAnswerForm struct {
+	Answer, Points, Reason string
 }
 
 func (h *handler) regradeQueuePage(c *gin.Context) {
-	lang := c.GetString(ctxLang)
-	state := c.DefaultQuery("state", domain.RegradeRequestOpen)
-	if state == "all" {
-		state = ""
+	d := regradeQueueData{State: c.DefaultQuery("state", domain.RegradeRequestOpen)}
+	h.renderRegradeQueue(c, http.StatusOK, d)
+}
+
+func (h *handler) renderRegradeQueue(c *gin.Context, status int, d regradeQueueData) {
+	if d.State == "all" {
+		d.State = ""
 	}
-	list, err := h.Appeals.Queue(c.Request.Context(), state)
-	if err != nil {
+	var err error
+	if d.Requests, err = h.Appeals.Queue(c.Request.Context(), d.State); err != nil {
 		h.fail(c, err)
 		return
 	}
-	h.render(c, http.StatusOK, "requests", translate(lang, "rq.title"), "requests", regradeQueueData{State: state, Requests: list})
+	h.render(c, status, "requests", translate(c.GetString(ctxLang), "rq.title"), "requests", d)
 }
 
 func (h *handler) answerRegradeForm(c *gin.Context) {
@@ -74,17 +88,31 @@ func (h *handler) answerRegradeForm(c *gin.Context) {
 		h.fail(c, domain.Errorf(domain.ENOTFOUND, "regrade request %q not found", c.Param("id")))
 		return
 	}
-	a := appeal.Answer{Answer: c.PostForm("answer"), Reason: c.PostForm("reason")}
-	if p := strings.TrimSpace(c.PostForm("points")); p != "" {
-		v, err := strconv.ParseFloat(p, 64)
-		if err != nil {
-			h.fail(c, domain.Errorf(domain.EINVALID, "points %q is not a number", p))
-			return
+	form := regradeAnswerForm{Answer: c.PostForm("answer"), Points: c.PostForm("points"), Reason: c.PostForm("reason")}
+	a := appeal.Answer{Answer: form.Answer, Reason: form.Reason}
+	err = nil
+	if p := strings.TrimSpace(form.Points); p != "" {
+		v, perr := strconv.ParseFloat(p, 64)
+		if perr != nil {
+			err = &domain.Error{Code: domain.EINVALID, Message: "the answer is invalid",
+				Problems: []string{"points " + strconv.Quote(clipText(p, 40)) + ": not a number"}}
 		}
 		a.Points = &v
 	}
-	if _, err := h.Appeals.Respond(c.Request.Context(), sessionOf(c).User, id, a); err != nil {
-		h.fail(c, err)
+	if err == nil {
+		_, err = h.Appeals.Respond(c.Request.Context(), sessionOf(c).User, id, a)
+	}
+	if err != nil {
+		// The queue again, this request's form as it was typed, with
+		// every problem (or why it cannot be answered) above it.
+		h.refused(c, err, func(status int) {
+			d := regradeQueueData{State: "all", Failed: id, Form: form, Problems: domain.ErrorProblems(err),
+				Message: translate(c.GetString(ctxLang), "rq.invalid")}
+			if status != http.StatusUnprocessableEntity {
+				d.Message = domain.ErrorMessage(err)
+			}
+			h.renderRegradeQueue(c, status, d)
+		})
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/dashboard/regrade-requests?state=all#rq-"+strconv.FormatInt(id, 10))
