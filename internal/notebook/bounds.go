@@ -1,6 +1,7 @@
 package notebook
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/hashicorp/go-multierror"
@@ -42,6 +43,14 @@ func prescan(data []byte, lim Limits) error {
 				inString = false
 				if depth == 1 {
 					lastKey = string(data[keyStart:i])
+				}
+			default:
+				// Jump to the next quote or backslash: most of an upload's
+				// bytes are inside strings.
+				if k := bytes.IndexAny(data[i:], `"\`); k > 0 {
+					i += k - 1
+				} else if k < 0 {
+					i = len(data)
 				}
 			}
 			continue

@@ -19,9 +19,17 @@ import (
 // validates and compacts each cell's MarshalJSON output again. The bytes
 // are those json.Encoder gives with SetEscapeHTML(false) and a one-space
 // indent (TestEncodeMatchesEncodingJSON).
-func Encode(nb *Notebook) ([]byte, error) {
+func Encode(nb *Notebook) ([]byte, error) { return encode(nb, nil) }
+
+// encode is Encode with cells already written: pre[i], when not nil, is
+// what appendCell writes for cell i (Template.RebuildEncoded).
+func encode(nb *Notebook, pre [][]byte) ([]byte, error) {
 	nb.declareMinor()
-	compact := make([]byte, 0, 4096)
+	size := 4096
+	for _, b := range pre {
+		size += len(b)
+	}
+	compact := make([]byte, 0, size)
 	compact = append(compact, `{"cells":`...)
 	if nb.Cells == nil {
 		compact = append(compact, "null"...)
@@ -30,6 +38,10 @@ func Encode(nb *Notebook) ([]byte, error) {
 		for i, c := range nb.Cells {
 			if i > 0 {
 				compact = append(compact, ',')
+			}
+			if i < len(pre) && pre[i] != nil {
+				compact = append(compact, pre[i]...)
+				continue
 			}
 			var err error
 			if compact, err = appendCell(compact, c); err != nil {

@@ -154,14 +154,18 @@ func (p *genericParser) array() (any, bool) {
 func (p *genericParser) str() (any, bool) {
 	start := p.i
 	j := p.i + 1
-	for j < len(p.data) && p.data[j] != '"' {
-		if p.data[j] < 0x20 {
+	for j < len(p.data) {
+		// The end is the first quote not escaped; control bytes before
+		// it are refused by unquoteFast and encoding/json alike.
+		k := bytes.IndexAny(p.data[j:], `"\`)
+		if k < 0 {
 			return nil, false
 		}
-		if p.data[j] == '\\' {
-			j++
+		j += k
+		if p.data[j] == '"' {
+			break
 		}
-		j++
+		j += 2
 	}
 	if j >= len(p.data) {
 		return nil, false

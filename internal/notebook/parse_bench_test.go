@@ -85,11 +85,7 @@ func BenchmarkRebuildUpload(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
-		rebuilt, _, err := tmpl.Rebuild(nb, 17)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := notebook.Encode(rebuilt); err != nil {
+		if _, _, err := tmpl.RebuildEncoded(nb, 17); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -163,6 +163,10 @@ type Template struct {
 	nb       *Notebook // outputs cleared, never handed out
 	graders  []GraderMeta
 	starters []string // per cell: the starter code of a solution cell
+	// encoded holds each cell as Encode writes it (compact), for the
+	// cells a rebuild copies unchanged; nil where Encode could write the
+	// cell differently (see NewTemplate).
+	encoded [][]byte
 }
 
 // NewTemplate prepares answer for Rebuild. answer itself is not kept
@@ -180,6 +184,14 @@ func NewTemplate(answer *Notebook) (*Template, error) {
 		t.graders[i] = g
 		if g.Solution {
 			t.starters[i] = StarterSource(c)
+		}
+	}
+	// Encode gives cells ids first when a 4.0–4.4 notebook has some:
+	// then a cell's bytes depend on the rebuild, and none are kept.
+	if !(nb.NBFormat == 4 && nb.NBFormatMinor < 5 && nb.hasIDs()) {
+		t.encoded = make([][]byte, len(nb.Cells))
+		for i, c := range t.copyCells().Cells {
+			t.encoded[i], _ = appendCell(nil, c) // nil on error: Encode reports it
 		}
 	}
 	return t, nil
@@ -218,9 +230,35 @@ func copyRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
 
 // Rebuild is RebuildSeeded from a prepared template.
 func (t *Template) Rebuild(upload *Notebook, seed int64) (*Notebook, Integrity, error) {
+	nb, integ, _ := t.rebuild(upload, seed)
+	return nb, integ, nil
+}
+
+// RebuildEncoded is Encode(Rebuild(upload, seed)): the cells a rebuild
+// copies unchanged from the template are written as NewTemplate wrote
+// them, not encoded again for every upload.
+func (t *Template) RebuildEncoded(upload *Notebook, seed int64) ([]byte, Integrity, error) {
+	nb, integ, from := t.rebuild(upload, seed)
+	var pre [][]byte
+	if t.encoded != nil {
+		pre = make([][]byte, len(from))
+		for k, i := range from {
+			if i >= 0 {
+				pre[k] = t.encoded[i]
+			}
+		}
+	}
+	b, err := encode(nb, pre)
+	return b, integ, err
+}
+
+// rebuild is Rebuild; from gives, per cell of the result, the template
+// cell it is an unchanged copy of, or -1.
+func (t *Template) rebuild(upload *Notebook, seed int64) (*Notebook, Integrity, []int) {
 	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
 	idx := indexUpload(upload)
 	nb := t.copyCells()
+	changed := make([]bool, len(nb.Cells))
 	for i, c := range nb.Cells {
 		g := t.graders[i]
 		if g.ID == "" || g.Probe {
@@ -229,6 +267,7 @@ func (t *Template) Rebuild(upload *Notebook, seed int64) (*Notebook, Integrity, 
 		learner, viaNbgrader := idx.find(c, g.ID)
 		switch {
 		case g.Solution:
+			changed[i] = true
 			if learner == nil {
 				c.Source = MultilineString(t.starters[i])
 				integ.MissingSolutions = append(integ.MissingSolutions, g.ID)
@@ -256,23 +295,30 @@ func (t *Template) Rebuild(upload *Notebook, seed int64) (*Notebook, Integrity, 
 		}
 	}
 	var probes, rest []*Cell
+	var probeFrom, from []int
 	for i, c := range nb.Cells {
 		if t.graders[i].Probe {
 			c.Source = MultilineString(fmt.Sprintf("%s = %d  # set by the grader\n", SeedVariable, seed) + string(c.Source))
 			probes = append(probes, c)
+			probeFrom = append(probeFrom, -1)
 		} else {
 			rest = append(rest, c)
+			from = append(from, i)
+			if changed[i] {
+				from[len(from)-1] = -1
+			}
 		}
 	}
 	if len(probes) > 0 {
 		nb.Cells = append(rest, probes...)
+		from = append(from, probeFrom...)
 		if nb.Metadata == nil {
 			nb.Metadata = map[string]json.RawMessage{}
 		}
 		b, _ := json.Marshal(map[string]int64{"probe_seed": seed})
 		nb.Metadata[SeedMetaKey] = b
 	}
-	return nb, integ, nil
+	return nb, integ, from
 }
 
 // normalizeSource ignores trailing whitespace and line-ending differences,

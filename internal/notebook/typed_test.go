@@ -1,6 +1,7 @@
 package notebook
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -147,6 +148,65 @@ func TestSchemaMemoKeepsVerdicts(t *testing.T) {
 		_, err := Parse([]byte(nb), Limits{})
 		if (err == nil) != c.valid {
 			t.Errorf("4.%d: %v, want valid %v", c.minor, err, c.valid)
+		}
+	}
+}
+
+// RebuildEncoded writes what Encode writes of Rebuild's notebook, for
+// every answer in the repository as the template — as it is and as a
+// 4.4 notebook whose cells have ids (Encode then assigns the missing
+// ones) — and uploads that keep, change or drop the solution cells.
+func TestRebuildEncodedIsEncodeOfRebuild(t *testing.T) {
+	t.Parallel()
+	paths, _ := filepath.Glob("../../answers/*/*.ipynb")
+	more, _ := filepath.Glob("../../cmd/npugrade/testdata/*/answers/*/*.ipynb")
+	paths = append(paths, more...)
+	if len(paths) < 5 {
+		t.Fatalf("only %d answers found", len(paths))
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		answer, err := ParseStored(b)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		old := answer.Clone()
+		old.NBFormatMinor = 4
+		if len(old.Cells) > 1 {
+			old.Cells[1].ID = ""
+		}
+		for _, a := range []*Notebook{answer, old} {
+			tmpl, err := NewTemplate(a)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			starter, err := Starter(a)
+			if err != nil {
+				t.Fatalf("%s: %v", p, err)
+			}
+			edited := a.Clone()
+			for i, c := range edited.Cells {
+				if g := c.MustGrader(); g.Solution && i%2 == 0 {
+					c.Source += "\nprint('edited')\n"
+				}
+			}
+			for _, up := range []*Notebook{a, starter, edited, {Cells: []*Cell{}}} {
+				want, _, err := tmpl.Rebuild(up, 90017)
+				if err != nil {
+					t.Fatal(err)
+				}
+				wantB, err := Encode(want)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, _, err := tmpl.RebuildEncoded(up, 90017)
+				if err != nil || !bytes.Equal(got, wantB) {
+					t.Errorf("%s (4.%d): RebuildEncoded differs from Encode(Rebuild) (%v)", p, a.NBFormatMinor, err)
+				}
+			}
 		}
 	}
 }

@@ -160,13 +160,9 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 	if err != nil {
 		return domain.Submission{}, false, fmt.Errorf("prepare the template of %s: %w", ex.ID, err)
 	}
-	rebuilt, integ, err := tmpl.Rebuild(nb, ex.SeedFor(nonce()))
+	payload, integ, err := tmpl.RebuildEncoded(nb, ex.SeedFor(nonce()))
 	if err != nil {
 		return domain.Submission{}, false, fmt.Errorf("rebuild notebook for %s: %w", ex.ID, err)
-	}
-	payload, err := notebook.Encode(rebuilt)
-	if err != nil {
-		return domain.Submission{}, false, err
 	}
 	// The findings are kept with the submission: grading scores them
 	// without rebuilding the upload again.
