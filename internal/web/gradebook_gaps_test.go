@@ -129,3 +129,46 @@ func TestGradebookShowsManualPending(t *testing.T) {
 		})
 	}
 }
+
+// TestRegradeAskFormKeepsInput: a learner's regrade request that is not
+// accepted (one still open on that question, or a message too long)
+// shows their submission page again with why, the form as they filled it.
+func TestRegradeAskFormKeepsInput(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, d)
+			ada := e.user(t, "ada", domain.RoleLearner)
+			sub := scoreCh1(t, e.db, "ada", true, false)
+			c := client()
+			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {ada}}, nil)
+			_, body := do(t, c, "GET", e.srv.URL+"/submissions/"+sub+"?lang=zh-CN", nil, nil)
+			m := csrfField.FindStringSubmatch(body)
+			if m == nil || !strings.Contains(body, `id="rq-form"`) {
+				t.Fatalf("no regrade form: %s", between(body, "<main", "</main>"))
+			}
+			ask := func(message string) (int, string) {
+				resp, body := do(t, c, "POST", e.srv.URL+"/submissions/"+sub+"/regrade-requests?lang=zh-CN",
+					url.Values{"csrf": {m[1]}, "cell": {"q1"}, "message": {message}}, nil)
+				return resp.StatusCode, body
+			}
+			if st, _ := ask("q1 的输出是对的"); st != 303 {
+				t.Fatalf("first request: %d", st)
+			}
+			st, body := ask("再问一次 q1")
+			if st != 409 || !strings.Contains(between(body, `id="rq-ask-error"`, "</div>"), "复核申请未提交") ||
+				!strings.Contains(body, "再问一次 q1</textarea>") || !strings.Contains(body, `<option value="q1" selected>`) {
+				t.Errorf("a second open request on q1: %d %s", st, between(body, `id="regrade-requests"`, "</section>"))
+			}
+			st, body = ask(strings.Repeat("长", 4000))
+			if st != 422 || !strings.Contains(between(body, `id="rq-ask-error"`, "</div>"), "message: at most") {
+				t.Errorf("a message too long: %d %s", st, between(body, `id="rq-ask-error"`, "</div>"))
+			}
+			reqs, err := e.db.RegradeRequests(context.Background(), store.RegradeRequestFilter{SubmissionID: sub})
+			if err != nil || len(reqs) != 1 {
+				t.Errorf("requests recorded: %+v %v", reqs, err)
+			}
+		})
+	}
+}

@@ -363,6 +363,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"rq.message":    {"What should be looked at again, and why", "需要复核的内容及理由"},
 	"rq.ask":        {"Ask for a regrade", "申请复核"},
 	"rq.invalid":    {"The answer was not sent; please correct:", "答复未发送，请修改："},
+	"rq.not_asked":  {"The request was not sent:", "复核申请未提交："},
 	// Roles.
 	"role.learner":    {"learner", "学员"},
 	"role.instructor": {"instructor", "教师"},

@@ -229,8 +229,19 @@ type submissionPageData struct {
 	Notebook      []cellView
 	NotebookError string
 	Executed      bool
-	// Requests are the regrade requests on the submission (issue 18).
+	// Requests are the regrade requests on the submission (issue 18), and
+	// Ask the request form as the learner filled it in when it came back
+	// with its problems.
 	Requests []domain.RegradeRequest
+	Ask      regradeAskForm
+}
+
+// regradeAskForm is the learner's regrade request form, shown again with
+// why it was not accepted.
+type regradeAskForm struct {
+	Cell, Message string
+	Error         string
+	Problems      []string
 }
 
 func final(status string) bool {
@@ -238,13 +249,19 @@ func final(status string) bool {
 }
 
 func (h *handler) submissionPage(c *gin.Context) {
+	h.renderSubmission(c, http.StatusOK, regradeAskForm{})
+}
+
+// renderSubmission shows the learner's own submission; ask is the regrade
+// request form's content (empty but for a refused request).
+func (h *handler) renderSubmission(c *gin.Context, status int, ask regradeAskForm) {
 	sub, ok := h.ownSubmission(c)
 	if !ok {
 		return
 	}
 	lang := c.GetString(ctxLang)
 	sub = h.Policy.Redact(c.Request.Context(), sessionOf(c).User, sub)
-	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID}
+	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID, Ask: ask}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)
 	}
@@ -253,7 +270,7 @@ func (h *handler) submissionPage(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	h.render(c, http.StatusOK, "submission", translate(lang, "submission.title")+" · "+d.ExerciseTitle, "exercises", d)
+	h.render(c, status, "submission", translate(lang, "submission.title")+" · "+d.ExerciseTitle, "exercises", d)
 }
 
 // submissionStatus is what the page's script polls while a submission

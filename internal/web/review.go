@@ -43,7 +43,15 @@ func (h *handler) askRegradeForm(c *gin.Context) {
 	id := c.Param("id")
 	req := appeal.Request{Cell: c.PostForm("cell"), Message: c.PostForm("message")}
 	if _, err := h.Appeals.Ask(c.Request.Context(), sessionOf(c).User, id, req); err != nil {
-		h.fail(c, err)
+		// The submission page again, the form as the learner filled it in
+		// and why it was not accepted (invalid, or one still open).
+		h.refused(c, err, func(status int) {
+			msg := translate(c.GetString(ctxLang), "rq.not_asked")
+			if status != http.StatusUnprocessableEntity {
+				msg += " " + domain.ErrorMessage(err)
+			}
+			h.renderSubmission(c, status, regradeAskForm{Cell: req.Cell, Message: req.Message, Error: msg, Problems: domain.ErrorProblems(err)})
+		})
 		return
 	}
 	c.Redirect(http.StatusSeeOther, "/submissions/"+id+"#regrade-requests")
