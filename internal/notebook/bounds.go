@@ -26,35 +26,11 @@ const DefaultMaxValues = 200_000
 func prescan(data []byte, lim Limits) error {
 	var (
 		depth, values, cells int
-		inString, escaped    bool
-		keyStart             int
 		lastKey              string // the last string at depth 1: the key of the value that follows
 		inCells, cellStarted bool
 	)
 	for i := 0; i < len(data); i++ {
 		ch := data[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case ch == '\\':
-				escaped = true
-			case ch == '"':
-				inString = false
-				if depth == 1 {
-					lastKey = string(data[keyStart:i])
-				}
-			default:
-				// Jump to the next quote or backslash: most of an upload's
-				// bytes are inside strings.
-				if k := bytes.IndexAny(data[i:], `"\`); k > 0 {
-					i += k - 1
-				} else if k < 0 {
-					i = len(data)
-				}
-			}
-			continue
-		}
 		switch ch {
 		case ' ', '\t', '\n', '\r', ':':
 			continue
@@ -82,7 +58,14 @@ func prescan(data []byte, lim Limits) error {
 		}
 		switch ch {
 		case '"':
-			inString, keyStart = true, i+1
+			end := stringEnd(data, i+1)
+			if end < 0 {
+				return nil // unterminated: the decoder says so
+			}
+			if depth == 1 {
+				lastKey = string(data[i+1 : end])
+			}
+			i = end
 		case '{', '[':
 			depth++
 			if depth > lim.MaxDepth {
@@ -99,6 +82,29 @@ func prescan(data []byte, lim Limits) error {
 		}
 	}
 	return nil
+}
+
+// stringEnd returns the index of the quote that ends the JSON string
+// whose contents start at data[j] (the first quote not escaped), or -1.
+// Most of an upload's bytes are in strings: it finds quotes and
+// backslashes with IndexByte instead of stepping through every byte.
+func stringEnd(data []byte, j int) int {
+	q := -1 // the next quote at or after j
+	for j < len(data) {
+		if q < j {
+			k := bytes.IndexByte(data[j:], '"')
+			if k < 0 {
+				return -1
+			}
+			q = j + k
+		}
+		b := bytes.IndexByte(data[j:q], '\\')
+		if b < 0 {
+			return q
+		}
+		j += b + 2 // past the backslash and the byte it escapes (perhaps q)
+	}
+	return -1
 }
 
 func isJSONDelim(c byte) bool {

@@ -33,3 +33,18 @@ func TestPrescanSkipsStrings(t *testing.T) {
 		}
 	}
 }
+
+func TestStringEnd(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		s    string // the bytes after an opening quote
+		want int
+	}{
+		{`abc"x`, 3}, {`"`, 0}, {`a\"b"`, 4}, {`a\\"b"`, 3}, {`a\\\"b"`, 6}, {`\\\\"`, 4}, {`abc`, -1},
+		{`abc\"`, -1}, {`abc\`, -1}, {`\u0022"`, 6}, {strings.Repeat(`x\n`, 1000) + `"`, 3000}, {`é中\t"`, 7},
+	} {
+		if got := stringEnd([]byte(c.s), 0); got != c.want {
+			t.Errorf("stringEnd(%q) = %d, want %d", c.s, got, c.want)
+		}
+	}
+}

@@ -153,21 +153,10 @@ func (p *genericParser) array() (any, bool) {
 // (surrogates, invalid UTF-8) are decoded by encoding/json.
 func (p *genericParser) str() (any, bool) {
 	start := p.i
-	j := p.i + 1
-	for j < len(p.data) {
-		// The end is the first quote not escaped; control bytes before
-		// it are refused by unquoteFast and encoding/json alike.
-		k := bytes.IndexAny(p.data[j:], `"\`)
-		if k < 0 {
-			return nil, false
-		}
-		j += k
-		if p.data[j] == '"' {
-			break
-		}
-		j += 2
-	}
-	if j >= len(p.data) {
+	// The end is the first quote not escaped; control bytes before it
+	// are refused by unquoteFast and encoding/json alike.
+	j := stringEnd(p.data, p.i+1)
+	if j < 0 {
 		return nil, false
 	}
 	p.i = j + 1
