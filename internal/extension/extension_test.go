@@ -2,91 +2,30 @@ package extension_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/extension"
 	"github.com/npugrade/npugrade/internal/grade"
-	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 	"github.com/npugrade/npugrade/internal/submission"
 )
 
-const answer = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"grader": {"compare": "tokens"}},
- "cells": [
-  {"cell_type": "code", "id": "impl", "metadata": {"grader": {"id": "impl", "solution": true}}, "source": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION", "outputs": [], "execution_count": null},
-  {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "points": 1}}, "source": "print(x)", "outputs": [], "execution_count": null},
-  {"cell_type": "code", "id": "q2", "metadata": {"grader": {"id": "q2", "points": 1}}, "source": "print(x + 1)", "outputs": [], "execution_count": null}
- ]}`
-
 // The exercise is due 2026-03-01 12:00 UTC; any lateness halves the score.
 var due = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func stdout(s string) []*notebook.Output {
-	return []*notebook.Output{{OutputType: notebook.OutputStream, Name: "stdout", Text: notebook.MultilineString(s)}}
-}
-
+// catalog loads the exercise "late", due at due with its score halved
+// after it.
 func catalog(t *testing.T) *exercise.Catalog {
 	t.Helper()
-	root := t.TempDir()
-	exDir, ansDir := filepath.Join(root, "ex", "late"), filepath.Join(root, "ans", "late")
-	for _, d := range []string{exDir, filepath.Join(ansDir, "references")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write := func(p string, b []byte) {
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(exDir, "exercise.json"), []byte(`{"id": "late", "title": "Late", "starter": "s.ipynb", "answer": "a.ipynb",
-		"deadline": "2026-03-01T12:00:00Z", "late_penalty": [{"after": "0s", "multiplier": 0.5}]}`))
-	write(filepath.Join(ansDir, "a.ipynb"), []byte(answer))
-	ex, err := exercise.LoadOne(exDir, ansDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, _ := json.Marshal(exercise.Reference{Exercise: "late", Profile: "cpu", AnswerSHA256: ex.AnswerSHA256(),
-		Cells: map[string][]*notebook.Output{"q1": stdout("1\n"), "q2": stdout("2\n")}})
-	write(filepath.Join(ansDir, "references", "cpu.json"), ref)
-	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cat
-}
-
-// executed is a runner's notebook in which every graded cell passes.
-func executed(t *testing.T, ex *exercise.Exercise) []byte {
-	t.Helper()
-	nb, _, err := notebook.Rebuild(ex.Answer, ex.Answer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range nb.Cells {
-		n := i + 1
-		c.ExecutionCount = &n
-		switch c.MustGrader().ID {
-		case "q1":
-			c.Outputs = stdout("1\n")
-		case "q2":
-			c.Outputs = stdout("2\n")
-		}
-	}
-	b, err := notebook.Encode(nb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return exercisetest.Catalog(t, exercisetest.Spec{ID: "late", Fields: map[string]any{
+		"deadline": "2026-03-01T12:00:00Z", "late_penalty": []map[string]any{{"after": "0s", "multiplier": 0.5}}}})
 }
 
 // submitAndGrade submits the answer as u at the database's clock and
@@ -96,11 +35,11 @@ func submitAndGrade(t *testing.T, db *store.DB, subs *submission.Service, cat *e
 	t.Helper()
 	ctx := context.Background()
 	ex, _ := cat.Get("late")
-	sub, _, err := subs.Submit(ctx, submission.Request{User: u, ExerciseID: "late", Notebook: []byte(answer)})
+	sub, _, err := subs.Submit(ctx, submission.Request{User: u, ExerciseID: "late", Notebook: []byte(exercisetest.Answer)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := (&grade.Submissions{DB: db}).Grade(ctx, ex, sub, executed(t, ex), domain.ExecutionResult{Profile: "cpu"})
+	g, err := (&grade.Submissions{DB: db}).Grade(ctx, ex, sub, exercisetest.Executed(t, ex, "2\n"), domain.ExecutionResult{Profile: "cpu"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,10 +7,8 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/grade"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // TestOverrideAnsweringIsOneTransaction: answering a regrade request with
@@ -23,25 +21,12 @@ func TestOverrideAnsweringIsOneTransaction(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			db := storetest.Open(t, d)
 			answer := strings.Replace(manualAnswer, "A_POINTS", "1", 1)
-			cat := load(t, answer)
-			ex, _ := cat.Get("gr")
-			learner, _, _ := db.CreateUser(ctx, "alice", domain.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
-			intake := &submission.Service{DB: db, Queue: queue.New(db, nil), Catalog: cat}
-			sub, _, err := intake.Submit(ctx, submission.Request{User: learner, ExerciseID: "gr", Notebook: []byte(answer)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := (&grade.Submissions{DB: db}).Grade(ctx, ex, sub, executed(t, ex), domain.ExecutionResult{Profile: "cpu"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
-				t.Fatal(err)
-			}
+			b := setup(t, db, answer)
+			ctx, ex, learner, teacher := b.ctx, b.ex, b.learner, b.teacher
+			sub := b.submit(t, answer)
+			b.run(t, sub)
 			ask := func() domain.RegradeRequest {
 				t.Helper()
 				r, err := db.CreateRegradeRequest(ctx, domain.RegradeRequest{SubmissionID: sub.ID, CellID: "q1", Message: "q1 is right"}, learner)
@@ -70,7 +55,7 @@ func TestOverrideAnsweringIsOneTransaction(t *testing.T) {
 
 			// A request on q1 cannot be answered by overriding why.
 			r1 := ask()
-			_, err = m.OverrideAnswering(ctx, ex, sub.ID, "why", 0, "no", teacher, store.RequestAnswer{ID: r1.ID, Answer: "no", Override: &zero, Reason: "no"})
+			_, err := m.OverrideAnswering(ctx, ex, sub.ID, "why", 0, "no", teacher, store.RequestAnswer{ID: r1.ID, Answer: "no", Override: &zero, Reason: "no"})
 			if domain.ErrorCode(err) != domain.ECONFLICT {
 				t.Errorf("override of another cell: %v", err)
 			}
@@ -141,22 +126,10 @@ func TestRubricChangeReappliedOnceAcrossServers(t *testing.T) {
 			}
 			db := dbs[0]
 			answer := strings.Replace(manualAnswer, "A_POINTS", "1", 1)
-			cat := load(t, answer)
-			ex, _ := cat.Get("gr")
-			learner, _, _ := db.CreateUser(ctx, "alice", domain.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
-			sub, _, err := (&submission.Service{DB: db, Queue: queue.New(db, nil), Catalog: cat}).
-				Submit(ctx, submission.Request{User: learner, ExerciseID: "gr", Notebook: []byte(answer)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			g, err := (&grade.Submissions{DB: db}).Grade(ctx, ex, sub, executed(t, ex), domain.ExecutionResult{Profile: "cpu"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
-				t.Fatal(err)
-			}
+			b := setup(t, db, answer)
+			cat, ex, teacher := b.cat, b.ex, b.teacher
+			sub := b.submit(t, answer)
+			b.run(t, sub)
 			if err := (grade.Manual{DB: db}).SyncRubrics(ctx, cat); err != nil {
 				t.Fatal(err)
 			}

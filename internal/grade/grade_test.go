@@ -2,85 +2,83 @@ package grade_test
 
 import (
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/grade"
-	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 	"github.com/npugrade/npugrade/internal/submission"
 )
 
-const answer = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"grader": {"compare": "tokens"}},
- "cells": [
-  {"cell_type": "code", "id": "impl", "metadata": {"grader": {"id": "impl", "solution": true}}, "source": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION", "outputs": [], "execution_count": null},
-  {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "points": 1}}, "source": "print(x)", "outputs": [], "execution_count": null},
-  {"cell_type": "code", "id": "q2", "metadata": {"grader": {"id": "q2", "points": 1}}, "source": "print(x + 1)", "outputs": [], "execution_count": null}
- ]}`
+const answer = exercisetest.Answer
 
-func stdout(s string) []*notebook.Output {
-	return []*notebook.Output{{OutputType: notebook.OutputStream, Name: "stdout", Text: notebook.MultilineString(s)}}
+// testBundle is what a grading test needs: a database, the catalogue
+// holding one exercise "gr", that exercise, a learner (alice) and an
+// instructor (tom).
+type testBundle struct {
+	ctx     context.Context
+	db      *store.DB
+	cat     *exercise.Catalog
+	ex      *exercise.Exercise
+	learner domain.User
+	teacher domain.User
 }
 
-// load writes the exercise (answer, cpu reference) and loads its catalog.
+// setup loads answer as exercise "gr" (with its cpu reference) and creates
+// the users on db.
+func setup(t *testing.T, db *store.DB, answer string) *testBundle {
+	t.Helper()
+	b := &testBundle{ctx: context.Background(), db: db, cat: load(t, answer)}
+	b.ex, _ = b.cat.Get("gr")
+	var err error
+	if b.learner, _, err = db.CreateUser(b.ctx, "alice", domain.RoleLearner); err != nil {
+		t.Fatal(err)
+	}
+	if b.teacher, _, err = db.CreateUser(b.ctx, "tom", domain.RoleInstructor); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// submit takes nb in as the learner's submission of "gr".
+func (b *testBundle) submit(t *testing.T, nb string) domain.Submission {
+	t.Helper()
+	intake := &submission.Service{DB: b.db, Queue: queue.New(b.db, nil), Catalog: b.cat}
+	sub, _, err := intake.Submit(b.ctx, submission.Request{User: b.learner, ExerciseID: "gr", Notebook: []byte(nb)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+// run grades a run of sub in which every check printed the right output
+// and saves the grade, as a runner's completion does.
+func (b *testBundle) run(t *testing.T, sub domain.Submission) {
+	t.Helper()
+	g, err := (&grade.Submissions{DB: b.db}).Grade(b.ctx, b.ex, sub, executed(t, b.ex), domain.ExecutionResult{Profile: "cpu"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.db.InTx(b.ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// load writes the exercise "gr" (answer, cpu reference) and loads its catalog.
 func load(t *testing.T, answer string) *exercise.Catalog {
 	t.Helper()
-	root := t.TempDir()
-	exDir, ansDir := filepath.Join(root, "ex", "gr"), filepath.Join(root, "ans", "gr")
-	for _, d := range []string{exDir, filepath.Join(ansDir, "references")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write := func(p string, b []byte) {
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(exDir, "exercise.json"), []byte(`{"id": "gr", "title": "g", "starter": "s.ipynb", "answer": "a.ipynb"}`))
-	write(filepath.Join(ansDir, "a.ipynb"), []byte(answer))
-	ex, err := exercise.LoadOne(exDir, ansDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, _ := json.Marshal(exercise.Reference{Exercise: "gr", Profile: "cpu", AnswerSHA256: ex.AnswerSHA256(),
-		Cells: map[string][]*notebook.Output{"q1": stdout("1\n"), "q2": stdout("2\n")}})
-	write(filepath.Join(ansDir, "references", "cpu.json"), ref)
-	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cat
+	return exercisetest.Catalog(t, exercisetest.Spec{ID: "gr", Answer: answer})
 }
 
 // executed is a run of ex's answer that printed the right outputs.
 func executed(t *testing.T, ex *exercise.Exercise) []byte {
 	t.Helper()
-	nb, _, err := notebook.Rebuild(ex.Answer, ex.Answer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range nb.Cells {
-		n := i + 1
-		c.ExecutionCount = &n
-		switch c.MustGrader().ID {
-		case "q1":
-			c.Outputs = stdout("1\n")
-		case "q2":
-			c.Outputs = stdout("2\n")
-		}
-	}
-	b, err := notebook.Encode(nb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return exercisetest.Executed(t, ex, "2\n")
 }
 
 // TestIntegrityKeptFromIntake: intake stores what rebuilding the upload
@@ -91,20 +89,10 @@ func TestIntegrityKeptFromIntake(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			db := storetest.Open(t, d)
-			cat := load(t, answer)
-			ex, _ := cat.Get("gr")
-			user, _, err := db.CreateUser(ctx, "alice", domain.RoleLearner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			intake := &submission.Service{DB: db, Queue: queue.New(db, nil), Catalog: cat}
-			tampered := strings.Replace(answer, `"source": "print(x)"`, `"source": "print(1)"`, 1)
-			sub, _, err := intake.Submit(ctx, submission.Request{User: user, ExerciseID: "gr", Notebook: []byte(tampered)})
-			if err != nil {
-				t.Fatal(err)
-			}
+			b := setup(t, db, answer)
+			ctx, ex := b.ctx, b.ex
+			sub := b.submit(t, strings.Replace(answer, `"source": "print(x)"`, `"source": "print(1)"`, 1))
 			raw, err := db.SubmissionIntegrity(ctx, sub.ID)
 			if err != nil || !strings.Contains(string(raw), `"q1":"tampered"`) {
 				t.Fatalf("stored integrity %s, %v; want q1 tampered", raw, err)

@@ -1,16 +1,13 @@
 package grade_test
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/grade"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 const manualAnswer = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"grader": {"compare": "tokens"}},
@@ -30,27 +27,12 @@ func TestManualGradesKeptAndRubricChangeReapplied(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			db := storetest.Open(t, d)
-			cat := load(t, strings.Replace(manualAnswer, "A_POINTS", "1", 1))
-			ex, _ := cat.Get("gr")
-			user, _, _ := db.CreateUser(ctx, "alice", domain.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
-			intake := &submission.Service{DB: db, Queue: queue.New(db, nil), Catalog: cat}
-			sub, _, err := intake.Submit(ctx, submission.Request{User: user, ExerciseID: "gr", Notebook: []byte(strings.Replace(manualAnswer, "A_POINTS", "1", 1))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			run := func() {
-				t.Helper()
-				g, err := (&grade.Submissions{DB: db}).Grade(ctx, ex, sub, executed(t, ex), domain.ExecutionResult{Profile: "cpu"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
-					t.Fatal(err)
-				}
-			}
+			answer := strings.Replace(manualAnswer, "A_POINTS", "1", 1)
+			b := setup(t, db, answer)
+			ctx, cat, ex, teacher := b.ctx, b.cat, b.ex, b.teacher
+			sub := b.submit(t, answer)
+			run := func() { t.Helper(); b.run(t, sub) }
 			run()
 			if s, _ := db.Submission(ctx, sub.ID); s.Status != domain.StatusNeedsManual || s.Score != 1 || s.MaxScore != 3 {
 				t.Fatalf("after the run: %s %g/%g", s.Status, s.Score, s.MaxScore)

@@ -5,14 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/regrade"
@@ -22,99 +21,52 @@ import (
 	"github.com/npugrade/npugrade/internal/submission"
 )
 
-const answer = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"grader": {"compare": "tokens"}},
- "cells": [
-  {"cell_type": "code", "id": "impl", "metadata": {"grader": {"id": "impl", "solution": true}}, "source": "### BEGIN SOLUTION\nx = 1\n### END SOLUTION", "outputs": [], "execution_count": null},
-  {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "points": 1}}, "source": "print(x)", "outputs": [], "execution_count": null},
-  {"cell_type": "code", "id": "q2", "metadata": {"grader": {"id": "q2", "points": 1}}, "source": "print(x + 1)", "outputs": [], "execution_count": null}
- ]}`
-
-func stdout(s string) []*notebook.Output {
-	return []*notebook.Output{{OutputType: notebook.OutputStream, Name: "stdout", Text: notebook.MultilineString(s)}}
-}
-
-// catalog writes the exercise with the given reference output of q2 and loads it.
+// catalog writes the exercise "rg" with the given reference output of q2
+// and loads it.
 func catalog(t *testing.T, q2 string) *exercise.Catalog {
 	t.Helper()
-	return catalogWith(t, q2, true)
+	return exercisetest.Catalog(t, exercisetest.Spec{ID: "rg", RefQ2: q2})
 }
 
-// catalogWith is catalog; without committed, the reference file is not
-// written (a server records it with a reference job instead).
-func catalogWith(t *testing.T, q2 string, committed bool) *exercise.Catalog {
+// testBundle is what a regrade test needs: a database, its queue, intake
+// on it, a learner (alice) and an instructor (teacher).
+type testBundle struct {
+	ctx     context.Context
+	db      *store.DB
+	q       *queue.Queue
+	sub     *submission.Service
+	alice   domain.User
+	teacher domain.User
+}
+
+// setup opens a database of dialect d and creates the users.
+func setup(t *testing.T, d string) *testBundle {
 	t.Helper()
-	root := t.TempDir()
-	exDir, ansDir := filepath.Join(root, "ex", "rg"), filepath.Join(root, "ans", "rg")
-	for _, d := range []string{exDir, filepath.Join(ansDir, "references")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write := func(p string, b []byte) {
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(filepath.Join(exDir, "exercise.json"), []byte(`{"id": "rg", "title": "r", "starter": "s.ipynb", "answer": "a.ipynb"}`))
-	write(filepath.Join(ansDir, "a.ipynb"), []byte(answer))
-	ex, err := exercise.LoadOne(exDir, ansDir)
-	if err != nil {
+	db := storetest.Open(t, d)
+	q := queue.New(db, nil)
+	e := &testBundle{ctx: context.Background(), db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
+	var err error
+	if e.alice, _, err = db.CreateUser(e.ctx, "alice", domain.RoleLearner); err != nil {
 		t.Fatal(err)
 	}
-	ref, _ := json.Marshal(exercise.Reference{Exercise: "rg", Profile: "cpu", AnswerSHA256: ex.AnswerSHA256(),
-		Cells: map[string][]*notebook.Output{"q1": stdout("1\n"), "q2": stdout(q2)}})
-	if committed {
-		write(filepath.Join(ansDir, "references", "cpu.json"), ref)
-	}
-	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
-	if err != nil {
+	if e.teacher, _, err = db.CreateUser(e.ctx, "teacher", domain.RoleInstructor); err != nil {
 		t.Fatal(err)
 	}
-	return cat
-}
-
-// executedWith is a runner's executed notebook whose q2 printed q2.
-func executedWith(t *testing.T, ex *exercise.Exercise, q2 string) []byte {
-	t.Helper()
-	nb, _, err := notebook.Rebuild(ex.Answer, ex.Answer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, c := range nb.Cells {
-		n := i + 1
-		c.ExecutionCount = &n
-		switch c.MustGrader().ID {
-		case "q1":
-			c.Outputs = stdout("1\n")
-		case "q2":
-			c.Outputs = stdout(q2)
-		}
-	}
-	b, err := notebook.Encode(nb)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-type env struct {
-	db  *store.DB
-	q   *queue.Queue
-	sub *submission.Service
+	return e
 }
 
 // graded submits the answer as user and stores a grade computed with cat
 // from a run whose q2 printed q2.
-func (e env) graded(t *testing.T, cat *exercise.Catalog, user domain.User, q2 string) domain.Submission {
+func (e *testBundle) graded(t *testing.T, cat *exercise.Catalog, user domain.User, q2 string) domain.Submission {
 	t.Helper()
 	ctx := context.Background()
 	ex, _ := cat.Get("rg")
 	e.sub.Catalog = cat
-	sub, _, err := e.sub.Submit(ctx, submission.Request{User: user, ExerciseID: "rg", Notebook: []byte(answer)})
+	sub, _, err := e.sub.Submit(ctx, submission.Request{User: user, ExerciseID: "rg", Notebook: []byte(exercisetest.Answer)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw := executedWith(t, ex, q2)
+	raw := exercisetest.Executed(t, ex, q2)
 	nb, _ := notebook.Parse(raw, notebook.Limits{})
 	ref, _ := ex.Reference("cpu")
 	out := scoring.Score(scoring.Input{Exercise: ex, Reference: ref, Executed: nb,
@@ -142,17 +94,13 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			db := storetest.Open(t, d)
-			q := queue.New(db, nil)
-			e := env{db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
+			e := setup(t, d)
+			ctx, db, q, alice, teacher := e.ctx, e.db, e.q, e.alice, e.teacher
 			v1 := catalog(t, "3\n") // a wrong reference for q2: the answer prints 2
-			alice, _, err := db.CreateUser(ctx, "alice", domain.RoleLearner)
+			bob, _, err := db.CreateUser(ctx, "bob", domain.RoleLearner)
 			if err != nil {
 				t.Fatal(err)
 			}
-			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
 			sa := e.graded(t, v1, alice, "2\n")
 			sb := e.graded(t, v1, bob, "3\n")
 			if sa.Score != 1 || sb.Score != 2 {
@@ -239,13 +187,9 @@ func TestRegradeReexecute(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			db := storetest.Open(t, d)
-			q := queue.New(db, nil)
-			e := env{db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
+			e := setup(t, d)
+			ctx, db, q, alice, teacher := e.ctx, e.db, e.q, e.alice, e.teacher
 			v1 := catalog(t, "3\n")
-			alice, _, _ := db.CreateUser(ctx, "alice", domain.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
 			sa := e.graded(t, v1, alice, "2\n")
 			v2 := catalog(t, "2\n")
 			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
@@ -272,7 +216,7 @@ func TestRegradeReexecute(t *testing.T) {
 				t.Errorf("status %s during the regrade", s.Status)
 			}
 			ex2, _ := v2.Get("rg")
-			err = disp.Complete(ctx, lease.JobID, lease.Token, "runner-1", domain.ExecutionResult{Notebook: executedWith(t, ex2, "2\n"), Profile: "cpu", EnvFingerprint: "fp-2"})
+			err = disp.Complete(ctx, lease.JobID, lease.Token, "runner-1", domain.ExecutionResult{Notebook: exercisetest.Executed(t, ex2, "2\n"), Profile: "cpu", EnvFingerprint: "fp-2"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -304,27 +248,20 @@ func TestRecompareUsesRecordedReferences(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			db := storetest.Open(t, d)
-			q := queue.New(db, nil)
-			e := env{db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
-			alice, _, err := db.CreateUser(ctx, "alice", domain.RoleLearner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
+			e := setup(t, d)
+			ctx, db, q, alice, teacher := e.ctx, e.db, e.q, e.alice, e.teacher
 			sa := e.graded(t, catalog(t, "3\n"), alice, "2\n") // graded against a wrong committed q2
 			if sa.Score != 1 {
 				t.Fatalf("v1 score %g", sa.Score)
 			}
 			// v2 has no committed reference: the right one was recorded on the server.
-			v2 := catalogWith(t, "2\n", false)
+			v2 := exercisetest.Catalog(t, exercisetest.Spec{ID: "rg", NoReference: true})
 			ex2, _ := v2.Get("rg")
 			if _, err := ex2.Reference("cpu"); err == nil {
 				t.Fatal("v2 has a committed cpu reference; the test needs none")
 			}
-			cells, _ := json.Marshal(map[string][]*notebook.Output{"q1": stdout("1\n"), "q2": stdout("2\n")})
-			err = db.InTx(ctx, func(tx *store.Tx) error {
+			cells, _ := json.Marshal(map[string][]*notebook.Output{"q1": exercisetest.Stdout("1\n"), "q2": exercisetest.Stdout("2\n")})
+			err := db.InTx(ctx, func(tx *store.Tx) error {
 				return tx.SaveReference(store.StoredReference{ExerciseID: "rg", Profile: "cpu", AnswerSHA256: ex2.AnswerSHA256(), Cells: cells})
 			})
 			if err != nil {
