@@ -38,11 +38,17 @@ type liveEnv struct {
 
 func newLiveEnv(t testing.TB, dialect string, limits httpapi.Timeouts) *liveEnv {
 	t.Helper()
-	db := storetest.Open(t, dialect)
 	cat, err := exercise.Load("../../exercises", "../../answers")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return newLiveEnvOn(t, dialect, cat, limits)
+}
+
+// newLiveEnvOn is newLiveEnv over the catalogue cat.
+func newLiveEnvOn(t testing.TB, dialect string, cat *exercise.Catalog, limits httpapi.Timeouts) *liveEnv {
+	t.Helper()
+	db := storetest.Open(t, dialect)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q := queue.New(db, log)
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,

@@ -8,13 +8,12 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -35,29 +34,11 @@ type policyEnv struct {
 func newPolicyEnv(t *testing.T, dialect, exerciseJSON string) *policyEnv {
 	t.Helper()
 	ctx := context.Background()
-	root := t.TempDir()
-	exDir, ansDir := filepath.Join(root, "ex", "pol"), filepath.Join(root, "ans", "pol")
-	for _, d := range []string{exDir, ansDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(exDir, "exercise.json"), []byte(exerciseJSON), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(ansDir, "a.ipynb"), []byte(policyAnswer), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := exercisetest.Load(t, "pol", exerciseJSON, policyAnswer)
 	db := storetest.Open(t, dialect)
-	q := queue.New(db, nil)
-	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
-	e := &policyEnv{db: db, ts: httptest.NewServer(apitest.Handler(t, srv.Handler()))}
-	t.Cleanup(e.ts.Close)
+	ts, _ := testServer(t, db, cat)
+	e := &policyEnv{db: db, ts: ts}
+	var err error
 	if _, e.learner, err = db.CreateUser(ctx, "lena", domain.RoleLearner); err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +48,30 @@ func newPolicyEnv(t *testing.T, dialect, exerciseJSON string) *policyEnv {
 	return e
 }
 
+// testServer serves the API of a server over db and cat (intake
+// included), every exchange checked against api/openapi.yaml.
+func testServer(t *testing.T, db *store.DB, cat *exercise.Catalog) (*httptest.Server, *submission.Service) {
+	t.Helper()
+	q := queue.New(db, nil)
+	subs := &submission.Service{DB: db, Queue: q, Catalog: cat}
+	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Submissions: subs}
+	ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))
+	t.Cleanup(ts.Close)
+	return ts, subs
+}
+
 // submit posts policyAnswer with an Idempotency-Key and returns status and body.
 func (e *policyEnv) submit(t *testing.T, token, key string) (int, string) {
+	t.Helper()
+	resp := e.post(t, token, key)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// post posts policyAnswer (with an Idempotency-Key unless key is empty);
+// the caller closes the response.
+func (e *policyEnv) post(t *testing.T, token, key string) *http.Response {
 	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
@@ -82,7 +85,11 @@ func (e *policyEnv) submit(t *testing.T, token, key string) (int, string) {
 	if key != "" {
 		req.Header.Set("Idempotency-Key", key)
 	}
-	return e.do(t, req)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
 }
 
 func (e *policyEnv) get(t *testing.T, token, path string) (int, string) {

@@ -1,27 +1,16 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"mime/multipart"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/httpapi/apitest"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 const policyAnswer = `{"nbformat": 4, "nbformat_minor": 5, "metadata": {},
@@ -39,43 +28,9 @@ func TestGradingPolicyHTTP(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			root := t.TempDir()
-			exDir, ansDir := filepath.Join(root, "ex", "pol"), filepath.Join(root, "ans", "pol")
-			_ = os.MkdirAll(exDir, 0o755)
-			_ = os.MkdirAll(ansDir, 0o755)
-			cfg := `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb", "deadline": "2999-01-01T00:00:00Z", "rate_limit": {"count": 2, "per": "1h"}}`
-			_ = os.WriteFile(filepath.Join(exDir, "exercise.json"), []byte(cfg), 0o644)
-			_ = os.WriteFile(filepath.Join(ansDir, "a.ipynb"), []byte(policyAnswer), 0o644)
-			cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			db := storetest.Open(t, d)
-			q := queue.New(db, nil)
-			srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
-			ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))
-			defer ts.Close()
-			_, learner, _ := db.CreateUser(ctx, "lena", domain.RoleLearner)
-			_, teacher, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
-
-			submit := func() *http.Response {
-				var body bytes.Buffer
-				mw := multipart.NewWriter(&body)
-				_ = mw.WriteField("exercise", "pol")
-				fw, _ := mw.CreateFormFile("notebook", "a.ipynb")
-				_, _ = fw.Write([]byte(policyAnswer))
-				_ = mw.Close()
-				req, _ := http.NewRequest(http.MethodPost, ts.URL+"/api/v1/submissions", &body)
-				req.Header.Set("Content-Type", mw.FormDataContentType())
-				req.Header.Set("Authorization", "Bearer "+learner)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return resp
-			}
+			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb", "deadline": "2999-01-01T00:00:00Z", "rate_limit": {"count": 2, "per": "1h"}}`)
+			db, ts, learner, teacher := e.db, e.ts, e.learner, e.teacher
+			submit := func() *http.Response { return e.post(t, learner, "") }
 			var first httpapi.SubmissionJSON
 			for i, want := range []int{202, 202, 429} {
 				resp := submit()

@@ -4,19 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/httpapi/apitest"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/similarity"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 	"github.com/npugrade/npugrade/internal/submission"
@@ -39,20 +34,8 @@ const simGiven = "def helper(table, key):\n    rows = [r for r in table if r[0] 
 // in the audit log. On SQLite and Postgres.
 func TestSimilarityReportHTTP(t *testing.T) {
 	t.Parallel()
-	root := t.TempDir()
-	exDir, ansDir := filepath.Join(root, "ex", "sim"), filepath.Join(root, "ans", "sim")
-	for _, d := range []string{exDir, ansDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	answer := strings.Replace(simAnswer, "GIVEN", strings.ReplaceAll(strings.ReplaceAll(simGiven, `"`, `\"`), "\n", `\n`), 1)
-	_ = os.WriteFile(filepath.Join(exDir, "exercise.json"), []byte(`{"id": "sim", "title": "s", "starter": "s.ipynb", "answer": "a.ipynb"}`), 0o644)
-	_ = os.WriteFile(filepath.Join(ansDir, "a.ipynb"), []byte(answer), 0o644)
-	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := exercisetest.Load(t, "sim", `{"id": "sim", "title": "s", "starter": "s.ipynb", "answer": "a.ipynb"}`, answer)
 	notebookOf := func(code string) []byte {
 		var nb map[string]any
 		_ = json.Unmarshal([]byte(answer), &nb)
@@ -66,11 +49,7 @@ func TestSimilarityReportHTTP(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := storetest.Open(t, d)
-			q := queue.New(db, nil)
-			subs := &submission.Service{DB: db, Queue: q, Catalog: cat}
-			srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Submissions: subs}
-			ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))
-			defer ts.Close()
+			ts, subs := testServer(t, db, cat)
 			_, teacher, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
 			var learnerTok string
 			for _, name := range []string{"a", "b", "c", "d"} {

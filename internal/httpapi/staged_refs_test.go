@@ -1,28 +1,19 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"mime/multipart"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/refreview"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // Test exercises of the runner tests: rxref has no reference file, so
@@ -35,24 +26,13 @@ const (
 // newLiveEnvAt is newLiveEnv over another exercise catalogue.
 func newLiveEnvAt(t *testing.T, dialect, exDir, ansDir string) (*liveEnv, *exercise.Catalog) {
 	t.Helper()
-	db := storetest.Open(t, dialect)
 	cat, err := exercise.Load(exDir, ansDir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	q := queue.New(db, log)
-	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
-		Dispatch:    &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log},
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := srv.HTTPServer(httpapi.DefaultTimeouts())
-	go func() { _ = hs.Serve(ln) }()
-	t.Cleanup(func() { _ = hs.Close() })
-	return &liveEnv{db: db, srv: srv, url: "http://" + ln.Addr().String(), ctx: t.Context()}, cat
+	e := newLiveEnvOn(t, dialect, cat, httpapi.DefaultTimeouts())
+	e.ctx = t.Context()
+	return e, cat
 }
 
 // withQ1Output is the leased notebook with graded cell q1's outputs
@@ -229,24 +209,10 @@ func decide(t *testing.T, e *liveEnv, token string, id int64, how string, want i
 // uploadAs submits nb to exercise as token's user and returns the id.
 func uploadAs(t *testing.T, e *liveEnv, token, exerciseID string, nb []byte) string {
 	t.Helper()
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	_ = mw.WriteField("exercise", exerciseID)
-	fw, _ := mw.CreateFormFile("notebook", "nb.ipynb")
-	_, _ = fw.Write(nb)
-	_ = mw.Close()
-	req, _ := http.NewRequest("POST", e.url+"/api/v1/submissions", &body)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	st, b := uploadConcurrent(e, token, exerciseID, nb)
 	var sub map[string]any
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &sub); resp.StatusCode != http.StatusAccepted || err != nil {
-		t.Fatalf("upload: %d %s", resp.StatusCode, b)
+	if err := json.Unmarshal([]byte(b), &sub); st != http.StatusAccepted || err != nil {
+		t.Fatalf("upload: %d %s", st, b)
 	}
 	return sub["id"].(string)
 }

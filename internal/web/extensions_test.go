@@ -1,36 +1,20 @@
 package web_test
 
 import (
-	"encoding/json"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
 // deadlineExercises copies ch1 with a deadline and a late penalty.
 func deadlineExercises(t *testing.T) (exercises, answers string) {
 	t.Helper()
-	dir := t.TempDir()
-	copyDir(t, "../../exercises/ch1", filepath.Join(dir, "exercises", "ch1"))
-	copyDir(t, "../../answers/ch1", filepath.Join(dir, "answers", "ch1"))
-	cfgPath := filepath.Join(dir, "exercises", "ch1", "exercise.json")
-	var cfg map[string]any
-	b, _ := os.ReadFile(cfgPath)
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["deadline"] = "2026-03-01T12:00:00Z"
-	cfg["late_penalty"] = []map[string]any{{"after": "0s", "multiplier": 0.5}}
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(dir, "exercises"), filepath.Join(dir, "answers")
+	return exercisetest.CopyWith(t, "../../exercises", "../../answers", "ch1", map[string]any{
+		"deadline": "2026-03-01T12:00:00Z", "late_penalty": []map[string]any{{"after": "0s", "multiplier": 0.5}}})
 }
 
 // TestExtensionPages: an instructor grants an extension on the page (a

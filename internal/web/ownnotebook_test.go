@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -24,27 +25,16 @@ import (
 // the attempts left, times to the second.
 func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	copyDir(t, "../../exercises/ch1", filepath.Join(dir, "exercises", "ch1"))
-	copyDir(t, "../../answers/ch1", filepath.Join(dir, "answers", "ch1"))
-	cfgPath := filepath.Join(dir, "exercises", "ch1", "exercise.json")
-	var cfg map[string]any
-	b, _ := os.ReadFile(cfgPath)
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
 	// q2 visible whatever the chapter says (its quiz items show details only after the deadline).
-	cfg["visibility"] = map[string]string{"q1": "hidden", "q2": "visible"}
-	cfg["deadline"] = "2999-01-02T03:04:05Z"
-	cfg["late_penalty"] = []map[string]any{{"after": "48h", "multiplier": 0.5}, {"after": "1h", "multiplier": 0.9}}
-	cfg["max_submissions"] = 3
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	exDir, ansDir := exercisetest.CopyWith(t, "../../exercises", "../../answers", "ch1", map[string]any{
+		"visibility":      map[string]string{"q1": "hidden", "q2": "visible"},
+		"deadline":        "2999-01-02T03:04:05Z",
+		"late_penalty":    []map[string]any{{"after": "48h", "multiplier": 0.5}, {"after": "1h", "multiplier": 0.9}},
+		"max_submissions": 3,
+	})
 	// The executed notebook: the answer with outputs on q1 and q2 and the
 	// probe seed the server records.
-	raw, err := os.ReadFile(filepath.Join(dir, "answers", "ch1", "01.05_chapter_practice_answer.ipynb"))
+	raw, err := os.ReadFile(filepath.Join(ansDir, "ch1", "01.05_chapter_practice_answer.ipynb"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +63,7 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			e := newEnvWith(t, d, filepath.Join(dir, "exercises"), filepath.Join(dir, "answers"))
+			e := newEnvWith(t, d, exDir, ansDir)
 			ada := e.user(t, "ada", domain.RoleLearner)
 			bob := e.user(t, "bob", domain.RoleLearner)
 			ctx := context.Background()

@@ -1,12 +1,9 @@
 package web_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/csv"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,23 +17,7 @@ import (
 // uploadRoster posts a roster file on the admin page's form.
 func uploadRoster(t *testing.T, c *http.Client, base, csrf, body string) (*http.Response, string) {
 	t.Helper()
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	if csrf != "" {
-		_ = mw.WriteField("csrf", csrf)
-	}
-	fw, _ := mw.CreateFormFile("roster", "roster.csv")
-	_, _ = io.WriteString(fw, body)
-	_ = mw.Close()
-	req, _ := http.NewRequest("POST", base+"/admin/users/import", &buf)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, string(b)
+	return postFile(t, c, base+"/admin/users/import", csrf, "roster", []byte(body))
 }
 
 // TestRosterUploadAndSections: an admin uploads a roster on the users

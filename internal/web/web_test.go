@@ -3,17 +3,13 @@ package web_test
 import (
 	"context"
 	"encoding/csv"
-	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -21,6 +17,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/notebook"
@@ -384,51 +381,17 @@ func TestRegradePages(t *testing.T) {
 	}
 }
 
-// copyDir copies a directory tree (small exercise folders).
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestLearnerPageRedactsHiddenDetails: a question with visibility hidden
 // shows its verdict to the learner but not its output or message; the
 // instructor sees everything.
 func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	copyDir(t, "../../exercises/ch1", filepath.Join(dir, "exercises", "ch1"))
-	copyDir(t, "../../answers/ch1", filepath.Join(dir, "answers", "ch1"))
-	cfgPath := filepath.Join(dir, "exercises", "ch1", "exercise.json")
-	var cfg map[string]any
-	b, _ := os.ReadFile(cfgPath)
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["visibility"] = map[string]string{"q1": "hidden"}
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	exDir, ansDir := exercisetest.CopyWith(t, "../../exercises", "../../answers", "ch1", map[string]any{
+		"visibility": map[string]string{"q1": "hidden"}})
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			e := newEnvWith(t, d, filepath.Join(dir, "exercises"), filepath.Join(dir, "answers"))
+			e := newEnvWith(t, d, exDir, ansDir)
 			learner := e.user(t, "ada", domain.RoleLearner)
 			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			ctx := context.Background()

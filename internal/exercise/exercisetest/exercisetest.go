@@ -7,6 +7,7 @@ package exercisetest
 
 import (
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -36,6 +37,82 @@ type Spec struct {
 	// NoReference leaves the reference file out (a server records it
 	// with a reference job instead).
 	NoReference bool
+}
+
+// Load writes an exercise as it stands in a course's folders, exercise.json
+// and answer as given (and no reference), and loads the catalogue holding it.
+func Load(t testing.TB, id, exerciseJSON, answer string) *exercise.Catalog {
+	t.Helper()
+	root := t.TempDir()
+	exDir, ansDir := filepath.Join(root, "ex", id), filepath.Join(root, "ans", id)
+	for _, d := range []string{exDir, ansDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(exDir, "exercise.json"), []byte(exerciseJSON), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ansDir, "a.ipynb"), []byte(answer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := exercise.Load(filepath.Join(root, "ex"), filepath.Join(root, "ans"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
+}
+
+// CopyWith copies exercise id from the catalogue folders exercises and
+// answers into a temporary pair, with fields set in its exercise.json (a
+// deadline, a visibility), and returns the copies' folders.
+func CopyWith(t testing.TB, exercises, answers, id string, fields map[string]any) (exercisesCopy, answersCopy string) {
+	t.Helper()
+	dir := t.TempDir()
+	exercisesCopy, answersCopy = filepath.Join(dir, "exercises"), filepath.Join(dir, "answers")
+	copyDir(t, filepath.Join(exercises, id), filepath.Join(exercisesCopy, id))
+	copyDir(t, filepath.Join(answers, id), filepath.Join(answersCopy, id))
+	cfgPath := filepath.Join(exercisesCopy, id, "exercise.json")
+	var cfg map[string]any
+	b, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range fields {
+		cfg[k] = v
+	}
+	if b, err = json.Marshal(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return exercisesCopy, answersCopy
+}
+
+// copyDir copies a small directory tree (an exercise folder).
+func copyDir(t testing.TB, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Stdout is a cell's output that printed s.
