@@ -3,7 +3,6 @@ package store_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
@@ -15,13 +14,6 @@ import (
 // person when graded is false, else graded by one with manual points.
 func scoreManual(t *testing.T, db *store.DB, userID int64, auto float64, graded bool, manual float64) string {
 	t.Helper()
-	ctx := context.Background()
-	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: userID, ExerciseID: "lab", ExerciseVersion: "v",
-		Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
-		Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
-	if err != nil {
-		t.Fatal(err)
-	}
 	q1 := domain.CellResult{CellID: "q1", Verdict: domain.VerdictPass, Counted: true, Points: auto, MaxPoints: 1}
 	if auto < 1 {
 		q1.Verdict, q1.Message = domain.VerdictMismatch, "wrong"
@@ -30,14 +22,7 @@ func scoreManual(t *testing.T, db *store.DB, userID int64, auto float64, graded 
 	if graded {
 		explain.Verdict, explain.Points = domain.VerdictManual, manual
 	}
-	err = db.InTx(ctx, func(tx *store.Tx) error {
-		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: auto + explain.Points, MaxScore: 3, Cells: []domain.CellResult{q1, explain}})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(2 * time.Millisecond)
-	return sub.ID
+	return saveGraded(t, db, userID, "lab", store.Grade{Score: auto + explain.Points, MaxScore: 3, Cells: []domain.CellResult{q1, explain}})
 }
 
 // TestGradebookCountsManualPending: a submission graded for its automatic

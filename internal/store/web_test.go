@@ -81,6 +81,16 @@ func TestWebSessions(t *testing.T) {
 // gradeAt stores a graded submission with a score.
 func gradeAt(t *testing.T, db *store.DB, userID int64, ex string, score, max float64) string {
 	t.Helper()
+	return saveGraded(t, db, userID, ex, store.Grade{Score: score, MaxScore: max, Cells: []domain.CellResult{
+		{CellID: "q1", Verdict: map[bool]string{true: domain.VerdictPass, false: domain.VerdictMismatch}[score == max], Counted: true,
+			Points: score, MaxPoints: max, Message: "m"}}})
+}
+
+// saveGraded stores userID's submission of ex with the grade g and returns
+// its id; submissions saved one after another get distinct created_at, so
+// "latest" is well defined.
+func saveGraded(t *testing.T, db *store.DB, userID int64, ex string, g store.Grade) string {
+	t.Helper()
 	ctx := context.Background()
 	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: userID, ExerciseID: ex, ExerciseVersion: "v",
 		Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
@@ -88,15 +98,11 @@ func gradeAt(t *testing.T, db *store.DB, userID int64, ex string, score, max flo
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = db.InTx(context.Background(), func(tx *store.Tx) error {
-		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: score, MaxScore: max, Cells: []domain.CellResult{
-			{CellID: "q1", Verdict: map[bool]string{true: domain.VerdictPass, false: domain.VerdictMismatch}[score == max], Counted: true,
-				Points: score, MaxPoints: max, Message: "m"}}})
-	})
-	if err != nil {
+	g.SubmissionID = sub.ID
+	if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * time.Millisecond) // distinct created_at, so "latest" is well defined
+	time.Sleep(2 * time.Millisecond)
 	return sub.ID
 }
 
