@@ -1,14 +1,13 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -19,21 +18,8 @@ func TestWebGrantExtension(t *testing.T) {
 	chromiumPath(t)
 	t.Parallel()
 	// ch1 with a deadline, served from a copy.
-	dir := t.TempDir()
-	copyTree(t, filepath.Join(repoRoot, "exercises", "ch1"), filepath.Join(dir, "exercises", "ch1"))
-	copyTree(t, filepath.Join(repoRoot, "answers", "ch1"), filepath.Join(dir, "answers", "ch1"))
-	cfgPath := filepath.Join(dir, "exercises", "ch1", "exercise.json")
-	var cfg map[string]any
-	b, _ := os.ReadFile(cfgPath)
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["deadline"] = "2026-03-01T12:00:00Z"
-	cfg["late_penalty"] = []map[string]any{{"after": "0s", "multiplier": 0.5}}
-	b, _ = json.Marshal(cfg)
-	if err := os.WriteFile(cfgPath, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	exDir, ansDir := exercisetest.CopyWith(t, filepath.Join(repoRoot, "exercises"), filepath.Join(repoRoot, "answers"), "ch1", map[string]any{
+		"deadline": "2026-03-01T12:00:00Z", "late_penalty": []map[string]any{{"after": "0s", "multiplier": 0.5}}})
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
@@ -41,7 +27,7 @@ func TestWebGrantExtension(t *testing.T) {
 			learnerTok := addUser(t, dbURL, "ada", "learner")
 			teacherTok := addUser(t, dbURL, "teacher", "instructor")
 			s := startServer(t, dbURL, "--local-runner", "0",
-				"--exercises", filepath.Join(dir, "exercises"), "--answers", filepath.Join(dir, "answers"))
+				"--exercises", exDir, "--answers", ansDir)
 			defer s.stop()
 
 			in := newTab(t, s.url)
@@ -93,27 +79,5 @@ func TestWebGrantExtension(t *testing.T) {
 				t.Error("the learner's page still shows the extension")
 			}
 		})
-	}
-}
-
-// copyTree copies a small directory tree (an exercise folder).
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }

@@ -415,23 +415,7 @@ const onePixelPNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGN
 // notebook and feedback are hostile, as a learner's code could make them.
 func seedHostileSubmission(t *testing.T, dbURL, learner string) string {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	u, err := db.UserByName(ctx, learner)
-	if err != nil {
-		t.Fatal(err)
-	}
 	answer := readFile(t, filepath.Join(repoRoot, "answers/ch1/01.05_chapter_practice_answer.ipynb"))
-	q := queue.New(db, nil)
-	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "test",
-		Upload: answer, Rebuilt: answer, MaxAttempts: 1, Enqueue: q.Enqueue})
-	if err != nil {
-		t.Fatal(err)
-	}
 	html := `<b id="bold-in-frame">bold HTML</b><script>parent.postMessage('script-ran','*'); document.title='pwned'</script>` +
 		`<img src="x" onerror="parent.postMessage('onerror-ran','*')"><a href="javascript:parent.postMessage('js-url','*')">link</a>`
 	svg := `<svg xmlns="http://www.w3.org/2000/svg" onload="parent.postMessage('svg-ran','*')"><script>window.pwned='svg'</script></svg>`
@@ -452,16 +436,37 @@ func seedHostileSubmission(t *testing.T, dbURL, learner string) string {
 	if _, err := base64.StdEncoding.DecodeString(onePixelPNG); err != nil {
 		t.Fatal(err)
 	}
-	err = db.InTx(context.Background(), func(tx *store.Tx) error {
-		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: 0, MaxScore: 1, Profile: "cpu", RunnerID: "test",
-			Executed: []byte(executed), Cells: []domain.CellResult{{
-				CellID: "q1", Verdict: domain.VerdictMismatch, Points: 0, MaxPoints: 1, Counted: true,
-				Message:  `<img src=x onerror=window.pwned=5>`,
-				Observed: `<script>window.pwned=6</script>`,
-				Diff:     "- <b onmouseover=\"window.pwned=7\">expected</b>\n+ <script>window.pwned=6</script>",
-			}}})
-	})
+	return seedGraded(t, dbURL, learner, "ch1", answer, store.Grade{Score: 0, MaxScore: 1, Profile: "cpu", RunnerID: "test",
+		Executed: []byte(executed), Cells: []domain.CellResult{{
+			CellID: "q1", Verdict: domain.VerdictMismatch, Points: 0, MaxPoints: 1, Counted: true,
+			Message:  `<img src=x onerror=window.pwned=5>`,
+			Observed: `<script>window.pwned=6</script>`,
+			Diff:     "- <b onmouseover=\"window.pwned=7\">expected</b>\n+ <script>window.pwned=6</script>",
+		}}})
+}
+
+// seedGraded stores learner's submission of exerciseID (answer as upload
+// and rebuilt notebook) with the grade g, as if a runner had scored it,
+// and returns its id.
+func seedGraded(t *testing.T, dbURL, learner, exerciseID string, answer []byte, g store.Grade) string {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbURL, nil)
 	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	u, err := db.UserByName(ctx, learner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: exerciseID, ExerciseVersion: "test",
+		Upload: answer, Rebuilt: answer, MaxAttempts: 1, Enqueue: queue.New(db, nil).Enqueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.SubmissionID = sub.ID
+	if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
 		t.Fatal(err)
 	}
 	return sub.ID

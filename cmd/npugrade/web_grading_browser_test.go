@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -26,39 +24,18 @@ import (
 // for a person; explanation is the learner's Markdown.
 func seedManualSubmission(t *testing.T, dbURL, learner, explanation string) string {
 	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	u, err := db.UserByName(ctx, learner)
-	if err != nil {
-		t.Fatal(err)
-	}
 	answer := readFile(t, filepath.Join(manualFixtures, "answers", "manual", "manual_answer.ipynb"))
-	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "manual", ExerciseVersion: "test",
-		Upload: answer, Rebuilt: answer, MaxAttempts: 1, Enqueue: queue.New(db, nil).Enqueue})
-	if err != nil {
-		t.Fatal(err)
-	}
 	executed := fmt.Sprintf(`{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
 	 {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "solution": true}}, "execution_count": 1, "source": "def add(a, b):\n    return a + b", "outputs": []},
 	 {"cell_type": "code", "id": "q1-check", "metadata": {"grader": {"id": "q1-check", "points": 1}}, "execution_count": 2, "source": "print(add(1, 1))",
 	  "outputs": [{"output_type": "stream", "name": "stdout", "text": "2\n"}]},
 	 {"cell_type": "markdown", "id": "explain", "metadata": {"grader": {"id": "explain", "solution": true}}, "source": %q}
 	]}`, explanation)
-	err = db.InTx(ctx, func(tx *store.Tx) error {
-		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 3, Profile: "cpu", RunnerID: "test",
-			Message: "all graded cells pass; 1 questions wait for manual grading", Executed: []byte(executed), Cells: []domain.CellResult{
-				{CellID: "q1-check", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true, Message: "output matches"},
-				{CellID: "explain", Verdict: domain.VerdictNeedsManual, MaxPoints: 2, Counted: true, Message: "this question is graded by an instructor"},
-			}})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sub.ID
+	return seedGraded(t, dbURL, learner, "manual", answer, store.Grade{Score: 1, MaxScore: 3, Profile: "cpu", RunnerID: "test",
+		Message: "all graded cells pass; 1 questions wait for manual grading", Executed: []byte(executed), Cells: []domain.CellResult{
+			{CellID: "q1-check", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true, Message: "output matches"},
+			{CellID: "explain", Verdict: domain.VerdictNeedsManual, MaxPoints: 2, Counted: true, Message: "this question is graded by an instructor"},
+		}})
 }
 
 // TestWebGradeManualCell (also releasing feedback and answering a regrade
