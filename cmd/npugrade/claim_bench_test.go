@@ -249,7 +249,14 @@ func BenchmarkClaim(b *testing.B) {
 	dbURL := storetest.URL(b, "postgres")
 	addUserTB(b, dbURL, "learner", "learner")
 	token := addUserTB(b, dbURL, "runners", "runner")
-	s := startBenchServer(b, dbURL, "--lease-ttl", "1h")
+	extra := []string{"--lease-ttl", "1h"}
+	// NPUGRADE_BENCH_CPUPROFILE=FILE profiles the server (pprof) for the
+	// whole run, to see where a claim's CPU goes.
+	prof := os.Getenv("NPUGRADE_BENCH_CPUPROFILE")
+	if prof != "" {
+		extra = append(extra, "--cpu-profile", prof)
+	}
+	s := startBenchServer(b, dbURL, extra...)
 	db, err := store.Connect(context.Background(), dbURL)
 	if err != nil {
 		b.Fatal(err)
@@ -288,6 +295,11 @@ func BenchmarkClaim(b *testing.B) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+	if prof != "" {
+		_ = s.cmd.Process.Signal(os.Interrupt)
+		_ = s.cmd.Wait()
+		fmt.Printf("claim: server CPU profile in %s (go tool pprof)\n", prof)
+	}
 }
 
 // httpClaims has every runner claim until the queue answers 204, and

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
 	var o serveOptions
 	o.dbURL = fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
+	o.dbConns = fs.IntMin("db-conns", store.DefaultPoolSize, 1, "Postgres connections this server opens at most (at least the runners claiming at once; several servers share max_connections)")
 	o.local = fs.IntMin("local-runner", 1, 0, "in-process runner slots (0 = none)")
 	o.leaseTTL = fs.DurationMin("lease-ttl", time.Minute, time.Second, "job lease length; heartbeats extend it")
 	o.exDir = fs.String("exercises", "exercises", "exercise configs and starters")
@@ -50,6 +52,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.metricsToken = fs.String("metrics-token", envOr("NPUGRADE_METRICS_TOKEN", ""), "bearer token that GET /metrics needs on the main listener (default: /metrics is not served there)")
 	o.uploadLimit = fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
+	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file when serve stops (make bench)")
 	logLevel := fs.LogLevel()
 	o.jupyter = fs.String("jupyter", "", "jupyter command for the in-process runner (default /usr/bin/jupyter or PATH)")
 	o.envFor = envFlags(fs)
@@ -59,6 +62,14 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	o.log = newLogger(stderr, *logLevel)
+	if *cpuProfile != "" {
+		stop, err := startCPUProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade serve: --cpu-profile:", err)
+			return exitError
+		}
+		defer stop()
+	}
 	app, err := openServe(ctx, o)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade serve:", err)
@@ -91,7 +102,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 type serveOptions struct {
 	dbURL, exDir, ansDir, uploadLimit, jupyter *string
 	metricsAddr, metricsToken                  *string
-	local                                      *int
+	local, dbConns                             *int
 	leaseTTL, cellTimeout, jobTimeout          *time.Duration
 	maxUpload                                  *int64
 	envFor                                     envChooser
@@ -130,6 +141,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	if err != nil {
 		return nil, err
 	}
+	db.SetPoolSize(*o.dbConns)
 	// A manual cell's rubric that changed since the last start is
 	// re-applied to every submission graded with it (and on record).
 	if err := (grade.Manual{DB: db}).SyncRubrics(ctx, cat); err != nil {
@@ -282,6 +294,19 @@ func parseUploadLimit(v string) (store.UploadWindow, error) {
 }
 
 // serveMetrics serves h at /metrics on its own listener.
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); _ = f.Close() }, nil
+}
+
 func serveMetrics(addr string, h http.Handler) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -43,7 +43,13 @@ func (d *Dispatcher) ttl() time.Duration {
 
 // Claim waits up to wait for a job this runner can run and leases it.
 func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match domain.Matcher, wait time.Duration) (*domain.Lease, error) {
-	c, err := d.Queue.ClaimWait(ctx, runnerID, match, d.ttl(), wait)
+	return d.ClaimOwned(ctx, 0, runnerID, match, wait)
+}
+
+// ClaimOwned is Claim for a runner that must be registered to user owner
+// (0: not checked): see queue.Queue.ClaimWaitOwned.
+func (d *Dispatcher) ClaimOwned(ctx context.Context, owner int64, runnerID string, match domain.Matcher, wait time.Duration) (*domain.Lease, error) {
+	c, err := d.Queue.ClaimWaitOwned(ctx, owner, runnerID, match, d.ttl(), wait)
 	if err != nil || c == nil {
 		return nil, err
 	}

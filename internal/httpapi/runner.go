@@ -151,44 +151,33 @@ func (s *Server) claimJob(c *gin.Context) {
 		s.problem(c, domain.Errorf(domain.EINVALID, "invalid claim: %v", err))
 		return
 	}
-	// One statement checks that the runner is the caller's, records the
-	// poll and reads whether it drains (the per-claim work is what limits
-	// claims per second, see make bench).
 	if !cleanText(req.RunnerID, maxParamBytes) {
 		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %s is not registered with this token; register first", store.Printable(truncate(req.RunnerID, 64))))
 		return
 	}
-	found, draining, err := s.DB.TouchOwnRunner(c.Request.Context(), req.RunnerID, currentUser(c).ID)
-	if err != nil {
-		s.problem(c, err)
-		return
-	}
-	if !found {
-		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered with this token; register first", req.RunnerID))
-		return
-	}
+	// The report routes the claim; the claim statement itself checks that
+	// the runner is the caller's, records the poll and reads whether it
+	// drains (one statement per claim: the per-claim work is what limits
+	// claims per second, see make bench).
 	rep, ok := s.runnerReports().get(req.RunnerID)
 	if !ok {
 		rep, ok = s.DB.RunnerReport(c.Request.Context(), req.RunnerID)
 	}
-	if !ok {
-		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered; register first", req.RunnerID))
-		return
+	if ok && rep.Verdict == "unsupported" && rep.Profile != "cpu" {
+		// Said only to the runner's own token (others get 404 from the claim).
+		own, _, err := s.DB.TouchOwnRunner(c.Request.Context(), req.RunnerID, currentUser(c).ID)
+		if err == nil && own {
+			s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner %q reported an unsupported environment; it gets no jobs", req.RunnerID))
+			return
+		}
 	}
-	if rep.Verdict == "unsupported" && rep.Profile != "cpu" {
-		s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner %q reported an unsupported environment; it gets no jobs", req.RunnerID))
+	if !ok {
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered with this token; register first", req.RunnerID))
 		return
 	}
 	wait := time.Duration(req.WaitSeconds * float64(time.Second))
 	if wait <= 0 || wait > runnerproto.MaxPoll {
 		wait = runnerproto.MaxPoll
-	}
-	if draining {
-		// No new jobs; answer after a short pause so that a runner that
-		// keeps asking does not spin.
-		sleepCtx(c.Request.Context(), min(wait, 2*time.Second))
-		c.Status(http.StatusNoContent)
-		return
 	}
 	// A shutting-down server answers its long polls at once (204) instead
 	// of holding Shutdown for up to MaxPoll.
@@ -203,7 +192,18 @@ func (s *Server) claimJob(c *gin.Context) {
 			}
 		}()
 	}
-	l, err := s.Dispatch.Claim(ctx, req.RunnerID, matcher(rep), wait)
+	l, err := s.Dispatch.ClaimOwned(ctx, currentUser(c).ID, req.RunnerID, matcher(rep), wait)
+	if errors.Is(err, store.ErrRunnerDraining) {
+		// No new jobs; answer after a short pause so that a runner that
+		// keeps asking does not spin.
+		sleepCtx(c.Request.Context(), min(wait, 2*time.Second))
+		c.Status(http.StatusNoContent)
+		return
+	}
+	if errors.Is(err, store.ErrRunnerUnknown) {
+		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered with this token; register first", req.RunnerID))
+		return
+	}
 	if err != nil {
 		s.problem(c, err)
 		return
@@ -242,13 +242,15 @@ func writeLease(c *gin.Context, l *domain.Lease) {
 		return
 	}
 	i += len(`"notebook":`)
+	// One buffer, one write with its length: the parts written one by one
+	// went out as chunks, a system call each.
+	out := make([]byte, 0, len(b)+len(nb))
+	out = append(append(append(out, b[:i]...), nb...), b[i+len(leaseNotebookMark):]...)
 	c.Header("Content-Type", "application/json; charset=utf-8")
+	c.Header("Content-Length", strconv.Itoa(len(out)))
 	c.Status(http.StatusOK)
-	for _, part := range [][]byte{b[:i], nb, b[i+len(leaseNotebookMark):]} {
-		if _, err := c.Writer.Write(part); err != nil {
-			return // the runner hung up; its lease runs out and the reaper returns the job
-		}
-	}
+	// An error is the runner hanging up; its lease runs out and the reaper returns the job.
+	_, _ = c.Writer.Write(out)
 }
 
 // leaseNotebookMark stands for the notebook while the rest of a lease is

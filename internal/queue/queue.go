@@ -165,12 +165,18 @@ func (q *Queue) runnable(ctx context.Context, match domain.Matcher) (all bool, r
 // Claim leases the oldest highest-priority queued job that match accepts.
 // It returns (nil, nil) when there is none.
 func (q *Queue) Claim(ctx context.Context, runnerID string, match domain.Matcher, ttl time.Duration) (*Claimed, error) {
+	return q.claim(ctx, 0, runnerID, match, ttl)
+}
+
+// claim is Claim for a runner that must be registered to user owner
+// (0: not checked; see store.Claim.Owner).
+func (q *Queue) claim(ctx context.Context, owner int64, runnerID string, match domain.Matcher, ttl time.Duration) (*Claimed, error) {
 	all, reqs, err := q.runnable(ctx, match)
 	if err != nil {
 		return nil, err
 	}
 	c, err := q.db.ClaimJob(ctx, store.Claim{RunnerID: runnerID, Token: auth.RandomID(16), Expires: q.db.Now().Add(ttl),
-		Any: all, Requires: reqs})
+		Any: all, Requires: reqs, Owner: owner})
 	if err != nil || c == nil {
 		return nil, err
 	}
@@ -181,12 +187,20 @@ func (q *Queue) Claim(ctx context.Context, runnerID string, match domain.Matcher
 // by Notify or a Postgres notification (wake.go), re-querying by itself
 // only as a safety net.
 func (q *Queue) ClaimWait(ctx context.Context, runnerID string, match domain.Matcher, ttl, wait time.Duration) (*Claimed, error) {
+	return q.ClaimWaitOwned(ctx, 0, runnerID, match, ttl, wait)
+}
+
+// ClaimWaitOwned is ClaimWait for a remote runner, which must be
+// registered to user owner: every claim checks that in its own statement
+// and fails with store.ErrRunnerUnknown, or store.ErrRunnerDraining once
+// the runner drains.
+func (q *Queue) ClaimWaitOwned(ctx context.Context, owner int64, runnerID string, match domain.Matcher, ttl, wait time.Duration) (*Claimed, error) {
 	w, e := q.addWaiter(match)
 	defer q.removeWaiter(w, e)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		c, err := q.Claim(ctx, runnerID, match, ttl)
+		c, err := q.claim(ctx, owner, runnerID, match, ttl)
 		if err != nil {
 			return nil, err
 		}

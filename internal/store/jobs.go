@@ -109,116 +109,26 @@ type Claim struct {
 	// one of Requires are taken.
 	Any      bool
 	Requires []domain.Requirement
+	// Owner, when not zero, is the user RunnerID must be registered to
+	// (a runner token acts only as its own runners). The claim checks
+	// it, records the poll (runners.last_seen) and takes nothing for a
+	// draining runner, in the same statement: ErrRunnerUnknown,
+	// ErrRunnerDraining. Zero (in-process runners) checks nothing.
+	Owner int64
 }
+
+// Errors of a claim with an Owner.
+var (
+	// ErrRunnerUnknown: the runner is not registered to the claim's owner (ENOTFOUND).
+	ErrRunnerUnknown error = &domain.Error{Code: domain.ENOTFOUND, Message: "the runner is not registered with this token; register first"}
+	// ErrRunnerDraining: the runner drains; it gets no new job.
+	ErrRunnerDraining = errors.New("the runner is draining")
+)
 
 // Claimed is a leased job and the notebook it runs.
 type Claimed struct {
 	Job     domain.Job
 	Payload []byte
-}
-
-// claimedRow is what the claim statement returns: the leased job and its payload.
-type claimedRow struct {
-	Job     jobRow `gorm:"embedded"`
-	Payload []byte
-}
-
-// claimPostgres is the whole claim as one statement: pick the first
-// queued job in claim order that this runner may take, skipping rows
-// other claimers hold locked (FOR UPDATE SKIP LOCKED, so 64 claimers never
-// wait on one another and never get the same row), lease it, mark its
-// submission running and return it with its payload. The index
-// jobs_queued_order (migration 00010) serves the pick. %s is the
-// requirement filter.
-const claimPostgres = `WITH leased AS (
-  UPDATE jobs SET state = 'leased', lease_token = @token, runner_id = @runner, lease_expires_at = @expires,
-    attempt = attempt + 1, updated_at = @now
-  WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND not_before <= @now%s
-    ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-  RETURNING *
-), running AS (
-  UPDATE submissions s SET status = 'running', started_at = @now, runner_id = @runner
-  FROM leased WHERE s.id = leased.submission_id AND s.status IN ('queued', 'running')
-)
-SELECT leased.*, b.data AS payload FROM leased LEFT JOIN blobs b ON b.sha256 = leased.payload_sha256`
-
-// ClaimStatement is the Postgres claim statement for a runner of the
-// requirement keys requiresSQL (an SQL list such as ('{}')), with named
-// parameters @token, @runner, @expires and @now: make bench runs exactly
-// this under pgbench as the baseline of the claim benchmark.
-func ClaimStatement(requiresSQL string) string {
-	return fmt.Sprintf(claimPostgres, " AND requires IN "+requiresSQL)
-}
-
-// claimSQLite is the same pick and lease on SQLite, which has one writer
-// (a claim cannot interleave with another) and no data-modifying WITH:
-// the lease is one UPDATE … RETURNING, the submission and payload follow
-// in the same transaction.
-const claimSQLite = `UPDATE jobs SET state = 'leased', lease_token = @token, runner_id = @runner, lease_expires_at = @expires,
-    attempt = attempt + 1, updated_at = @now
-  WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND not_before <= @now%s
-    ORDER BY priority DESC, id LIMIT 1)
-  RETURNING *`
-
-// ClaimJob leases the first queued job in claim order (highest priority,
-// then oldest) that c allows, marks its submission running and returns it
-// with its payload. It returns (nil, nil) when there is none.
-func (db *DB) ClaimJob(ctx context.Context, c Claim) (*Claimed, error) {
-	if !c.Any && len(c.Requires) == 0 {
-		return nil, nil
-	}
-	now := db.Now()
-	args := map[string]any{"token": c.Token, "runner": c.RunnerID, "expires": c.Expires, "now": now}
-	filter := ""
-	if !c.Any {
-		keys := make([]string, len(c.Requires))
-		for i, r := range c.Requires {
-			keys[i] = requirementKey(r)
-		}
-		filter, args["requires"] = " AND requires IN @requires", keys
-	}
-	var rows []claimedRow
-	if db.Dialect == "postgres" {
-		if err := db.gorm.WithContext(ctx).Raw(fmt.Sprintf(claimPostgres, filter), args).Scan(&rows).Error; err != nil {
-			return nil, fmt.Errorf("claim a job: %w", translate(err))
-		}
-	} else if err := db.claimSQLite(ctx, fmt.Sprintf(claimSQLite, filter), args, &rows); err != nil {
-		return nil, err
-	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	r := rows[0]
-	if r.Payload == nil {
-		// The lease stays and the reaper returns it; blobs are never
-		// deleted, so this is a broken database, said clearly.
-		return nil, fmt.Errorf("claim job %d: payload %s: %w", r.Job.ID, r.Job.PayloadSHA256, ErrNotFound)
-	}
-	return &Claimed{Job: r.Job.job(), Payload: r.Payload}, nil
-}
-
-func (db *DB) claimSQLite(ctx context.Context, stmt string, args map[string]any, rows *[]claimedRow) error {
-	return translate(db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		var leased []jobRow
-		if err := tx.Raw(stmt, args).Scan(&leased).Error; err != nil {
-			return fmt.Errorf("claim a job: %w", err)
-		}
-		if len(leased) == 0 {
-			return nil
-		}
-		row := leased[0]
-		if row.SubmissionID != nil {
-			if err := db.markRunning(tx, *row.SubmissionID, row.RunnerID); err != nil {
-				return err
-			}
-		}
-		var blob blobRow
-		if err := tx.Where("sha256 = ?", row.PayloadSHA256).Limit(1).Find(&blob).Error; err != nil {
-			return fmt.Errorf("read payload of job %d: %w", row.ID, err)
-		}
-		*rows = []claimedRow{{Job: row, Payload: blob.Data}}
-		return nil
-	}))
 }
 
 // leased is the fence of every write on a leased job.

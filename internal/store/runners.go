@@ -227,6 +227,3 @@ SELECT draining, last_seen FROM r`, id, userID, now, now.Add(-lastSeenResolution
 	return true, rows[0].Draining, nil
 }
 
-// lastSeenResolution is how stale runners.last_seen may be (the fleet
-// page calls a runner stale after two minutes).
-const lastSeenResolution = 5 * time.Second
