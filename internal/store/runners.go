@@ -226,4 +226,3 @@ SELECT draining, last_seen FROM r`, id, userID, now, now.Add(-lastSeenResolution
 	}
 	return true, rows[0].Draining, nil
 }
-
