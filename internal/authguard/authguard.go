@@ -59,11 +59,20 @@ type logState struct {
 // whatever its token. The limit and the token are read in one statement
 // (store.Authenticate): one round trip per request.
 func (g *Guard) User(ctx context.Context, addr, path, token string) (domain.User, error) {
-	n, w := g.limits()
+	_, w := g.Limits()
 	a, err := g.DB.Authenticate(ctx, token, addr, w)
 	if err != nil {
 		return domain.User{}, err
 	}
+	return g.Admit(ctx, addr, path, token, a)
+}
+
+// Admit decides on an authentication read elsewhere (a runner's claim
+// authenticates in the claim's statement, store.ClaimAuth): an address
+// over the limit is refused (*Throttled), a bad token is counted and
+// refused (EUNAUTHORIZED), a good one gives its user.
+func (g *Guard) Admit(ctx context.Context, addr, path, token string, a store.TokenCheck) (domain.User, error) {
+	n, w := g.Limits()
 	if a.Failures >= n {
 		wait := max(a.WindowStart.Add(w).Sub(g.DB.Now()), time.Second)
 		return domain.User{}, &Throttled{RetryAfter: wait,
@@ -79,7 +88,8 @@ func (g *Guard) User(ctx context.Context, addr, path, token string) (domain.User
 	return a.User, nil
 }
 
-func (g *Guard) limits() (int, time.Duration) {
+// Limits are the failed sign-ins allowed per address and window.
+func (g *Guard) Limits() (int, time.Duration) {
 	n, w := g.Failures, g.Window
 	if n <= 0 {
 		n = DefaultFailures
@@ -91,7 +101,7 @@ func (g *Guard) limits() (int, time.Duration) {
 }
 
 func (g *Guard) failed(ctx context.Context, addr, path string) {
-	n, w := g.limits()
+	n, w := g.Limits()
 	fails, _, err := g.DB.RecordAuthFailure(ctx, addr, w)
 	if err != nil && g.Log != nil {
 		g.Log.Warn("counting a failed authentication", "addr", addr, "err", err)

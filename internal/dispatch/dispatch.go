@@ -53,6 +53,22 @@ func (d *Dispatcher) ClaimOwned(ctx context.Context, owner int64, runnerID strin
 	if err != nil || c == nil {
 		return nil, err
 	}
+	return d.lease(ctx, runnerID, c)
+}
+
+// ClaimAs is Claim for a caller not authenticated yet: see
+// queue.Queue.ClaimWaitAs.
+func (d *Dispatcher) ClaimAs(ctx context.Context, a store.ClaimAuth, admit func(store.TokenCheck) (int64, error),
+	runnerID string, match domain.Matcher, wait time.Duration) (*domain.Lease, error) {
+	c, err := d.Queue.ClaimWaitAs(ctx, a, admit, runnerID, match, d.ttl(), wait)
+	if err != nil || c == nil {
+		return nil, err
+	}
+	return d.lease(ctx, runnerID, c)
+}
+
+// lease is the lease a runner gets for c.
+func (d *Dispatcher) lease(ctx context.Context, runnerID string, c *queue.Claimed) (*domain.Lease, error) {
 	ex, err := d.Catalog.Get(c.Job.ExerciseID)
 	if err != nil {
 		// The exercise was removed while the job waited: fail it for good.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/auth"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 )
@@ -47,19 +48,21 @@ func extendWrite(c *gin.Context, d time.Duration) {
 // as many goroutines and connections.
 const MaxPollsPerToken = 64
 
-// pollLimiter counts open long polls per runner token in this process
-// (each process bounds its own connections).
+// pollLimiter counts open long polls per runner token (by its hash) in
+// this process (each process bounds its own connections). A claim holds
+// its place before the token is checked (the claim's statement checks
+// it); a bad token's place goes with its 401.
 type pollLimiter struct {
 	mu   sync.Mutex
-	open map[int64]int
+	open map[string]int
 }
 
-// acquire reserves a poll for user, or reports that it holds too many.
-func (p *pollLimiter) acquire(user int64) (release func(), ok bool) {
+// acquire reserves a poll for token hash user, or reports that it holds too many.
+func (p *pollLimiter) acquire(user string) (release func(), ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.open == nil {
-		p.open = map[int64]int{}
+		p.open = map[string]int{}
 	}
 	if p.open[user] >= MaxPollsPerToken {
 		return nil, false
@@ -76,8 +79,8 @@ func (p *pollLimiter) acquire(user int64) (release func(), ok bool) {
 
 // boundPoll is claimJob's guard: it refuses a poll beyond the token's
 // bound with 429 and lets the others write past WriteTimeout.
-func (s *Server) boundPoll(c *gin.Context) (release func(), ok bool) {
-	release, ok = s.polls.acquire(currentUser(c).ID)
+func (s *Server) boundPoll(c *gin.Context, token string) (release func(), ok bool) {
+	release, ok = s.polls.acquire(auth.HashToken(token))
 	if !ok {
 		c.Header("Retry-After", "5")
 		s.problem(c, domain.Errorf(domain.ERATELIMIT, "this runner token already holds %d open claims", MaxPollsPerToken))

@@ -24,9 +24,10 @@ import (
 // runnerRoutes mounts the runner protocol (api/openapi.yaml, /api/runner/v1).
 // Only runner tokens are accepted here.
 func (s *Server) runnerRoutes(r *gin.Engine) {
+	// A claim authenticates in its own statement (claimJob).
+	r.POST(runnerproto.BasePath+"/jobs/claim", s.claimJob)
 	g := r.Group(runnerproto.BasePath, s.authenticate(true))
 	g.POST("/register", s.registerRunner)
-	g.POST("/jobs/claim", s.claimJob)
 	g.POST("/jobs/:id/heartbeat", s.heartbeatJob)
 	g.POST("/jobs/:id/complete", s.completeJob)
 	g.POST("/jobs/:id/fail", s.failJob)
@@ -140,39 +141,24 @@ func (rs *runnerState) get(id string) (envprobe.Report, bool) {
 // matcher routes by the runner's attested environment.
 func matcher(rep envprobe.Report) domain.Matcher { return rep.Satisfies }
 
+// claimJob leases a job to a runner, long-polling up to the wait it asks
+// for. The claim's statement also authenticates the token and checks
+// that the runner is its own and not draining (store.ClaimAuth): a claim
+// that finds a job is one statement, where it was four (the per-claim
+// work is what limits claims per second, see make bench). Refused tokens
+// get authenticate's answers (401, 429, 403) all the same.
 func (s *Server) claimJob(c *gin.Context) {
-	release, ok := s.boundPoll(c)
+	token, ok := s.bearer(c)
+	if !ok {
+		return
+	}
+	release, ok := s.boundPoll(c, token)
 	if !ok {
 		return
 	}
 	defer release()
-	var req runnerproto.ClaimRequest
-	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, domain.Errorf(domain.EINVALID, "invalid claim: %v", err))
-		return
-	}
-	if !cleanText(req.RunnerID, maxParamBytes) {
-		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %s is not registered with this token; register first", store.Printable(truncate(req.RunnerID, 64))))
-		return
-	}
-	// The report routes the claim; the claim statement itself checks that
-	// the runner is the caller's, records the poll and reads whether it
-	// drains (one statement per claim: the per-claim work is what limits
-	// claims per second, see make bench).
-	rep, ok := s.runnerReports().get(req.RunnerID)
+	req, rep, ok := s.claimRequest(c, token)
 	if !ok {
-		rep, ok = s.DB.RunnerReport(c.Request.Context(), req.RunnerID)
-	}
-	if ok && rep.Verdict == "unsupported" && rep.Profile != "cpu" {
-		// Said only to the runner's own token (others get 404 from the claim).
-		own, _, err := s.DB.TouchOwnRunner(c.Request.Context(), req.RunnerID, currentUser(c).ID)
-		if err == nil && own {
-			s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner %q reported an unsupported environment; it gets no jobs", req.RunnerID))
-			return
-		}
-	}
-	if !ok {
-		s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered with this token; register first", req.RunnerID))
 		return
 	}
 	wait := time.Duration(req.WaitSeconds * float64(time.Second))
@@ -192,7 +178,27 @@ func (s *Server) claimJob(c *gin.Context) {
 			}
 		}()
 	}
-	l, err := s.Dispatch.ClaimOwned(ctx, currentUser(c).ID, req.RunnerID, matcher(rep), wait)
+	g := s.guard()
+	n, w := g.Limits()
+	var refused error
+	admit := func(t store.TokenCheck) (int64, error) {
+		u, err := g.Admit(ctx, c.ClientIP(), c.Request.URL.Path, token, t)
+		if err == nil {
+			err = roleAllowed(u, true)
+		}
+		if err != nil {
+			refused = err
+			return 0, err
+		}
+		c.Set(userKey, u)
+		return u.ID, nil
+	}
+	l, err := s.Dispatch.ClaimAs(ctx, store.ClaimAuth{Token: token, Addr: c.ClientIP(), Window: w, MaxFailures: n, Role: domain.RoleRunner},
+		admit, req.RunnerID, matcher(rep), wait)
+	if refused != nil {
+		s.authProblem(c, refused)
+		return
+	}
 	if errors.Is(err, store.ErrRunnerDraining) {
 		// No new jobs; answer after a short pause so that a runner that
 		// keeps asking does not spin.
@@ -222,6 +228,63 @@ func (s *Server) claimJob(c *gin.Context) {
 		return
 	}
 	writeLease(c, l)
+}
+
+// claimRequest reads a claim's body and its runner's report. A claim it
+// refuses is authenticated first, so that a bad token still gets 401.
+func (s *Server) claimRequest(c *gin.Context, token string) (req runnerproto.ClaimRequest, rep envprobe.Report, ok bool) {
+	refuse := func(err error) {
+		if _, ok := s.plainAuth(c, token); ok {
+			s.problem(c, err)
+		}
+	}
+	if err := c.ShouldBindJSON(&req); err != nil {
+		refuse(domain.Errorf(domain.EINVALID, "invalid claim: %v", err))
+		return req, rep, false
+	}
+	if !cleanText(req.RunnerID, maxParamBytes) {
+		refuse(domain.Errorf(domain.ENOTFOUND, "runner %s is not registered with this token; register first", store.Printable(truncate(req.RunnerID, 64))))
+		return req, rep, false
+	}
+	// The report routes the claim (the database holds it for runners
+	// registered with another server).
+	rep, ok = s.runnerReports().get(req.RunnerID)
+	if !ok {
+		rep, ok = s.DB.RunnerReport(c.Request.Context(), req.RunnerID)
+	}
+	if !ok {
+		refuse(domain.Errorf(domain.ENOTFOUND, "runner %q is not registered with this token; register first", req.RunnerID))
+		return req, rep, false
+	}
+	if rep.Verdict == "unsupported" && rep.Profile != "cpu" {
+		// Said only to the runner's own token; others get 404.
+		u, ok := s.plainAuth(c, token)
+		if !ok {
+			return req, rep, false
+		}
+		if own, _, err := s.DB.TouchOwnRunner(c.Request.Context(), req.RunnerID, u.ID); err != nil || !own {
+			s.problem(c, domain.Errorf(domain.ENOTFOUND, "runner %q is not registered with this token; register first", req.RunnerID))
+		} else {
+			s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner %q reported an unsupported environment; it gets no jobs", req.RunnerID))
+		}
+		return req, rep, false
+	}
+	return req, rep, true
+}
+
+// plainAuth authenticates a runner route's request on its own (as
+// authenticate does) and answers when it is refused.
+func (s *Server) plainAuth(c *gin.Context, token string) (domain.User, bool) {
+	u, err := s.guard().User(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, token)
+	if err == nil {
+		err = roleAllowed(u, true)
+	}
+	if err != nil {
+		s.authProblem(c, err)
+		return u, false
+	}
+	c.Set(userKey, u)
+	return u, true
 }
 
 // writeLease answers a claim with l. The notebook is spliced into the

@@ -163,38 +163,58 @@ const userKey = "npugrade.user"
 // where runnerRoutes is true, and only runner tokens there.
 func (s *Server) authenticate(runnerRoutes bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		h := c.GetHeader("Authorization")
-		token, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || token == "" {
-			c.Header("WWW-Authenticate", `Bearer realm="npugrade"`)
-			s.problem(c, domain.Errorf(domain.EUNAUTHORIZED, "an Authorization: Bearer <token> header is required"))
-			c.Abort()
+		token, ok := s.bearer(c)
+		if !ok {
 			return
 		}
-		u, err := s.guard().User(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, strings.TrimSpace(token))
+		u, err := s.guard().User(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, token)
+		if err == nil {
+			err = roleAllowed(u, runnerRoutes)
+		}
 		if err != nil {
-			var th *authguard.Throttled
-			if errors.As(err, &th) {
-				c.Header("Retry-After", strconv.Itoa(int(math.Ceil(th.RetryAfter.Seconds()))))
-			} else {
-				c.Header("WWW-Authenticate", `Bearer realm="npugrade", error="invalid_token"`)
-			}
-			s.problem(c, err)
-			c.Abort()
-			return
-		}
-		if runnerRoutes != (u.Role == domain.RoleRunner) {
-			if runnerRoutes {
-				s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner routes need a runner token"))
-			} else {
-				s.problem(c, domain.Errorf(domain.EFORBIDDEN, "runner tokens are accepted only on runner routes"))
-			}
-			c.Abort()
+			s.authProblem(c, err)
 			return
 		}
 		c.Set(userKey, u)
 		c.Next()
 	}
+}
+
+// bearer is the request's bearer token; without one it answers 401.
+func (s *Server) bearer(c *gin.Context) (string, bool) {
+	token, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+	if !ok || token == "" {
+		c.Header("WWW-Authenticate", `Bearer realm="npugrade"`)
+		s.problem(c, domain.Errorf(domain.EUNAUTHORIZED, "an Authorization: Bearer <token> header is required"))
+		c.Abort()
+		return "", false
+	}
+	return strings.TrimSpace(token), true
+}
+
+// roleAllowed: runner tokens are accepted only on runner routes, and
+// only runner tokens there.
+func roleAllowed(u domain.User, runnerRoutes bool) error {
+	switch {
+	case runnerRoutes == (u.Role == domain.RoleRunner):
+		return nil
+	case runnerRoutes:
+		return domain.Errorf(domain.EFORBIDDEN, "runner routes need a runner token")
+	}
+	return domain.Errorf(domain.EFORBIDDEN, "runner tokens are accepted only on runner routes")
+}
+
+// authProblem answers a refused authentication (a throttled address
+// with Retry-After, a bad token with WWW-Authenticate).
+func (s *Server) authProblem(c *gin.Context, err error) {
+	var th *authguard.Throttled
+	if errors.As(err, &th) {
+		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(th.RetryAfter.Seconds()))))
+	} else if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
+		c.Header("WWW-Authenticate", `Bearer realm="npugrade", error="invalid_token"`)
+	}
+	s.problem(c, err)
+	c.Abort()
 }
 
 func (s *Server) requireRole(roles ...domain.Role) gin.HandlerFunc {

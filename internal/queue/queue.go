@@ -195,12 +195,54 @@ func (q *Queue) ClaimWait(ctx context.Context, runnerID string, match domain.Mat
 // and fails with store.ErrRunnerUnknown, or store.ErrRunnerDraining once
 // the runner drains.
 func (q *Queue) ClaimWaitOwned(ctx context.Context, owner int64, runnerID string, match domain.Matcher, ttl, wait time.Duration) (*Claimed, error) {
+	return q.claimWait(ctx, match, wait, func() (*Claimed, error) { return q.claim(ctx, owner, runnerID, match, ttl) })
+}
+
+// ClaimWaitAs is ClaimWaitOwned for a caller not authenticated yet: its
+// first claim authenticates a in the same statement
+// (store.DB.ClaimJobAs), and admit, given that authentication, returns
+// the user the runner must be registered to, or the error that ends the
+// claim; the re-queries of the long poll check that owner.
+func (q *Queue) ClaimWaitAs(ctx context.Context, a store.ClaimAuth, admit func(store.TokenCheck) (int64, error),
+	runnerID string, match domain.Matcher, ttl, wait time.Duration) (*Claimed, error) {
+	owner := int64(0)
+	return q.claimWait(ctx, match, wait, func() (*Claimed, error) {
+		if owner != 0 {
+			return q.claim(ctx, owner, runnerID, match, ttl)
+		}
+		all, reqs, err := q.runnable(ctx, match)
+		if err != nil {
+			return nil, err
+		}
+		t, c, err := q.db.ClaimJobAs(ctx, store.Claim{RunnerID: runnerID, Token: auth.RandomID(16), Expires: q.db.Now().Add(ttl),
+			Any: all, Requires: reqs}, a)
+		if err != nil && !errors.Is(err, store.ErrRunnerUnknown) && !errors.Is(err, store.ErrRunnerDraining) {
+			return nil, err
+		}
+		id, aerr := admit(t)
+		if aerr != nil {
+			if c != nil { // admit and the statement disagree: hand the job back
+				_ = q.Release(context.WithoutCancel(ctx), c.Job.ID, c.Job.LeaseToken)
+			}
+			return nil, aerr
+		}
+		owner = id
+		if err != nil || c == nil {
+			return nil, err
+		}
+		return &Claimed{Job: c.Job, Payload: c.Payload}, nil
+	})
+}
+
+// claimWait runs claim until it leases a job, fails, or wait passes,
+// woken between tries by Notify or a Postgres notification.
+func (q *Queue) claimWait(ctx context.Context, match domain.Matcher, wait time.Duration, claim func() (*Claimed, error)) (*Claimed, error) {
 	w, e := q.addWaiter(match)
 	defer q.removeWaiter(w, e)
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
-		c, err := q.claim(ctx, owner, runnerID, match, ttl)
+		c, err := claim()
 		if err != nil {
 			return nil, err
 		}

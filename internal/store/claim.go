@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"gorm.io/gorm"
+
+	"github.com/npugrade/npugrade/internal/domain"
 )
 
 // The claim: the per-request statement runners wait on, so it goes to the
@@ -44,20 +46,36 @@ const claimLease = `leased AS (
 var claimPostgres = "WITH " + fmt.Sprintf(claimLease, "", "%s") + `
 SELECT leased.*, b.data AS payload FROM leased LEFT JOIN blobs b ON b.sha256 = leased.payload_sha256`
 
-// claimOwnedPostgres is claimPostgres for a runner that must be the
-// caller's: the same statement also checks that runner @runner is
-// registered to user @owner, records the poll in runners.last_seen (at
-// most every lastSeenResolution) and leases nothing while the runner
-// drains. One row comes back when the runner is the owner's (its
-// draining flag, then the job's columns, null when none was leased);
-// none when it is not. The runner check in the pick is a one-time
-// filter: a draining runner locks no job.
-var claimOwnedPostgres = `WITH r AS (
-  SELECT id, draining, last_seen FROM runners WHERE id = @runner AND user_id = @owner
-), touch AS (
+// claimChecked is the claim for a runner that must be the caller's, as
+// one statement: %s is where the runner comes from (CTE r), the rest
+// records the poll in runners.last_seen (at most every
+// lastSeenResolution) and leases only while r holds a runner that is not
+// draining (a one-time filter in the pick: a draining or foreign runner
+// locks no job).
+const claimChecked = `r AS (%s), touch AS (
   UPDATE runners SET last_seen = @now FROM r WHERE runners.id = r.id AND r.last_seen < @stale
-), ` + fmt.Sprintf(claimLease, "EXISTS (SELECT 1 FROM r WHERE NOT r.draining) AND ", "%s") + `
+), `
+
+// claimOwnedPostgres checks that runner @runner is registered to user
+// @owner. One row comes back when it is (its draining flag, then the
+// job's columns, null when none was leased); none when it is not.
+var claimOwnedPostgres = "WITH " + fmt.Sprintf(claimChecked, "SELECT id, draining, last_seen FROM runners WHERE id = @runner AND user_id = @owner") +
+	fmt.Sprintf(claimLease, "EXISTS (SELECT 1 FROM r WHERE NOT r.draining) AND ", "%s") + `
 SELECT r.draining, leased.*, b.data AS payload FROM r LEFT JOIN leased ON true LEFT JOIN blobs b ON b.sha256 = leased.payload_sha256`
+
+// claimAuthPostgres also authenticates the caller (CTE a, users.go's
+// authentication): the runner must be registered to the user of token
+// @hash, who has role @role, from an address with fewer than @maxfail
+// failed sign-ins. It always returns one row: the authentication's
+// columns, whether the runner is the user's and drains, then the job's
+// columns (null when none was leased). The whole claim of a runner that
+// finds a job is this one statement.
+var claimAuthPostgres = "WITH a AS (SELECT " + authSelect + "\n  FROM " + authFrom + "), " +
+	fmt.Sprintf(claimChecked, `SELECT runners.id, runners.draining, runners.last_seen FROM runners, a
+  WHERE runners.id = @runner AND runners.user_id = a.uid AND a.role = @role AND coalesce(a.failures, 0) < @maxfail`) +
+	fmt.Sprintf(claimLease, "EXISTS (SELECT 1 FROM r WHERE NOT r.draining) AND ", "%s") + `
+SELECT a.*, r.id IS NOT NULL, coalesce(r.draining, false), leased.*, b.data AS payload
+FROM a LEFT JOIN r ON true LEFT JOIN leased ON true LEFT JOIN blobs b ON b.sha256 = leased.payload_sha256`
 
 // ClaimStatement is the Postgres claim statement for a runner of the
 // requirement keys requiresSQL (an SQL list such as ('{}')), with named
@@ -119,18 +137,20 @@ func runnerCheck(found, draining bool, err error) error {
 }
 
 // claimStatements caches the positional form of each claim statement
-// (by owner check and number of requirement keys) and its parameter order.
+// (by mode and number of requirement keys).
 var claimStatements sync.Map
 
-type positionalSQL struct {
-	sql   string
-	names []string // parameter $i+1 is names[i]
-}
+// Claim statement modes.
+const (
+	claimPlain = iota // no runner check (in-process runners)
+	claimOwned        // claimOwnedPostgres
+	claimAuth         // claimAuthPostgres
+)
 
-// claimStatement returns the claim statement for owned and nKeys
-// requirement keys (0: any), with $n parameters.
-func claimStatement(owned bool, nKeys int) positionalSQL {
-	key := strconv.FormatBool(owned) + "/" + strconv.Itoa(nKeys)
+// claimStatement returns the claim statement of mode for nKeys
+// requirement keys (0: any).
+func claimStatement(mode, nKeys int) positionalSQL {
+	key := strconv.Itoa(mode) + "/" + strconv.Itoa(nKeys)
 	if v, ok := claimStatements.Load(key); ok {
 		return v.(positionalSQL)
 	}
@@ -142,22 +162,44 @@ func claimStatement(owned bool, nKeys int) positionalSQL {
 		}
 		filter = " AND requires IN (" + strings.Join(ks, ", ") + ")"
 	}
-	stmt := claimPostgres
-	if owned {
-		stmt = claimOwnedPostgres
-	}
+	stmt := []string{claimPostgres, claimOwnedPostgres, claimAuthPostgres}[mode]
 	p := positional(fmt.Sprintf(stmt, filter))
 	claimStatements.Store(key, p)
 	return p
 }
 
-// positional rewrites @name parameters as $1, $2, … in order of first use.
+// positionalSQL is a statement written with @name parameters, rewritten
+// for the pool (which binds by position).
+type positionalSQL struct {
+	pg, sqlite string   // with $1, $2, … and ?1, ?2, …
+	names      []string // parameter i+1 is names[i]
+}
+
+// text is p in db's dialect.
+func (db *DB) text(p positionalSQL) string {
+	if db.Dialect == "postgres" {
+		return p.pg
+	}
+	return p.sqlite
+}
+
+// args are vals in p's parameter order.
+func (p positionalSQL) args(vals map[string]any) []any {
+	out := make([]any, len(p.names))
+	for i, n := range p.names {
+		out[i] = vals[n]
+	}
+	return out
+}
+
+// positional rewrites @name parameters as numbered ones in order of first use.
 func positional(q string) positionalSQL {
-	var b strings.Builder
+	var pg, lite strings.Builder
 	var names []string
 	for i := 0; i < len(q); {
 		if q[i] != '@' {
-			b.WriteByte(q[i])
+			pg.WriteByte(q[i])
+			lite.WriteByte(q[i])
 			i++
 			continue
 		}
@@ -174,32 +216,38 @@ func positional(q string) positionalSQL {
 		if n < 0 {
 			names, n = append(names, name), len(names)
 		}
-		b.WriteString("$" + strconv.Itoa(n+1))
+		pg.WriteString("$" + strconv.Itoa(n+1))
+		lite.WriteString("?" + strconv.Itoa(n+1))
 		i = j
 	}
-	return positionalSQL{sql: b.String(), names: names}
+	return positionalSQL{pg: pg.String(), sqlite: lite.String(), names: names}
 }
 
-// claimPostgres runs the claim statement and scans its row.
-func (db *DB) claimPostgres(ctx context.Context, c Claim, keys []string) (*Claimed, error) {
+// claimVals are the claim statement's parameter values.
+func (db *DB) claimVals(c Claim, keys []string) map[string]any {
 	now := db.Now()
 	vals := map[string]any{"token": c.Token, "runner": c.RunnerID, "expires": c.Expires, "now": now,
 		"owner": c.Owner, "stale": now.Add(-lastSeenResolution)}
 	for i, k := range keys {
 		vals["k"+strconv.Itoa(i)] = k
 	}
-	st := claimStatement(c.Owner != 0, len(keys))
-	args := make([]any, len(st.names))
-	for i, n := range st.names {
-		args[i] = vals[n]
+	return vals
+}
+
+// claimPostgres runs the claim statement (plain or owned) and scans its row.
+func (db *DB) claimPostgres(ctx context.Context, c Claim, keys []string) (*Claimed, error) {
+	mode := claimPlain
+	if c.Owner != 0 {
+		mode = claimOwned
 	}
+	st := claimStatement(mode, len(keys))
 	var s claimScan
 	dest := s.dest()
 	var draining bool
 	if c.Owner != 0 {
 		dest = append([]any{&draining}, dest...)
 	}
-	err := db.sql.QueryRowContext(ctx, st.sql, args...).Scan(dest...)
+	err := db.sql.QueryRowContext(ctx, st.pg, st.args(db.claimVals(c, keys))...).Scan(dest...)
 	if errors.Is(err, sql.ErrNoRows) {
 		if c.Owner != 0 {
 			return nil, ErrRunnerUnknown
@@ -216,6 +264,69 @@ func (db *DB) claimPostgres(ctx context.Context, c Claim, keys []string) (*Claim
 		return nil, nil
 	}
 	return s.claimed()
+}
+
+// ClaimAuth authenticates a claim in the claim's own statement: the
+// runner must be registered to the user of Token, who must have Role,
+// and the caller's address must have fewer than MaxFailures failed
+// sign-ins within Window.
+type ClaimAuth struct {
+	Token, Addr string
+	Window      time.Duration
+	MaxFailures int
+	Role        domain.Role
+}
+
+// admits reports whether a lets the claim go ahead.
+func (a ClaimAuth) admits(t TokenCheck) bool {
+	return t.Valid && t.User.Role == a.Role && t.Failures < a.MaxFailures
+}
+
+// ClaimJobAs is ClaimJob for a caller not authenticated yet (c.Owner is
+// ignored): it returns the authentication, and leases a job only when a
+// admits it and the runner is the token user's; then, as ClaimJob with
+// that owner, ErrRunnerUnknown or ErrRunnerDraining. A refused
+// authentication is no error: the caller answers it from the TokenCheck.
+// On Postgres this is one statement.
+func (db *DB) ClaimJobAs(ctx context.Context, c Claim, a ClaimAuth) (TokenCheck, *Claimed, error) {
+	if db.Dialect != "postgres" || (!c.Any && len(c.Requires) == 0) {
+		t, err := db.Authenticate(ctx, a.Token, a.Addr, a.Window)
+		if err != nil || !a.admits(t) {
+			return t, nil, err
+		}
+		c.Owner = t.User.ID
+		claimed, err := db.ClaimJob(ctx, c)
+		return t, claimed, err
+	}
+	keys := make([]string, len(c.Requires))
+	for i, r := range c.Requires {
+		keys[i] = requirementKey(r)
+	}
+	if c.Any {
+		keys = nil
+	}
+	vals := db.claimVals(c, keys)
+	db.authArgs(vals, a.Token, a.Addr, a.Window)
+	vals["role"], vals["maxfail"] = string(a.Role), a.MaxFailures
+	st := claimStatement(claimAuth, len(keys))
+	var (
+		as              authScan
+		s               claimScan
+		found, draining bool
+	)
+	dest := append(append(as.dest(), &found, &draining), s.dest()...)
+	if err := db.sql.QueryRowContext(ctx, st.pg, st.args(vals)...).Scan(dest...); err != nil {
+		return TokenCheck{}, nil, fmt.Errorf("claim a job: %w", translate(err))
+	}
+	t := db.check(ctx, &as, a.Addr != "" && a.Window > 0)
+	if !a.admits(t) {
+		return t, nil, nil
+	}
+	if err := runnerCheck(found, draining, nil); err != nil || !s.id.Valid {
+		return t, nil, err
+	}
+	claimed, err := s.claimed()
+	return t, claimed, err
 }
 
 // claimScan receives a claim's row; every column may be null (no job

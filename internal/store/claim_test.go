@@ -89,3 +89,83 @@ func TestClaimChecksTheRunnersOwner(t *testing.T) {
 		})
 	}
 }
+
+// A claim that authenticates in its own statement (ClaimJobAs) leases a
+// job only for a valid token of the required role, from an address under
+// the failure limit, for the token user's own runner that is not
+// draining; it reports the authentication either way.
+func TestClaimAuthenticatesInItsStatement(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			db := storetest.Open(t, d)
+			ctx := context.Background()
+			learner, learnerTok, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			owner, ownerTok, err1 := db.CreateUser(ctx, "runners-a", domain.RoleRunner)
+			_, otherTok, err2 := db.CreateUser(ctx, "runners-b", domain.RoleRunner)
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"a1", "a2"} {
+				if err := db.UpsertRunner(ctx, store.RunnerRegistration{ID: id, Name: id, UserID: owner.ID, Slots: 1, Profile: "cpu"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.SetRunnerDrain(ctx, "a2", true); err != nil {
+				t.Fatal(err)
+			}
+			sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: learner.ID, ExerciseID: "ch1", ExerciseVersion: "v",
+				Upload: []byte(`{"cells":[]}`), Rebuilt: []byte(`{"cells":[]}`), MaxAttempts: 3,
+				Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range 3 {
+				if _, _, err := db.RecordAuthFailure(ctx, "10.0.0.9", time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			claim := func(runner, token, addr string) (store.TokenCheck, *store.Claimed, error) {
+				return db.ClaimJobAs(ctx, store.Claim{RunnerID: runner, Token: "t-" + runner, Expires: time.Now().Add(time.Hour), Any: true},
+					store.ClaimAuth{Token: token, Addr: addr, Window: time.Minute, MaxFailures: 3, Role: domain.RoleRunner})
+			}
+			for _, c := range []struct {
+				name, runner, token, addr string
+				valid                     bool
+				fails                     int
+				want                      error
+			}{
+				{"a guessed token", "a1", "npg_guess", "10.0.0.1", false, 0, nil},
+				{"no token", "a1", "", "10.0.0.1", false, 0, nil},
+				{"a learner's token", "a1", learnerTok, "10.0.0.1", true, 0, nil},
+				{"a throttled address", "a1", ownerTok, "10.0.0.9", true, 3, nil},
+				{"another token's runner", "a1", otherTok, "10.0.0.1", true, 0, store.ErrRunnerUnknown},
+				{"an unknown runner", "nope", ownerTok, "10.0.0.1", true, 0, store.ErrRunnerUnknown},
+				{"a draining runner", "a2", ownerTok, "10.0.0.1", true, 0, store.ErrRunnerDraining},
+			} {
+				check, got, err := claim(c.runner, c.token, c.addr)
+				if got != nil || !errors.Is(err, c.want) || check.Valid != c.valid || check.Failures != c.fails {
+					t.Errorf("%s: claim = %+v, %+v, %v; want valid %v, %d failures, %v", c.name, check, got, err, c.valid, c.fails, c.want)
+				}
+			}
+			check, got, err := claim("a1", ownerTok, "10.0.0.1")
+			if err != nil || !check.Valid || check.User.ID != owner.ID || got == nil || got.Job.SubmissionID != sub.ID ||
+				got.Job.RunnerID != "a1" || string(got.Payload) != `{"cells":[]}` {
+				t.Fatalf("own runner's claim = %+v, %+v, %v", check, got, err)
+			}
+			if check, got, err := claim("a1", ownerTok, "10.0.0.1"); err != nil || !check.Valid || got != nil {
+				t.Errorf("claim of an empty queue = %+v, %+v, %v", check, got, err)
+			}
+			if err := db.RevokeTokens(ctx, owner.ID); err != nil {
+				t.Fatal(err)
+			}
+			if check, got, err := claim("a1", ownerTok, "10.0.0.1"); err != nil || check.Valid || got != nil {
+				t.Errorf("claim with a revoked token = %+v, %+v, %v", check, got, err)
+			}
+		})
+	}
+}

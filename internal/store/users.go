@@ -92,15 +92,71 @@ type TokenCheck struct {
 	WindowStart time.Time
 }
 
-// authenticateSQL reads a token's user and its address's failure count
-// in one statement, one round trip per request (the token by the unique
-// index on its hash, the address by its primary key): authentication was
-// the largest part of a claim's server CPU (make bench).
-const authenticateSQL = `SELECT u.id, u.name, u.role, u.created_at, u.full_name, u.section, t.id, t.last_used_at, f.failures, f.window_start
-FROM (SELECT 1 AS one) x
-LEFT JOIN tokens t ON t.hash = ? AND t.revoked_at IS NULL
-LEFT JOIN users u ON u.id = t.user_id
-LEFT JOIN auth_failures f ON f.addr = ? AND f.window_start > ?`
+// authSelect and authFrom read a token's user and its address's
+// failure count in one statement (the token by the unique index on its
+// hash, the address by its primary key): one round trip per request,
+// where authentication was the largest part of a claim's server CPU
+// (make bench). The authenticated claim (claim.go) runs them as its
+// first part.
+const (
+	authSelect = `u.id AS uid, u.name, u.role, u.created_at AS user_created_at, u.full_name, u.section, t.id AS tid,
+    t.last_used_at, f.failures, f.window_start`
+	authFrom = `(SELECT 1 AS one) x
+  LEFT JOIN tokens t ON t.hash = @hash AND t.revoked_at IS NULL
+  LEFT JOIN users u ON u.id = t.user_id
+  LEFT JOIN auth_failures f ON f.addr = @addr AND f.window_start > @wstart`
+)
+
+var authenticateSQL = positional("SELECT " + authSelect + "\nFROM " + authFrom)
+
+// authScan receives authSelect's columns.
+type authScan struct {
+	uid, tid, fails       sql.NullInt64
+	name, role, full, sec sql.NullString
+	created, used, start  sql.NullTime
+}
+
+func (s *authScan) dest() []any {
+	return []any{&s.uid, &s.name, &s.role, &s.created, &s.full, &s.sec, &s.tid, &s.used, &s.fails, &s.start}
+}
+
+// authArgs are the values of authSelect's parameters.
+func (db *DB) authArgs(vals map[string]any, token, addr string, window time.Duration) {
+	hash := ""
+	if token != "" {
+		hash = auth.HashToken(token)
+	}
+	if addr != "" {
+		addr = clipAddr(addr)
+	}
+	vals["hash"], vals["addr"], vals["wstart"] = hash, addr, db.Now().Add(-window)
+}
+
+// check is the TokenCheck s read; it records the token's use when due.
+func (db *DB) check(ctx context.Context, s *authScan, counted bool) TokenCheck {
+	var out TokenCheck
+	if counted && s.fails.Valid {
+		out.Failures, out.WindowStart = int(s.fails.Int64), s.start.Time
+	}
+	if !s.uid.Valid {
+		return out
+	}
+	out.Valid = true
+	out.User = domain.User{ID: s.uid.Int64, Name: s.name.String, Role: domain.Role(s.role.String), CreatedAt: s.created.Time,
+		FullName: s.full.String, Section: s.sec.String}
+	// Record the use for the admin's token list, at most once a
+	// tokenUseResolution per token, so that busy clients (runners
+	// polling) do not write on every request; the condition keeps
+	// several servers from writing it more often. A failure here must
+	// not refuse the request.
+	now := db.Now()
+	if !s.used.Valid || now.Sub(s.used.Time) >= tokenUseResolution {
+		_ = db.gorm.WithContext(ctx).Model(&tokenRow{}).
+			Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", s.tid.Int64, now.Add(-tokenUseResolution)).
+			Update("last_used_at", now).Error
+	}
+	return out
+}
 
 // Authenticate resolves token and, when addr is not empty, counts the
 // failed authentications from addr within window, in one statement. The
@@ -108,45 +164,13 @@ LEFT JOIN auth_failures f ON f.addr = ? AND f.window_start > ?`
 // every server. An empty or unknown token is a TokenCheck with Valid
 // false, not an error.
 func (db *DB) Authenticate(ctx context.Context, token, addr string, window time.Duration) (TokenCheck, error) {
-	var out TokenCheck
-	now := db.Now()
-	if addr != "" {
-		addr = clipAddr(addr)
+	vals := map[string]any{}
+	db.authArgs(vals, token, addr, window)
+	var s authScan
+	if err := db.sql.QueryRowContext(ctx, db.text(authenticateSQL), authenticateSQL.args(vals)...).Scan(s.dest()...); err != nil {
+		return TokenCheck{}, fmt.Errorf("look up token: %w", translate(err))
 	}
-	var (
-		uid, tid, fails       sql.NullInt64
-		name, role, full, sec sql.NullString
-		created, used, start  sql.NullTime
-	)
-	hash := ""
-	if token != "" {
-		hash = auth.HashToken(token)
-	}
-	err := db.sql.QueryRowContext(ctx, db.bind(authenticateSQL), hash, addr, now.Add(-window)).
-		Scan(&uid, &name, &role, &created, &full, &sec, &tid, &used, &fails, &start)
-	if err != nil {
-		return out, fmt.Errorf("look up token: %w", translate(err))
-	}
-	if addr != "" && window > 0 && fails.Valid {
-		out.Failures, out.WindowStart = int(fails.Int64), start.Time
-	}
-	if token == "" || !uid.Valid {
-		return out, nil
-	}
-	out.Valid = true
-	out.User = domain.User{ID: uid.Int64, Name: name.String, Role: domain.Role(role.String), CreatedAt: created.Time,
-		FullName: full.String, Section: sec.String}
-	// Record the use for the admin's token list, at most once a
-	// tokenUseResolution per token, so that busy clients (runners
-	// polling) do not write on every request; the condition keeps
-	// several servers from writing it more often. A failure here must
-	// not refuse the request.
-	if !used.Valid || now.Sub(used.Time) >= tokenUseResolution {
-		_ = db.gorm.WithContext(ctx).Model(&tokenRow{}).
-			Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", tid.Int64, now.Add(-tokenUseResolution)).
-			Update("last_used_at", now).Error
-	}
-	return out, nil
+	return db.check(ctx, &s, addr != "" && window > 0), nil
 }
 
 // tokenUseResolution is how stale tokens.last_used_at may be.
