@@ -306,15 +306,26 @@ func writeLease(c *gin.Context, l *domain.Lease) {
 	}
 	i += len(`"notebook":`)
 	// One buffer, one write with its length: the parts written one by one
-	// went out as chunks, a system call each.
-	out := make([]byte, 0, len(b)+len(nb))
-	out = append(append(append(out, b[:i]...), nb...), b[i+len(leaseNotebookMark):]...)
+	// went out as chunks, a system call each. The buffers are reused: a
+	// notebook-sized allocation per claim kept the collector busy.
+	buf := leaseBuffers.Get().(*[]byte)
+	out := append(append(append((*buf)[:0], b[:i]...), nb...), b[i+len(leaseNotebookMark):]...)
 	c.Header("Content-Type", "application/json; charset=utf-8")
 	c.Header("Content-Length", strconv.Itoa(len(out)))
 	c.Status(http.StatusOK)
 	// An error is the runner hanging up; its lease runs out and the reaper returns the job.
 	_, _ = c.Writer.Write(out)
+	if cap(out) <= maxPooledLease {
+		*buf = out
+		leaseBuffers.Put(buf)
+	}
 }
+
+// leaseBuffers holds the buffers of written leases, up to maxPooledLease
+// bytes each (a larger notebook's buffer is left to the collector).
+var leaseBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 64<<10); return &b }}
+
+const maxPooledLease = 1 << 20
 
 // leaseNotebookMark stands for the notebook while the rest of a lease is
 // encoded; no other field can contain it unescaped.
