@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/npugrade/npugrade/internal/domain"
 )
@@ -93,6 +95,18 @@ func (c *Cell) Grader() (GraderMeta, error) {
 	if !ok || len(raw) == 0 || string(raw) == "null" {
 		return GraderMeta{}, nil
 	}
+	if g, ok := graders.get(raw); ok {
+		return g, nil
+	}
+	g, err := decodeGrader(raw)
+	if err == nil {
+		graders.put(raw, g)
+	}
+	return g, err
+}
+
+// decodeGrader decodes and checks metadata.grader.
+func decodeGrader(raw json.RawMessage) (GraderMeta, error) {
 	var g GraderMeta
 	if err := json.Unmarshal(raw, &g); err != nil {
 		return GraderMeta{}, fmt.Errorf("metadata.grader: %w", err)
@@ -113,6 +127,67 @@ func (c *Cell) Grader() (GraderMeta, error) {
 	}
 	g.Raw = raw
 	return g, nil
+}
+
+// graders remembers decoded grader metadata by its bytes: every upload
+// of an exercise carries the same few dozen objects, and each is read
+// again when the upload is rebuilt.
+var graders = &graderMemo{seen: map[string]GraderMeta{}}
+
+// graderMemo is a bounded map of decoded, valid grader metadata; when
+// full it starts over. get hands out copies: nothing a caller changes
+// reaches the memo.
+type graderMemo struct {
+	mu   sync.Mutex
+	seen map[string]GraderMeta
+}
+
+const (
+	maxMemoGraders     = 4096
+	maxMemoGraderBytes = 4 << 10
+)
+
+func (m *graderMemo) get(raw json.RawMessage) (GraderMeta, bool) {
+	if len(raw) > maxMemoGraderBytes {
+		return GraderMeta{}, false
+	}
+	m.mu.Lock()
+	g, ok := m.seen[string(raw)]
+	m.mu.Unlock()
+	if !ok {
+		return GraderMeta{}, false
+	}
+	g = g.clone()
+	g.Raw = raw
+	return g, true
+}
+
+func (m *graderMemo) put(raw json.RawMessage, g GraderMeta) {
+	if len(raw) > maxMemoGraderBytes {
+		return
+	}
+	g = g.clone()
+	g.Raw = nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.seen) >= maxMemoGraders {
+		clear(m.seen)
+	}
+	m.seen[string(raw)] = g
+}
+
+// clone copies what g points to.
+func (g GraderMeta) clone() GraderMeta {
+	if g.Starter != nil {
+		s := *g.Starter
+		g.Starter = &s
+	}
+	if g.Manual != nil {
+		m := *g.Manual
+		m.Rubric = slices.Clone(m.Rubric)
+		g.Manual = &m
+	}
+	return g
 }
 
 // MustGrader is Grader for notebooks already validated by Parse.

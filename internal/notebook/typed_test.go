@@ -210,3 +210,53 @@ func TestRebuildEncodedIsEncodeOfRebuild(t *testing.T) {
 		}
 	}
 }
+
+// Grader metadata read again comes from the memo: equal to a fresh
+// decode for every cell of every answer, and a caller changing what it
+// got (the starter, a rubric line) changes nothing for the next caller.
+func TestGraderMemo(t *testing.T) {
+	t.Parallel()
+	paths, _ := filepath.Glob("../../answers/*/*.ipynb")
+	more, _ := filepath.Glob("../../cmd/npugrade/testdata/*/answers/*/*.ipynb")
+	for _, p := range append(paths, more...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb, err := ParseStored(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, c := range nb.Cells {
+			raw := c.Metadata["grader"]
+			if raw == nil {
+				continue
+			}
+			want, wantErr := decodeGrader(raw)
+			for range 2 {
+				got, err := c.Grader()
+				if fmt.Sprint(err) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
+					t.Errorf("%s cell %d: %+v, %v; decoded: %+v, %v", p, i+1, got, err, want, wantErr)
+				}
+			}
+		}
+	}
+	c := &Cell{Metadata: map[string]json.RawMessage{"grader": json.RawMessage(
+		`{"id": "m1", "starter": "pass", "manual": {"points": 2, "rubric": [{"points": 1, "text": "clear"}]}}`)}}
+	for range 2 { // the first is decoded, the second from the memo
+		first, err := c.Grader()
+		if err != nil {
+			t.Fatal(err)
+		}
+		*first.Starter = "changed"
+		first.Manual.Rubric[0].Text = "changed"
+	}
+	g, _ := c.Grader()
+	*g.Starter = "changed"
+	g.Manual.Rubric[0].Text = "changed"
+	g.Manual.Points = 9
+	again, _ := c.Grader()
+	if *again.Starter != "pass" || again.Manual.Rubric[0].Text != "clear" || again.Manual.Points != 2 || again.Manual.Rubric[0].ID != "r1" {
+		t.Errorf("a caller's change reached the memo: %+v %+v", *again.Starter, *again.Manual)
+	}
+}
