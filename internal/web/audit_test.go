@@ -25,8 +25,8 @@ func TestAuditLog(t *testing.T) {
 			learner := e.user(t, "ada", domain.RoleLearner)
 			ac, lc, bad := client(), client(), client()
 			do(t, bad, "POST", e.srv.URL+"/login", url.Values{"token": {"npg_wrong"}}, nil)
-			do(t, ac, "POST", e.srv.URL+"/login", url.Values{"token": {admin}}, nil)
-			do(t, lc, "POST", e.srv.URL+"/login", url.Values{"token": {learner}}, nil)
+			e.signIn(t, ac, admin)
+			e.signIn(t, lc, learner)
 			_, body := do(t, ac, "GET", e.srv.URL+"/admin/users", nil, nil)
 			m := csrfField.FindStringSubmatch(body)
 			if m == nil {
@@ -72,7 +72,7 @@ func TestAuditLog(t *testing.T) {
 				t.Errorf("audit page: %d", resp.StatusCode)
 			}
 			other, oc := e.user(t, "cy", domain.RoleLearner), client()
-			do(t, oc, "POST", e.srv.URL+"/login", url.Values{"token": {other}}, nil)
+			e.signIn(t, oc, other)
 			if resp, _ := do(t, oc, "GET", e.srv.URL+"/admin/audit", nil, nil); resp.StatusCode != 403 {
 				t.Errorf("learner on the audit page: %d", resp.StatusCode)
 			}

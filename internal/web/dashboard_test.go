@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -68,7 +67,7 @@ func TestDashboardCharts(t *testing.T) {
 				}
 			}
 			c := client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			e.signIn(t, c, teacher)
 			_, dash := do(t, c, "GET", e.srv.URL+"/dashboard?lang=en", nil, nil)
 			_, stats := do(t, c, "GET", e.srv.URL+"/dashboard/exercises/ch1?lang=en", nil, nil)
 			for name, page := range map[string]string{"dashboard": dash, "exercise statistics": stats} {

@@ -30,8 +30,8 @@ func TestExtensionPages(t *testing.T) {
 			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			learner := e.user(t, "ada", domain.RoleLearner)
 			c, lc := client(), client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
-			do(t, lc, "POST", e.srv.URL+"/login", url.Values{"token": {learner}}, nil)
+			e.signIn(t, c, teacher)
+			e.signIn(t, lc, learner)
 			page := e.srv.URL + "/dashboard/exercises/ch1/extensions"
 
 			if resp, _ := do(t, lc, "GET", page, nil, nil); resp.StatusCode != 403 {
@@ -86,7 +86,7 @@ func TestExtensionPages(t *testing.T) {
 				t.Errorf("after the revocation the learner's page shows: %s", dl)
 			}
 			ac := client()
-			do(t, ac, "POST", e.srv.URL+"/login", url.Values{"token": {e.user(t, "root", domain.RoleAdmin)}}, nil)
+			e.signIn(t, ac, e.user(t, "root", domain.RoleAdmin))
 			_, audit := do(t, ac, "GET", e.srv.URL+"/admin/audit?lang=en", nil, nil)
 			if !strings.Contains(audit, "extension granted") || !strings.Contains(audit, "extension revoked") || !strings.Contains(audit, "ada on ch1") {
 				t.Errorf("the audit page does not show the extension's grant and revocation")

@@ -65,7 +65,7 @@ func TestGradebookShowsManualPending(t *testing.T) {
 			scoreCh1(t, e.db, "bob", false, false)
 
 			c := client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			e.signIn(t, c, teacher)
 			_, body := do(t, c, "GET", e.srv.URL+"/api/v1/gradebook.csv?exercise=ch1", nil, nil)
 			recs, err := csv.NewReader(strings.NewReader(body)).ReadAll()
 			if err != nil || len(recs) != 3 {
@@ -142,7 +142,7 @@ func TestRegradeAskFormKeepsInput(t *testing.T) {
 			ada := e.user(t, "ada", domain.RoleLearner)
 			sub := scoreCh1(t, e.db, "ada", true, false)
 			c := client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {ada}}, nil)
+			e.signIn(t, c, ada)
 			_, body := do(t, c, "GET", e.srv.URL+"/submissions/"+sub+"?lang=zh-CN", nil, nil)
 			m := csrfField.FindStringSubmatch(body)
 			if m == nil || !strings.Contains(body, `id="rq-form"`) {

@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -83,8 +82,8 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 				t.Fatal(err)
 			}
 			ac, bc := client(), client()
-			do(t, ac, "POST", e.srv.URL+"/login", url.Values{"token": {ada}}, nil)
-			do(t, bc, "POST", e.srv.URL+"/login", url.Values{"token": {bob}}, nil)
+			e.signIn(t, ac, ada)
+			e.signIn(t, bc, bob)
 
 			for _, kind := range []string{"notebook", "feedback"} {
 				resp, body := do(t, ac, "GET", e.srv.URL+"/submissions/"+sub.ID+"/"+kind+"?lang=zh-CN", nil, nil)

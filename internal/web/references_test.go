@@ -44,8 +44,8 @@ func TestStagedReferencePages(t *testing.T) {
 			first := stage("made up 1")
 			teacher, learner := e.user(t, "teacher", domain.RoleInstructor), e.user(t, "ada", domain.RoleLearner)
 			c, lc := client(), client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
-			do(t, lc, "POST", e.srv.URL+"/login", url.Values{"token": {learner}}, nil)
+			e.signIn(t, c, teacher)
+			e.signIn(t, lc, learner)
 			if resp, _ := do(t, lc, "GET", e.srv.URL+"/dashboard/references/"+first, nil, nil); resp.StatusCode != 403 {
 				t.Errorf("a learner opens a staged reference: %d", resp.StatusCode)
 			}

@@ -5,7 +5,6 @@ import (
 	"encoding/csv"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -33,7 +32,7 @@ func TestRosterUploadAndSections(t *testing.T) {
 			e := newEnv(t, d)
 			admin := e.user(t, "root", domain.RoleAdmin)
 			ac := client()
-			do(t, ac, "POST", e.srv.URL+"/login", url.Values{"token": {admin}}, nil)
+			e.signIn(t, ac, admin)
 			_, body := do(t, ac, "GET", e.srv.URL+"/admin/users?lang=zh-CN", nil, nil)
 			m := csrfField.FindStringSubmatch(body)
 			if m == nil || !strings.Contains(body, `id="roster-form"`) || !strings.Contains(body, "导入名单") {

@@ -3,7 +3,6 @@ package web_test
 import (
 	"context"
 	"encoding/json"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -73,12 +72,12 @@ func TestSimilarityPage(t *testing.T) {
 				}
 			}
 			lc := client()
-			do(t, lc, "POST", e.srv.URL+"/login", url.Values{"token": {learnerTok}}, nil)
+			e.signIn(t, lc, learnerTok)
 			if resp, _ := do(t, lc, "GET", e.srv.URL+"/dashboard/exercises/ch1/similarity", nil, nil); resp.StatusCode != 403 {
 				t.Errorf("learner: %d", resp.StatusCode)
 			}
 			c := client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			e.signIn(t, c, teacher)
 			resp, body := do(t, c, "GET", e.srv.URL+"/dashboard/exercises/ch1/similarity?lang=en", nil, nil)
 			if resp.StatusCode != 200 || !strings.Contains(body, `id="pair-0"`) || strings.Contains(body, `id="pair-1"`) {
 				t.Fatalf("similarity page: %d %s", resp.StatusCode, body)

@@ -5,7 +5,6 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -49,7 +48,7 @@ func TestUploadRefusals(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, d)
 			c := client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {e.user(t, "ada", domain.RoleLearner)}}, nil)
+			e.signIn(t, c, e.user(t, "ada", domain.RoleLearner))
 			_, body := do(t, c, "GET", e.srv.URL+"/exercises/ch1", nil, nil)
 			m := csrfField.FindStringSubmatch(body)
 			if m == nil {

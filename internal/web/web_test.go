@@ -63,6 +63,14 @@ func (e *env) user(t testing.TB, name string, role domain.Role) string {
 	return tok
 }
 
+// signIn signs c in with token on the sign-in form.
+func (e *env) signIn(t *testing.T, c *http.Client, token string) {
+	t.Helper()
+	if resp, body := do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {token}}, nil); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("sign in: %d %s", resp.StatusCode, body)
+	}
+}
+
 // client is a browser-like client: a cookie jar and no redirect following.
 func client() *http.Client {
 	jar, _ := cookiejar.New(nil)
@@ -177,7 +185,7 @@ func TestSignInSessionsAndCSRF(t *testing.T) {
 			}
 			// Learners may not open instructor or admin pages.
 			lc := client()
-			do(t, lc, "POST", e.srv.URL+"/login", url.Values{"token": {learner}}, nil)
+			e.signIn(t, lc, learner)
 			for _, p := range []string{"/dashboard", "/dashboard/gradebook", "/admin/users", "/admin/runners"} {
 				if resp, _ := do(t, lc, "GET", e.srv.URL+p, nil, nil); resp.StatusCode != 403 {
 					t.Errorf("learner %s: %d", p, resp.StatusCode)
@@ -253,7 +261,7 @@ func TestGradebookCSV(t *testing.T) {
 			}
 			// A signed-in instructor's browser may export too; the filters apply.
 			c := client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			e.signIn(t, c, teacher)
 			resp, body = do(t, c, "GET", e.srv.URL+"/api/v1/gradebook.csv?exercise=ch2&learner=learner-000001", nil, nil)
 			if resp.StatusCode != 200 || strings.Count(body, "\n") != 2 || !strings.Contains(body, "learner-000001,ch2,best,9,10,2,") {
 				t.Errorf("session export: %d %q", resp.StatusCode, body)
@@ -335,7 +343,7 @@ func TestRegradePages(t *testing.T) {
 			e := newEnv(t, d)
 			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			c := client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			e.signIn(t, c, teacher)
 			resp, body := do(t, c, "GET", e.srv.URL+"/dashboard/regrades", nil, nil)
 			m := csrfField.FindStringSubmatch(body)
 			if resp.StatusCode != 200 || m == nil || !strings.Contains(body, `name="mode"`) {
@@ -412,8 +420,8 @@ func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
 				t.Fatal(err)
 			}
 			lc, tc := client(), client()
-			do(t, lc, "POST", e.srv.URL+"/login", url.Values{"token": {learner}}, nil)
-			do(t, tc, "POST", e.srv.URL+"/login", url.Values{"token": {teacher}}, nil)
+			e.signIn(t, lc, learner)
+			e.signIn(t, tc, teacher)
 			_, body := do(t, lc, "GET", e.srv.URL+"/submissions/"+sub.ID, nil, nil)
 			if strings.Contains(body, "SECRET") || !strings.Contains(body, "details of this question are hidden") ||
 				!strings.Contains(body, "visible-output") || !strings.Contains(body, "mismatch") {
