@@ -130,6 +130,25 @@ func TestImportLearningHubRefuses(t *testing.T) {
 	}
 }
 
+// importFixture imports the notebook source as exercise id into a fresh
+// catalogue and returns its folders and the answer's fixtures folder
+// (made, empty).
+func importFixture(t *testing.T, id, source string) (exDir, ansDir, fixtures string) {
+	t.Helper()
+	root := t.TempDir()
+	exDir, ansDir = filepath.Join(root, "exercises"), filepath.Join(root, "answers")
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"exercise", "import", "--id", id, "--exercises", exDir, "--answers", ansDir,
+		source}, &out, &errb); code != exitOK {
+		t.Fatalf("import: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	fixtures = filepath.Join(ansDir, id, "fixtures")
+	if err := os.MkdirAll(fixtures, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return exDir, ansDir, fixtures
+}
+
 // TestImportNbgraderAssignment imports an nbgrader source notebook as an
 // exercise and grades, through npugrade check, the notebooks students
 // submit in nbgrader's own format: each scores what nbgrader's autograder
@@ -140,18 +159,8 @@ func TestImportNbgraderAssignment(t *testing.T) {
 		t.Skip("executes notebooks")
 	}
 	t.Parallel()
-	root := t.TempDir()
-	exDir, ansDir := filepath.Join(root, "exercises"), filepath.Join(root, "answers")
 	data := filepath.Join("..", "..", "internal", "importer", "testdata", "nbgrader")
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"exercise", "import", "--id", "ps1", "--exercises", exDir, "--answers", ansDir,
-		filepath.Join(data, "source.ipynb")}, &out, &errb); code != exitOK {
-		t.Fatalf("import: exit %d\n%s\n%s", code, out.String(), errb.String())
-	}
-	fixtures := filepath.Join(ansDir, "ps1", "fixtures")
-	if err := os.MkdirAll(fixtures, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exDir, ansDir, fixtures := importFixture(t, "ps1", filepath.Join(data, "source.ipynb"))
 	for name, expected := range map[string]string{
 		"submitted_bitdiddle":  `{"cells": {"test_squares": "pass", "test_mean": "error"}, "score": 2}`,
 		"submitted_hacker":     `{"cells": {"test_squares": "pass", "test_mean": "pass"}, "score": 5}`,
@@ -165,8 +174,7 @@ func TestImportNbgraderAssignment(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out.Reset()
-	errb.Reset()
+	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"check", "--exercises", exDir, "--answers", ansDir, "--update-reference", "--jobs", "2"}, &out, &errb)
 	if code != exitOK {
 		t.Fatalf("check: exit %d\n%s\n%s", code, out.String(), errb.String())
@@ -185,18 +193,8 @@ func TestImportNbvalPapermill(t *testing.T) {
 		t.Skip("executes notebooks")
 	}
 	t.Parallel()
-	root := t.TempDir()
-	exDir, ansDir := filepath.Join(root, "exercises"), filepath.Join(root, "answers")
 	data := filepath.Join("..", "..", "internal", "importer", "testdata")
-	var out, errb bytes.Buffer
-	if code := run(context.Background(), []string{"exercise", "import", "--id", "totals", "--exercises", exDir, "--answers", ansDir,
-		filepath.Join(data, "nbval_papermill.ipynb")}, &out, &errb); code != exitOK {
-		t.Fatalf("import: exit %d\n%s\n%s", code, out.String(), errb.String())
-	}
-	fixtures := filepath.Join(ansDir, "totals", "fixtures")
-	if err := os.MkdirAll(fixtures, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	exDir, ansDir, fixtures := importFixture(t, "totals", filepath.Join(data, "nbval_papermill.ipynb"))
 	// The learner downloads the starter and fills in the solution their own way.
 	starter := string(readFile(t, filepath.Join(exDir, "totals", "nbval_papermill.ipynb")))
 	filled := strings.Replace(starter, `"    # YOUR CODE HERE\n",`, `"    from itertools import accumulate\n", "    return list(accumulate(xs))\n",`, 1)
@@ -205,8 +203,7 @@ func TestImportNbvalPapermill(t *testing.T) {
 	}
 	_ = os.WriteFile(filepath.Join(fixtures, "filled.ipynb"), []byte(filled), 0o644)
 	_ = os.WriteFile(filepath.Join(fixtures, "filled.expected.json"), []byte(`{"cells": {"check": "pass"}, "score": 1}`), 0o644)
-	out.Reset()
-	errb.Reset()
+	var out, errb bytes.Buffer
 	if code := run(context.Background(), []string{"check", "--exercises", exDir, "--answers", ansDir, "--update-reference"}, &out, &errb); code != exitOK {
 		t.Fatalf("check: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
