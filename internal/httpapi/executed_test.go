@@ -32,17 +32,8 @@ func TestLearnerExecutedNotebook(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb", "deadline": "2999-01-01T00:00:00Z"}`)
-			st, body := e.submit(t, e.learner, "k")
-			if st != http.StatusAccepted {
-				t.Fatalf("submit: %d %s", st, body)
-			}
-			id := between(body, `"id":"`, `"`)
-			if err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
-				return tx.SaveGrade(store.Grade{SubmissionID: id, MaxScore: 3, Profile: "cpu", Executed: []byte(executedPolicy),
-					Cells: []domain.CellResult{{CellID: "open", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true}}})
-			}); err != nil {
-				t.Fatal(err)
-			}
+			id := e.graded(t, e.learner, "k", store.Grade{MaxScore: 3, Profile: "cpu", Executed: []byte(executedPolicy),
+				Cells: []domain.CellResult{{CellID: "open", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true}}})
 			_, other, err := e.db.CreateUser(context.Background(), "olga", domain.RoleLearner)
 			if err != nil {
 				t.Fatal(err)

@@ -22,27 +22,17 @@ func TestExtensionsHTTP(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
 			due := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb",
 				"deadline": "2026-03-01T12:00:00Z", "late_penalty": [{"after": "0s", "multiplier": 0.5}]}`)
 			e.db.Now = func() time.Time { return due.Add(48 * time.Hour) }
-			st, body := e.submit(t, e.learner, "")
-			if st != http.StatusAccepted {
-				t.Fatalf("submit: %d %s", st, body)
-			}
-			id := between(body, `"id":"`, `"`)
 			cells := []domain.CellResult{
 				{CellID: "open", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true},
 				{CellID: "closed", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true},
 				{CellID: "later", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true},
 			}
-			if err := e.db.InTx(ctx, func(tx *store.Tx) error {
-				return tx.SaveGrade(store.Grade{SubmissionID: id, Score: 1.5, MaxScore: 3, Profile: "cpu", Cells: cells,
-					Message: "all graded cells pass; submitted after the deadline: score multiplied by 0.5"})
-			}); err != nil {
-				t.Fatal(err)
-			}
+			id := e.graded(t, e.learner, "", store.Grade{Score: 1.5, MaxScore: 3, Profile: "cpu", Cells: cells,
+				Message: "all graded cells pass; submitted after the deadline: score multiplied by 0.5"})
 			call := func(method, path, token, body string) (int, string) {
 				req, _ := http.NewRequest(method, e.ts.URL+path, strings.NewReader(body))
 				req.Header.Set("Authorization", "Bearer "+token)
@@ -62,7 +52,7 @@ func TestExtensionsHTTP(t *testing.T) {
 			if st, _ := call(http.MethodPost, path, e.learner, `{"learner": "lena", "deadline": "2026-04-01T00:00:00Z"}`); st != http.StatusForbidden {
 				t.Errorf("learner grants: %d, want 403", st)
 			}
-			st, body = call(http.MethodPost, path, e.teacher, `{"learner": "ghost", "deadline": "soon", "late_penalty": [{"after": "1h", "multiplier": -1}]}`)
+			st, body := call(http.MethodPost, path, e.teacher, `{"learner": "ghost", "deadline": "soon", "late_penalty": [{"after": "1h", "multiplier": -1}]}`)
 			var prob struct{ Problems []string }
 			_ = json.Unmarshal([]byte(body), &prob)
 			if st != http.StatusUnprocessableEntity || len(prob.Problems) != 3 {
@@ -122,17 +112,8 @@ func TestExtensionKeepsDetailsHidden(t *testing.T) {
 			_, bobTok, _ := e.db.CreateUser(ctx, "bob", domain.RoleLearner)
 			ids := map[string]string{}
 			for name, tok := range map[string]string{"lena": e.learner, "bob": bobTok} {
-				st, body := e.submit(t, tok, "")
-				if st != http.StatusAccepted {
-					t.Fatalf("submit: %d %s", st, body)
-				}
-				ids[name] = between(body, `"id":"`, `"`)
 				cells := []domain.CellResult{{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "LATER-OBS", Expected: "LATER-EXP"}}
-				if err := e.db.InTx(ctx, func(tx *store.Tx) error {
-					return tx.SaveGrade(store.Grade{SubmissionID: ids[name], MaxScore: 1, Profile: "cpu", Cells: cells})
-				}); err != nil {
-					t.Fatal(err)
-				}
+				ids[name] = e.graded(t, tok, "", store.Grade{MaxScore: 1, Profile: "cpu", Cells: cells})
 			}
 			req, _ := http.NewRequest(http.MethodPost, e.ts.URL+"/api/v1/exercises/pol/extensions", strings.NewReader(`{"learner": "lena", "deadline": "2026-03-03T12:00:00Z"}`))
 			req.Header.Set("Authorization", "Bearer "+e.teacher)

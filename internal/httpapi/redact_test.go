@@ -69,6 +69,21 @@ func (e *policyEnv) submit(t *testing.T, token, key string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// graded submits policyAnswer as token (with key) and stores the grade g
+// for it, as a runner's completion would; it returns the submission's id.
+func (e *policyEnv) graded(t *testing.T, token, key string, g store.Grade) string {
+	t.Helper()
+	st, body := e.submit(t, token, key)
+	if st != http.StatusAccepted {
+		t.Fatalf("submit: %d %s", st, body)
+	}
+	g.SubmissionID = between(body, `"id":"`, `"`)
+	if err := e.db.InTx(context.Background(), func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
+		t.Fatal(err)
+	}
+	return g.SubmissionID
+}
+
 // post posts policyAnswer (with an Idempotency-Key unless key is empty);
 // the caller closes the response.
 func (e *policyEnv) post(t *testing.T, token, key string) *http.Response {
@@ -121,21 +136,12 @@ func TestRedactionEveryResponseShape(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb", "deadline": "2999-01-01T00:00:00Z"}`)
-			st, body := e.submit(t, e.learner, "same-file")
-			if st != http.StatusAccepted {
-				t.Fatalf("submit: %d %s", st, body)
-			}
-			id := between(body, `"id":"`, `"`)
 			cells := []domain.CellResult{
 				{CellID: "open", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "OPEN-OBS", Expected: "OPEN-EXP"},
 				{CellID: "closed", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "HIDDEN-OBS", Expected: "HIDDEN-EXP", Diff: "HIDDEN-DIFF"},
 				{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "LATER-OBS", Expected: "LATER-EXP", Diff: "LATER-DIFF"},
 			}
-			if err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
-				return tx.SaveGrade(store.Grade{SubmissionID: id, MaxScore: 3, Profile: "cpu", Cells: cells})
-			}); err != nil {
-				t.Fatal(err)
-			}
+			id := e.graded(t, e.learner, "same-file", store.Grade{MaxScore: 3, Profile: "cpu", Cells: cells})
 			secrets := []string{"HIDDEN-OBS", "HIDDEN-EXP", "HIDDEN-DIFF", "LATER-OBS", "LATER-EXP", "LATER-DIFF"}
 			shapes := []struct {
 				name  string
