@@ -79,6 +79,35 @@ func graded(t *testing.T, db *store.DB, user int64, ex string, score float64) do
 	return sub
 }
 
+// testBundle is what a policy test needs: a database, the policy over it
+// and the catalogue, two learners (ada, bob) and an instructor.
+type testBundle struct {
+	ctx     context.Context
+	db      *store.DB
+	p       *policy.Service
+	ada     domain.User
+	bob     domain.User
+	teacher domain.User
+}
+
+// setup opens a database of dialect d and creates the users.
+func setup(t *testing.T, d string) *testBundle {
+	t.Helper()
+	db := storetest.Open(t, d)
+	b := &testBundle{ctx: context.Background(), db: db, p: &policy.Service{DB: db, Now: db.Now, Catalog: catalog(t)}}
+	for _, u := range []struct {
+		to   *domain.User
+		name string
+		role domain.Role
+	}{{&b.ada, "ada", domain.RoleLearner}, {&b.bob, "bob", domain.RoleLearner}, {&b.teacher, "teacher", domain.RoleInstructor}} {
+		var err error
+		if *u.to, _, err = db.CreateUser(b.ctx, u.name, u.role); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b
+}
+
 // TestCountsAndOwnership: the exercises page and the API agree on the
 // submission that counts (the best under "best", the latest under
 // "latest": the page once showed the best under both), and another
@@ -88,12 +117,8 @@ func TestCountsAndOwnership(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			db := storetest.Open(t, d)
-			p := &policy.Service{DB: db, Now: db.Now, Catalog: catalog(t)}
-			ada, _, _ := db.CreateUser(ctx, "ada", domain.RoleLearner)
-			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
+			b := setup(t, d)
+			ctx, db, p, ada, bob, teacher := b.ctx, b.db, b.p, b.ada, b.bob, b.teacher
 			var last domain.Submission
 			for _, ex := range []string{"best", "latest"} {
 				graded(t, db, ada.ID, ex, 9)
@@ -149,12 +174,8 @@ func TestListingScope(t *testing.T) {
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ctx := context.Background()
-			db := storetest.Open(t, d)
-			p := &policy.Service{DB: db, Now: db.Now, Catalog: catalog(t)}
-			ada, _, _ := db.CreateUser(ctx, "ada", domain.RoleLearner)
-			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
-			teacher, _, _ := db.CreateUser(ctx, "teacher", domain.RoleInstructor)
+			b := setup(t, d)
+			ctx, db, p, ada, bob, teacher := b.ctx, b.db, b.p, b.ada, b.bob, b.teacher
 			adas := graded(t, db, ada.ID, "best", 9)
 			bobs := graded(t, db, bob.ID, "best", 3)
 
