@@ -117,12 +117,7 @@ func TestRubricChangeReappliedOnceAcrossServers(t *testing.T) {
 			url := storetest.URL(t, d)
 			var dbs [2]*store.DB
 			for i := range dbs {
-				db, err := store.Open(ctx, url, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
-				dbs[i] = db
+				dbs[i] = storetest.OpenURL(t, url)
 			}
 			db := dbs[0]
 			answer := strings.Replace(manualAnswer, "A_POINTS", "1", 1)

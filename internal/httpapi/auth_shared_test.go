@@ -10,10 +10,8 @@ import (
 
 	"github.com/npugrade/npugrade/internal/authguard"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/queue"
-	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 	"github.com/npugrade/npugrade/internal/submission"
 )
@@ -28,17 +26,10 @@ func TestFailedAuthThrottledAcrossServers(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			url := storetest.URL(t, d)
-			cat, err := exercise.Load("../../exercises", "../../answers")
-			if err != nil {
-				t.Fatal(err)
-			}
+			cat := projectCatalog(t)
 			var good string
 			serve := func() *httptest.Server {
-				db, err := store.Open(t.Context(), url, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { db.Close() })
+				db := storetest.OpenURL(t, url)
 				if good == "" {
 					_, good, _ = db.CreateUser(t.Context(), "ada", domain.RoleLearner)
 				}

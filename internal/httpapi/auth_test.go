@@ -13,7 +13,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/authguard"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -46,10 +45,7 @@ func TestFailedAuthThrottledAndLogged(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			db := storetest.Open(t, d)
-			cat, err := exercise.Load("../../exercises", "../../answers")
-			if err != nil {
-				t.Fatal(err)
-			}
+			cat := projectCatalog(t)
 			var logs syncBuf
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))

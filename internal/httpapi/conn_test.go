@@ -38,11 +38,17 @@ type liveEnv struct {
 
 func newLiveEnv(t testing.TB, dialect string, limits httpapi.Timeouts) *liveEnv {
 	t.Helper()
+	return newLiveEnvOn(t, dialect, projectCatalog(t), limits)
+}
+
+// projectCatalog loads the project's own exercises and answers.
+func projectCatalog(t testing.TB) *exercise.Catalog {
+	t.Helper()
 	cat, err := exercise.Load("../../exercises", "../../answers")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newLiveEnvOn(t, dialect, cat, limits)
+	return cat
 }
 
 // newLiveEnvOn is newLiveEnv over the catalogue cat.

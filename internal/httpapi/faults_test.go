@@ -15,7 +15,6 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -33,15 +32,8 @@ type faultEnv struct {
 func newFaultEnv(t *testing.T, dialect string) *faultEnv {
 	t.Helper()
 	dbURL := storetest.URL(t, dialect)
-	db, err := store.Open(context.Background(), dbURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	cat, err := exercise.Load("../../exercises", "../../answers")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.OpenURL(t, dbURL)
+	cat := projectCatalog(t)
 	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))

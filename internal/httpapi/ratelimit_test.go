@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -26,15 +25,8 @@ import (
 // upload `count` notebooks per hour, refused ones included.
 func limitedServer(t *testing.T, dbURL string, count int) *httptest.Server {
 	t.Helper()
-	db, err := store.Open(context.Background(), dbURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	cat, err := exercise.Load("../../exercises", "../../answers")
-	if err != nil {
-		t.Fatal(err)
-	}
+	db := storetest.OpenURL(t, dbURL)
+	cat := projectCatalog(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q := queue.New(db, log)
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 1 << 20,

@@ -70,9 +70,17 @@ func URL(t testing.TB, dialect string) string {
 // Open opens and migrates a fresh database of dialect.
 func Open(t testing.TB, dialect string) *store.DB {
 	t.Helper()
-	db, err := store.Open(context.Background(), URL(t, dialect), nil)
+	return OpenURL(t, URL(t, dialect))
+}
+
+// OpenURL opens (and migrates) the database at url, closed when the test
+// ends: with URL, each call is another server process's own handle on
+// one test database.
+func OpenURL(t testing.TB, url string) *store.DB {
+	t.Helper()
+	db, err := store.Open(context.Background(), url, nil)
 	if err != nil {
-		t.Fatalf("open %s: %v", dialect, err)
+		t.Fatalf("open %s: %v", url, err)
 	}
 	t.Cleanup(func() { db.Close() })
 	return db
