@@ -14,9 +14,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/auth"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
@@ -196,12 +198,33 @@ func pgbenchPath() string {
 	return ""
 }
 
-// pgbenchClaims runs the server's claim statement (store.ClaimStatement)
-// under pgbench at clients clients, perClient claims each, and returns
-// its tx/s and per-claim latencies.
-func pgbenchClaims(b *testing.B, dbURL string, clients, perClient int) (tps float64, lat []time.Duration) {
+// claimAsScript is the statement the server runs for each claim
+// (store.ClaimAsStatement: authentication, runner check, lease) as a
+// pgbench script: client i claims as runners[i%len(runners)] with token.
+func claimAsScript(token string, runners [][2]string) string {
+	ids := make([]string, len(runners))
+	for i, r := range runners {
+		ids[i] = "'" + r[1] + "'"
+	}
+	stmt := store.ClaimAsStatement(`('{}')`)
+	for _, kv := range [][2]string{{"@hash", "'" + auth.HashToken(token) + "'"}, {"@addr", "'127.0.0.1'"},
+		{"@wstart", "now() - interval '1 minute'"}, {"@runner", fmt.Sprintf("(ARRAY[%s])[:client_id %% %d + 1]", strings.Join(ids, ","), len(ids))},
+		{"@role", "'runner'"}, {"@maxfail", "20"}, {"@stale", "now() - interval '5 seconds'"}} {
+		stmt = strings.ReplaceAll(stmt, kv[0], kv[1])
+	}
+	return stmt
+}
+
+// pgbenchClaims runs a claim statement (default: the plain one,
+// store.ClaimStatement) under pgbench at clients clients, perClient
+// claims each, in pgbench's protocol mode ("simple", or "prepared" as the
+// server's pool runs its statements), and returns its tx/s, per-claim
+// latencies and pgbench's own CPU time.
+func pgbenchClaims(b *testing.B, dbURL, stmt, mode string, clients, perClient int) (tps float64, lat []time.Duration, cpu time.Duration) {
 	b.Helper()
-	stmt := store.ClaimStatement(`('{}')`)
+	if stmt == "" {
+		stmt = store.ClaimStatement(`('{}')`)
+	}
 	for name, v := range map[string]string{"@token": "'pgbench-' || :r", "@runner": "'pgbench'",
 		"@expires": "now() + interval '1 hour'", "@now": "now()"} {
 		stmt = strings.ReplaceAll(stmt, name, v)
@@ -211,12 +234,13 @@ func pgbenchClaims(b *testing.B, dbURL string, clients, perClient int) (tps floa
 	if err := os.WriteFile(script, []byte("\\set r random(1, 1000000000)\n"+stmt+";\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(pgbenchPath(), "-n", "-c", strconv.Itoa(clients), "-j", "2", "-t", strconv.Itoa(perClient),
+	cmd := exec.Command(pgbenchPath(), "-n", "-M", mode, "-c", strconv.Itoa(clients), "-j", "2", "-t", strconv.Itoa(perClient),
 		"-f", script, "-l", "--log-prefix", filepath.Join(dir, "log"), dbURL)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		b.Fatalf("pgbench: %v\n%s", err, out)
 	}
+	cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	m := regexp.MustCompile(`tps = ([0-9.]+)`).FindSubmatch(out)
 	if m == nil {
 		b.Fatalf("pgbench printed no tps:\n%s", out)
@@ -232,7 +256,7 @@ func pgbenchClaims(b *testing.B, dbURL string, clients, perClient int) (tps floa
 			}
 		}
 	}
-	return tps, lat
+	return tps, lat, cpu
 }
 
 // BenchmarkClaim: 10,000 queued grade jobs, 64 runners claiming at once
@@ -270,22 +294,38 @@ func BenchmarkClaim(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		requeueAll(b, db)
-		tps, base := pgbenchClaims(b, dbURL, claimers, queued/claimers)
+		tps, base, pgbenchCPU := pgbenchClaims(b, dbURL, "", "simple", claimers, queued/claimers)
+		requeueAll(b, db)
+		// The server's whole statement under pgbench, prepared as the
+		// server's pool runs it: how much of the gap is the statement's
+		// own work (authentication, runner check), and how much HTTP and
+		// the processes around it. (Unprepared, planning this statement
+		// costs about a third of its rate.)
+		fullTPS, full, _ := pgbenchClaims(b, dbURL, claimAsScript(token, runners), "prepared", claimers, queued/claimers)
 		requeueAll(b, db)
 		cpu0, x0 := s.cpuTime(b), xactCount(db)
+		client0 := selfCPU()
 		rate, lat, dups := httpClaims(b, c, s.url, runners)
+		clientCPU := selfCPU() - client0
 		cpu, xacts := s.cpuTime(b)-cpu0, xactCount(db)-x0
 		bp50, bp99 := percentile(base, 0.5), percentile(base, 0.99)
 		p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
 		fmt.Printf("claim: %d claims over HTTP by %d runners: %.0f claims/s, p50 %v, p99 %v; pgbench of the claim statement: %.0f tx/s, p50 %v, p99 %v\n",
 			len(lat), claimers, rate, p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), tps,
 			bp50.Round(100*time.Microsecond), bp99.Round(100*time.Microsecond))
+		fmt.Printf("claim: pgbench of the server's whole claim statement (authentication, runner check, lease), prepared: %.0f tx/s (%.2f× the plain statement), p50 %v, p99 %v\n",
+			fullTPS, fullTPS/tps, percentile(full, 0.5).Round(100*time.Microsecond), percentile(full, 0.99).Round(100*time.Microsecond))
 		fmt.Printf("claim: throughput %.2f× pgbench (target ≥ 0.7), p99 %.2f× pgbench's (target ≤ 2), %d jobs leased twice (target 0)\n",
 			rate/tps, float64(p99)/float64(bp99), dups)
 		// Where the gap to pgbench goes: the server's own CPU and the
 		// statements it runs per claim (pgbench runs one).
 		fmt.Printf("claim: server CPU %.3f ms per claim, %.1f Postgres transactions per claim\n",
 			float64(cpu.Microseconds())/1000/float64(len(lat)), xacts/float64(len(lat)))
+		// The clients' own CPU, which shares the machine with the rest:
+		// pgbench's per transaction, the runner-protocol client's per claim
+		// (it decodes each lease's JSON, notebook included).
+		fmt.Printf("claim: client CPU %.3f ms per claim over HTTP, pgbench %.3f ms per transaction\n",
+			float64(clientCPU.Microseconds())/1000/float64(len(lat)), float64(pgbenchCPU.Microseconds())/1000/float64(len(base)))
 		b.ReportMetric(rate, "claims/s")
 		b.ReportMetric(rate/tps, "x-pgbench")
 		b.ReportMetric(float64(p99)/float64(bp99), "p99-x-pgbench")
@@ -398,6 +438,15 @@ func BenchmarkIdleRunners(b *testing.B) {
 		b.ReportMetric(qps, "pg-xact/s")
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// selfCPU is this process's user+system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // xactCount is how many transactions Postgres has run in db's database.

@@ -86,6 +86,14 @@ func ClaimStatement(requiresSQL string) string {
 	return fmt.Sprintf(claimPostgres, " AND requires IN "+requiresSQL)
 }
 
+// ClaimAsStatement is the statement a runner's claim runs on Postgres
+// (ClaimJobAs: authentication, runner check, lease), in ClaimStatement's
+// form, with the named parameters of claimAuthPostgres: make bench runs
+// it under pgbench too, to tell the statement's cost from the rest.
+func ClaimAsStatement(requiresSQL string) string {
+	return fmt.Sprintf(claimAuthPostgres, " AND requires IN "+requiresSQL)
+}
+
 // claimSQLite is the same pick and lease on SQLite, which has one writer
 // (a claim cannot interleave with another) and no data-modifying WITH:
 // the lease is one UPDATE … RETURNING, the runner check, the submission
