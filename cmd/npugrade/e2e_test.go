@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +138,16 @@ func waitGraded(t *testing.T, s *server, token, id string) map[string]any {
 
 func waitGradedT(t testing.TB, s *server, token, id string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Minute)
+	sub, _ := pollSubmission(t, s, token, id, 3*time.Minute, 300*time.Millisecond, "graded", "needs-manual", "failed")
+	return sub
+}
+
+// pollSubmission GETs submission id as token every `every` until its
+// status is one of final, for at most within; it returns the submission
+// and when that status was first seen.
+func pollSubmission(t testing.TB, s *server, token, id string, within, every time.Duration, final ...string) (map[string]any, time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		resp, b := request(t, "GET", s.url+"/api/v1/submissions/"+id, token, nil, "", nil)
 		if resp.StatusCode != 200 {
@@ -145,13 +155,13 @@ func waitGradedT(t testing.TB, s *server, token, id string) map[string]any {
 		}
 		var sub map[string]any
 		json.Unmarshal(b, &sub)
-		if st := sub["status"]; st == "graded" || st == "needs-manual" || st == "failed" {
-			return sub
+		if st, _ := sub["status"].(string); slices.Contains(final, st) {
+			return sub, time.Now()
 		}
-		time.Sleep(300 * time.Millisecond)
+		time.Sleep(every)
 	}
 	t.Fatalf("submission %s not graded in time", id)
-	return nil
+	return nil, time.Time{}
 }
 
 func readFile(t *testing.T, path string) []byte {

@@ -132,24 +132,11 @@ func withSources(t *testing.T, nbJSON []byte, src map[string]string) []byte {
 // waitGradedFast polls every 50ms and also returns when the result was first seen.
 func waitGradedFast(t *testing.T, s *server, token, id string) (map[string]any, time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
-		resp, b := request(t, "GET", s.url+"/api/v1/submissions/"+id, token, nil, "", nil)
-		if resp.StatusCode != 200 {
-			t.Fatalf("GET submission: %d %s", resp.StatusCode, b)
-		}
-		var sub map[string]any
-		json.Unmarshal(b, &sub)
-		if st := sub["status"]; st == "graded" || st == "failed" {
-			if st == "failed" {
-				t.Fatalf("submission %s failed: %s", id, b)
-			}
-			return sub, time.Now()
-		}
-		time.Sleep(50 * time.Millisecond)
+	sub, at := pollSubmission(t, s, token, id, 2*time.Minute, 50*time.Millisecond, "graded", "failed")
+	if sub["status"] == "failed" {
+		t.Fatalf("submission %s failed: %v", id, sub)
 	}
-	t.Fatalf("submission %s not graded in time", id)
-	return nil, time.Time{}
+	return sub, at
 }
 
 // requireSandboxExec skips where bubblewrap is missing (CI installs it).
