@@ -2,7 +2,10 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -43,8 +46,19 @@ func BenchmarkBurst(b *testing.B) {
 		}
 		return float64(burst) / time.Since(t0).Minutes()
 	}
+	sparesList := []int{1, 2}
+	if v := os.Getenv("NPUGRADE_BENCH_SPARES"); v != "" {
+		sparesList = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("NPUGRADE_BENCH_SPARES=%q: want a comma-separated list of counts >= 1", v)
+			}
+			sparesList = append(sparesList, n)
+		}
+	}
 	for i := 0; i < b.N; i++ {
-		for _, spares := range []int{1, 2} {
+		for _, spares := range sparesList {
 			one, two := rate(1, spares), rate(2, spares)
 			b.ReportMetric(one, fmt.Sprintf("graded/min-1slot-spares%d", spares))
 			b.ReportMetric(two, fmt.Sprintf("graded/min-2slots-spares%d", spares))

@@ -16,8 +16,13 @@ import (
 	"github.com/npugrade/npugrade/internal/npudevice"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerclient"
+	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
+
+// spareStartWait bounds how long a runner waits for its warm spares
+// before it registers (a host that cannot start them still grades, cold).
+const spareStartWait = 3 * time.Minute
 
 func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("runner", "", "Run a remote runner: pull jobs from a server over HTTP with a runner token and execute them.\nWith --probe, print this host's environment report and exit (1 when unsupported).",
@@ -78,24 +83,15 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *name == "" {
 		*name, _ = os.Hostname()
 	}
-	client := &runnerclient.Client{Server: *server, Token: *token}
-	reg, err := client.Register(ctx, *name, *slots, lb, rep)
-	if err != nil {
-		fmt.Fprintln(stderr, "npugrade runner:", err)
-		return exitError
-	}
-	log.Info("registered", "runner", reg.RunnerID, "profile", rep.Profile, "verdict", rep.Verdict, "slots", *slots)
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: rep.Profile, Match: rep.Satisfies, Log: log}
 	if err := setupExecutor(ctx, ex, stderr); err != nil {
 		fmt.Fprintln(stderr, "npugrade runner:", err)
 		return exitError
 	}
-	r := &runner.Runner{
-		Source: client, Slots: *slots,
-		HeartbeatEvery: time.Duration(reg.LeaseTTLSeconds / 3 * float64(time.Second)),
-		Fingerprint:    rep.Fingerprint, Log: log, DrainTimeout: *drain,
-		MaxCellTimeout: *cellTimeout, MaxJobTimeout: *jobTimeout,
-	}
+	// The warm spares start before the runner registers: it then claims
+	// jobs at execution speed, and reports the memory its spares hold.
+	var slotExecs []runner.Executor
+	var executor runner.Executor
 	if len(npus) > 0 {
 		if *slots > len(npus) {
 			log.Warn("more slots than NPUs: slots share devices", "slots", *slots, "npus", len(npus))
@@ -104,12 +100,27 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		for _, e := range slotExecutors(ex, pinned) {
 			se, stop := warmPool(e, 1, log)
 			defer stop()
-			r.SlotExecutors = append(r.SlotExecutors, se)
+			slotExecs = append(slotExecs, se)
 		}
 	} else {
 		var stop func()
-		r.Executor, stop = warmPool(ex, *slots, log)
+		executor, stop = warmPool(ex, *slots, log)
 		defer stop()
+	}
+	allExecs := append([]runner.Executor{executor}, slotExecs...)
+	waitSpares(ctx, spareStartWait, allExecs...)
+	client := &runnerclient.Client{Server: *server, Token: *token, WarmSpares: func() *runnerproto.WarmSpares { return spareReport(allExecs...) }}
+	reg, err := client.Register(ctx, *name, *slots, lb, rep)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade runner:", err)
+		return exitError
+	}
+	log.Info("registered", "runner", reg.RunnerID, "profile", rep.Profile, "verdict", rep.Verdict, "slots", *slots)
+	r := &runner.Runner{
+		Source: client, Slots: *slots, Executor: executor, SlotExecutors: slotExecs,
+		HeartbeatEvery: time.Duration(reg.LeaseTTLSeconds / 3 * float64(time.Second)),
+		Fingerprint:    rep.Fingerprint, Log: log, DrainTimeout: *drain,
+		MaxCellTimeout: *cellTimeout, MaxJobTimeout: *jobTimeout,
 	}
 	_ = r.Run(ctx)
 	log.Info("runner stopped")

@@ -24,11 +24,13 @@ import (
 	"github.com/npugrade/npugrade/internal/events"
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/runner"
+	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/sandbox"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/submission"
@@ -239,7 +241,16 @@ func (a *serveApp) startLocalRunner(ctx context.Context, o serveOptions, stderr 
 		Fingerprint:    "local-cpu",
 		Log:            a.log.With("component", "runner"),
 	}
-	go func() { defer close(done); _ = r.Run(ctx); stopWarm() }()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	// The fleet page and /metrics show the spares' memory (the database
+	// holds it, like a remote runner's heartbeat, for every server).
+	go watchSpares(watchCtx, 30*time.Second, func(ws runnerproto.WarmSpares) {
+		f := fleet.WarmSpares{PerSlot: ws.PerSlot, Kept: ws.Kept, Ready: ws.Ready, MemoryBytes: ws.MemoryBytes}
+		if _, err := a.db.SetRunnerWarmSpares(watchCtx, localID, f); err != nil && watchCtx.Err() == nil {
+			a.log.Warn("record warm spares of the local runner", "err", err)
+		}
+	}, slotsEx)
+	go func() { defer close(done); _ = r.Run(ctx); stopWatch(); stopWarm() }()
 	return done, nil
 }
 

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/runner"
+	"github.com/npugrade/npugrade/internal/runnerproto"
 )
 
 // warmFlags registers --warm, --warm-spares and --preload (serve, runner
@@ -27,7 +29,7 @@ func warmFlags(fs *flag.FlagSet) func(ex *execution.Executor, slots int, log *sl
 		if log == nil {
 			log = slog.Default()
 		}
-		p := &execution.Pool{Exec: ex, Size: max(slots, 1) * *spares, Preload: preloadModules(*preload, ex.Profile, sandboxConfig(ex) != nil && sandboxConfig(ex).RootFS != ""), Log: log}
+		p := &execution.Pool{Exec: ex, Size: max(slots, 1) * *spares, PerSlot: *spares, Preload: preloadModules(*preload, ex.Profile, sandboxConfig(ex) != nil && sandboxConfig(ex).RootFS != ""), Log: log}
 		p.Start(context.Background())
 		return p, p.Close
 	}
@@ -58,4 +60,60 @@ func preloadModules(flagValue, profile string, inEnv bool) []string {
 		}
 	}
 	return out
+}
+
+// spareReport sums the warm spares behind execs (the pools warmFlags
+// made); nil when none keeps spares (cold path).
+func spareReport(execs ...runner.Executor) *runnerproto.WarmSpares {
+	var ws *runnerproto.WarmSpares
+	for _, e := range execs {
+		p, ok := e.(*execution.Pool)
+		if !ok {
+			continue
+		}
+		if ws == nil {
+			ws = &runnerproto.WarmSpares{PerSlot: p.PerSlot}
+		}
+		ws.Kept += max(p.Size, 1)
+		ws.Ready += p.Ready()
+		ws.MemoryBytes += p.SpareMemory()
+	}
+	return ws
+}
+
+// waitSpares waits (at most timeout) until every pool behind execs has its
+// spares ready, so that what the runner reports is what they hold.
+func waitSpares(ctx context.Context, timeout time.Duration, execs ...runner.Executor) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for _, e := range execs {
+		if p, ok := e.(*execution.Pool); ok {
+			p.WaitReady(ctx)
+		}
+	}
+}
+
+// watchSpares calls report with the spares' state every time it changed
+// noticeably (a spare taken or ready, memory moved by 5 %) and at least
+// every refresh, until ctx ends. The checks read /proc and the cgroups
+// only: cheap enough every second.
+func watchSpares(ctx context.Context, refresh time.Duration, report func(runnerproto.WarmSpares), execs ...runner.Executor) {
+	var last runnerproto.WarmSpares
+	var sent time.Time
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		if ws := spareReport(execs...); ws != nil {
+			moved := ws.MemoryBytes-last.MemoryBytes > last.MemoryBytes/20 || last.MemoryBytes-ws.MemoryBytes > last.MemoryBytes/20
+			if sent.IsZero() || ws.Ready != last.Ready || ws.Kept != last.Kept || moved || time.Since(sent) >= refresh {
+				report(*ws)
+				last, sent = *ws, time.Now()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }

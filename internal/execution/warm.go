@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
@@ -89,10 +91,12 @@ func (e *Executor) Prestart(ctx context.Context, preload []string) (_ *Warm, err
 	if err := os.WriteFile(j.configPath(), cfgJSON, 0o600); err != nil {
 		return nil, fmt.Errorf("write job files: %w", err)
 	}
+	background(j, nil, true, e.Log)
 	p, err := e.startDriver(j, true)
 	if err != nil {
 		return nil, err
 	}
+	background(j, p, true, e.Log)
 	var msg struct {
 		Ready bool `json:"ready"`
 	}
@@ -103,6 +107,68 @@ func (e *Executor) Prestart(ctx context.Context, preload []string) (_ *Warm, err
 		return nil, fmt.Errorf("start warm execution environment: %v: %s", err, lastLine(p.log.String()))
 	}
 	return &Warm{e: e, key: key, j: j, p: p, started: time.Now()}, nil
+}
+
+// backgrounder is an isolated kernel whose CPU priority can be lowered
+// while it waits (sandbox.Kernel).
+type backgrounder interface{ Background(on bool) error }
+
+// background lowers (on) or restores the CPU priority of a pre-started
+// environment: its sandboxed kernel (the job's cpu cgroup weight and
+// nice) and, with p, its driver (nice). A spare then starts on the CPU
+// that running jobs leave idle instead of slowing them down. Best effort:
+// where it cannot (not root, no cpu cgroup) the spare starts at normal
+// priority, as before; it never leaves a handed-over job in the
+// background (without root nothing is lowered in the first place).
+func background(j *job, p *driverProc, on bool, log *slog.Logger) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if p == nil {
+		if b, ok := j.kernel.(backgrounder); ok {
+			if err := b.Background(on); err != nil {
+				log.Debug("warm kernel: CPU priority of the sandbox", "background", on, "err", err)
+			}
+		}
+		return
+	}
+	nice := 0
+	if on {
+		nice = backgroundNice
+	}
+	if err := renice(p.cmd.Process.Pid, nice); err != nil {
+		log.Debug("warm kernel: CPU priority of the driver", "background", on, "err", err)
+	}
+	if !on {
+		background(j, nil, false, log)
+	}
+}
+
+// backgroundNice is a waiting driver's nice value.
+const backgroundNice = 19
+
+// renice sets the nice value of every thread of process pid (nice is per
+// thread on Linux). Raising a priority again needs root (CAP_SYS_NICE):
+// without root it changes nothing, so nothing stays in the background.
+func renice(pid, nice int) error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root: priority unchanged")
+	}
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return fmt.Errorf("renice %d: %w", pid, err)
+	}
+	var errs []error
+	for _, e := range ents {
+		tid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("renice thread %d: %w", tid, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Age is how long ago the environment became ready.
@@ -175,6 +241,8 @@ func (w *Warm) Execute(ctx context.Context, nbBytes []byte, opt Options) (domain
 	dc := w.j.dc
 	w.e.jobConfig(&dc, opt)
 	req, _ := json.Marshal(dc)
+	// The job runs at full priority from its first instruction.
+	background(w.j, w.p, false, w.e.Log)
 	start := time.Now()
 	if _, err := w.p.req.Write(append(req, '\n')); err != nil {
 		return res, fmt.Errorf("%w: hand-over: %v", ErrStale, err)
@@ -236,6 +304,8 @@ type Pool struct {
 	Exec *Executor
 	// Size is the number of environments kept ready (default 1).
 	Size int
+	// PerSlot is --warm-spares (Size / the runner's slots), for reports.
+	PerSlot int
 	// Preload names modules imported in each kernel before it is handed
 	// out (e.g. torch), so that the learner's own import is instant.
 	Preload []string
@@ -251,6 +321,7 @@ type Pool struct {
 	wg        sync.WaitGroup
 	noPreload atomic.Bool
 	ready     atomic.Int64
+	failed    atomic.Int64   // starts that failed
 	spares    map[*Warm]bool // the environments waiting for a job
 	reported  bool           // the first full set of spares was logged
 }
@@ -298,6 +369,25 @@ func (p *Pool) Close() {
 
 // Ready is the number of environments waiting for a job now.
 func (p *Pool) Ready() int { return int(p.ready.Load()) }
+
+// WaitReady waits until every environment of a started pool is ready. It
+// reports false when one failed to start or ctx ended first (the pool
+// keeps filling).
+func (p *Pool) WaitReady(ctx context.Context) bool {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for p.Ready() < max(p.Size, 1) {
+		if p.failed.Load() > 0 {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
 
 // SpareMemory is the memory the environments waiting for a job hold now,
 // in bytes (see Warm.Memory).
@@ -363,6 +453,7 @@ func (p *Pool) fill(ctx context.Context) {
 			if ctx.Err() != nil {
 				return
 			}
+			p.failed.Add(1)
 			if len(preload) > 0 && strings.Contains(err.Error(), "preload") && !p.noPreload.Swap(true) {
 				p.Log.Warn("warm kernels: preloading failed; starting them without it", "preload", preload, "err", err)
 			}

@@ -38,10 +38,21 @@ type Runner struct {
 	Draining  bool
 	LastSeen  time.Time
 	CreatedAt time.Time
+	// WarmSpares is the runner's pre-started kernels and the memory they
+	// hold, as it last reported them (zero: it keeps none).
+	WarmSpares WarmSpares
 	// Allowed is the registering token's scope (a token bound to nothing
 	// gets DefaultRunnerProfiles; nil: the server's in-process runner),
 	// shown beside what the runner attested.
 	Allowed *RunnerScope
+}
+
+// WarmSpares is what a runner's pre-started kernels cost: PerSlot and
+// Kept (slots × per slot) as configured, Ready waiting for a job when it
+// last reported, and the memory those held, in bytes.
+type WarmSpares struct {
+	PerSlot, Kept, Ready int
+	MemoryBytes          int64
 }
 
 // RunnerScope is what one runner token may register as: its environment

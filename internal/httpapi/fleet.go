@@ -11,6 +11,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/fleet"
+	"github.com/npugrade/npugrade/internal/runnerproto"
 )
 
 // fleetRoutes mounts the instructor view of the runner fleet: registered
@@ -41,6 +42,9 @@ type RunnerJSON struct {
 	// Allowed is what the runner's token may register as (absent: not
 	// bound); Profile, Labels and Report are what the runner attested.
 	Allowed *fleet.RunnerScope `json:"allowed,omitempty"`
+	// WarmSpares is the runner's pre-started kernels and the memory they
+	// held when it last reported (absent: it keeps none).
+	WarmSpares *runnerproto.WarmSpares `json:"warm_spares,omitempty"`
 }
 
 func (s *Server) listRunners(c *gin.Context) {
@@ -59,6 +63,9 @@ func (s *Server) listRunners(c *gin.Context) {
 		out[i] = RunnerJSON{ID: r.ID, Name: r.Name, Slots: r.Slots, Profile: r.Profile, Verdict: r.Verdict, Labels: r.Labels,
 			LastSeen: r.LastSeen, Draining: r.Draining, Online: now.Sub(r.LastSeen) < time.Minute, Warnings: w, Report: r.Report,
 			Allowed: r.Allowed}
+		if ws := r.WarmSpares; ws.Kept > 0 {
+			out[i].WarmSpares = &runnerproto.WarmSpares{PerSlot: ws.PerSlot, Kept: ws.Kept, Ready: ws.Ready, MemoryBytes: ws.MemoryBytes}
+		}
 	}
 	c.JSON(http.StatusOK, out)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/queue"
@@ -44,7 +45,8 @@ func TestMetricsAndAccessLog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := db.UpsertRunner(ctx, store.RunnerRegistration{ID: "r1", Name: "r1", Slots: 2, Profile: "npu-a2"}); err != nil {
+			if err := db.UpsertRunner(ctx, store.RunnerRegistration{ID: "r1", Name: "r1", Slots: 2, Profile: "npu-a2",
+				WarmSpares: fleet.WarmSpares{PerSlot: 2, Kept: 4, Ready: 3, MemoryBytes: 3 << 30}}); err != nil {
 				t.Fatal(err)
 			}
 			started := time.Now().Add(-7 * time.Second)
@@ -76,6 +78,9 @@ func TestMetricsAndAccessLog(t *testing.T) {
 				`npugrade_execution_seconds_sum{profile="npu-a2"} 4`,
 				`npugrade_runners{profile="npu-a2",state="active"} 1`,
 				`npugrade_runner_slots{profile="npu-a2",state="active"} 2`,
+				`npugrade_warm_spares{profile="npu-a2",state="kept"} 4`,
+				`npugrade_warm_spares{profile="npu-a2",state="ready"} 3`,
+				`npugrade_warm_spare_memory_bytes{profile="npu-a2"} 3.221225472e+09`,
 			} {
 				if !strings.Contains(metrics, want) {
 					t.Errorf("/metrics lacks %s", want)

@@ -17,6 +17,7 @@ import (
 	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -83,7 +84,8 @@ func (s *Server) registerRunner(c *gin.Context) {
 	}
 	id := req.Name + "-" + auth.RandomID(4)
 	if err := s.DB.UpsertRunner(c.Request.Context(), store.RunnerRegistration{ID: id, Name: req.Name, UserID: u.ID, Slots: req.Slots,
-		Labels: req.Labels, Profile: req.Report.Profile, Verdict: req.Report.Verdict, Report: req.Report}); err != nil {
+		Labels: req.Labels, Profile: req.Report.Profile, Verdict: req.Report.Verdict, Report: req.Report,
+		WarmSpares: warmSpares(req.WarmSpares)}); err != nil {
 		s.problem(c, err)
 		return
 	}
@@ -117,7 +119,37 @@ func registrationProblems(req runnerproto.RegisterRequest) []string {
 	if req.Slots < 0 || req.Slots > 1024 {
 		p = append(p, "slots must be 0–1024")
 	}
+	return append(p, warmSpareProblems(req.WarmSpares)...)
+}
+
+// warmSpareProblems lists what is out of range in a runner's warm spares
+// report (nil is fine: the runner keeps none).
+func warmSpareProblems(ws *runnerproto.WarmSpares) []string {
+	if ws == nil {
+		return nil
+	}
+	var p []string
+	if ws.PerSlot < 0 || ws.PerSlot > 1024 {
+		p = append(p, "warm_spares.per_slot must be 0–1024")
+	}
+	if ws.Kept < 0 || ws.Kept > 1<<20 {
+		p = append(p, "warm_spares.kept must be 0–1048576")
+	}
+	if ws.Ready < 0 || ws.Ready > ws.Kept {
+		p = append(p, "warm_spares.ready must be 0–kept")
+	}
+	if ws.MemoryBytes < 0 || ws.MemoryBytes > 1<<50 {
+		p = append(p, "warm_spares.memory_bytes must be 0–2^50")
+	}
 	return p
+}
+
+// warmSpares converts the wire form (nil: none kept).
+func warmSpares(ws *runnerproto.WarmSpares) fleet.WarmSpares {
+	if ws == nil {
+		return fleet.WarmSpares{}
+	}
+	return fleet.WarmSpares{PerSlot: ws.PerSlot, Kept: ws.Kept, Ready: ws.Ready, MemoryBytes: ws.MemoryBytes}
 }
 
 func (s *Server) runnerReports() *runnerState {
@@ -453,11 +485,24 @@ func (s *Server) leaseCall(c *gin.Context, limit int64, body any, token func() s
 }
 
 func (s *Server) heartbeatJob(c *gin.Context) {
-	var req runnerproto.LeaseRequest
+	var req runnerproto.HeartbeatRequest
 	s.leaseCall(c, smallRunnerBody, &req, func() string { return req.LeaseToken }, func(ctx context.Context, id int64, token string) error {
+		if p := warmSpareProblems(req.WarmSpares); len(p) > 0 {
+			return &domain.Error{Code: domain.EINVALID, Message: "invalid heartbeat", Problems: p}
+		}
 		cancel, err := s.Dispatch.Heartbeat(ctx, id, token)
 		if err != nil {
 			return err
+		}
+		// Only after the lease checked out, and only for this token's own
+		// runner: a runner reports its own spares, nobody else's.
+		if runnerID := strings.TrimSpace(req.RunnerID); req.WarmSpares != nil && runnerID != "" {
+			if !s.ownRunner(c, runnerID) {
+				return nil // answered
+			}
+			if _, err := s.DB.SetRunnerWarmSpares(ctx, runnerID, warmSpares(req.WarmSpares)); err != nil {
+				s.Log.Warn("record warm spares", "runner", runnerID, "err", err)
+			}
 		}
 		c.JSON(http.StatusOK, runnerproto.HeartbeatResponse{Cancel: cancel})
 		return nil

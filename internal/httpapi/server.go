@@ -341,16 +341,25 @@ func (m *Metrics) Observe(sub domain.Submission, latency time.Duration) {
 func (m *Metrics) WatchRunners(db *store.DB, staleAfter time.Duration) {
 	m.Registry.MustRegister(&runnerCollector{db: db, stale: staleAfter,
 		runners: prometheus.NewDesc("npugrade_runners", "Registered runners by profile and state.", []string{"profile", "state"}, nil),
-		slots:   prometheus.NewDesc("npugrade_runner_slots", "Runner slots by profile and state.", []string{"profile", "state"}, nil)})
+		slots:   prometheus.NewDesc("npugrade_runner_slots", "Runner slots by profile and state.", []string{"profile", "state"}, nil),
+		spares: prometheus.NewDesc("npugrade_warm_spares", "Pre-started kernels of runners seen recently, by profile: kept (slots × --warm-spares) and ready (waiting for a job when last reported).",
+			[]string{"profile", "state"}, nil),
+		spareMem: prometheus.NewDesc("npugrade_warm_spare_memory_bytes", "Memory held by the ready pre-started kernels of runners seen recently (as last reported), by profile.",
+			[]string{"profile"}, nil)})
 }
 
 type runnerCollector struct {
-	db             *store.DB
-	stale          time.Duration
-	runners, slots *prometheus.Desc
+	db                               *store.DB
+	stale                            time.Duration
+	runners, slots, spares, spareMem *prometheus.Desc
 }
 
-func (r *runnerCollector) Describe(ch chan<- *prometheus.Desc) { ch <- r.runners; ch <- r.slots }
+func (r *runnerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- r.runners
+	ch <- r.slots
+	ch <- r.spares
+	ch <- r.spareMem
+}
 
 func (r *runnerCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -361,6 +370,7 @@ func (r *runnerCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	type key struct{ profile, state string }
 	count, slots := map[key]int{}, map[key]int{}
+	kept, ready, mem := map[string]int{}, map[string]int{}, map[string]int64{}
 	now := r.db.Now()
 	for _, rn := range list {
 		k := key{rn.Profile, "active"}
@@ -372,10 +382,20 @@ func (r *runnerCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		count[k]++
 		slots[k] += rn.Slots
+		if k.state != "stale" && rn.WarmSpares.Kept > 0 {
+			kept[rn.Profile] += rn.WarmSpares.Kept
+			ready[rn.Profile] += rn.WarmSpares.Ready
+			mem[rn.Profile] += rn.WarmSpares.MemoryBytes
+		}
 	}
 	for k, n := range count {
 		ch <- prometheus.MustNewConstMetric(r.runners, prometheus.GaugeValue, float64(n), k.profile, k.state)
 		ch <- prometheus.MustNewConstMetric(r.slots, prometheus.GaugeValue, float64(slots[k]), k.profile, k.state)
+	}
+	for profile, n := range kept {
+		ch <- prometheus.MustNewConstMetric(r.spares, prometheus.GaugeValue, float64(n), profile, "kept")
+		ch <- prometheus.MustNewConstMetric(r.spares, prometheus.GaugeValue, float64(ready[profile]), profile, "ready")
+		ch <- prometheus.MustNewConstMetric(r.spareMem, prometheus.GaugeValue, float64(mem[profile]), profile)
 	}
 }
 

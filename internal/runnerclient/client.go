@@ -27,6 +27,16 @@ type Client struct {
 	HTTP     *http.Client
 	RunnerID string
 	Wait     time.Duration
+	// WarmSpares, when set, says what the runner's pre-started kernels
+	// hold now; registration and heartbeats carry it to the server.
+	WarmSpares func() *runnerproto.WarmSpares
+}
+
+func (c *Client) warmSpares() *runnerproto.WarmSpares {
+	if c.WarmSpares == nil {
+		return nil
+	}
+	return c.WarmSpares()
 }
 
 var (
@@ -37,7 +47,8 @@ var (
 // Register announces the runner and remembers its id.
 func (c *Client) Register(ctx context.Context, name string, slots int, labels map[string]string, rep envprobe.Report) (runnerproto.RegisterResponse, error) {
 	var resp runnerproto.RegisterResponse
-	err := c.call(ctx, "/register", runnerproto.RegisterRequest{Name: name, Slots: slots, Labels: labels, Version: buildinfo.Version(), Report: rep}, &resp)
+	err := c.call(ctx, "/register", runnerproto.RegisterRequest{Name: name, Slots: slots, Labels: labels, Version: buildinfo.Version(), Report: rep,
+		WarmSpares: c.warmSpares()}, &resp)
 	if err != nil {
 		return resp, fmt.Errorf("register runner: %w", err)
 	}
@@ -68,7 +79,11 @@ func (c *Client) Claim(ctx context.Context) (*domain.Lease, error) {
 // Heartbeat implements runner.Source.
 func (c *Client) Heartbeat(ctx context.Context, l *domain.Lease) (bool, error) {
 	var resp runnerproto.HeartbeatResponse
-	err := c.callLease(ctx, fmt.Sprintf("/jobs/%d/heartbeat", l.JobID), l.Token, runnerproto.LeaseRequest{LeaseToken: l.Token}, &resp)
+	req := runnerproto.HeartbeatRequest{LeaseToken: l.Token}
+	if ws := c.warmSpares(); ws != nil {
+		req.RunnerID, req.WarmSpares = c.RunnerID, ws
+	}
+	err := c.callLease(ctx, fmt.Sprintf("/jobs/%d/heartbeat", l.JobID), l.Token, req, &resp)
 	if err != nil {
 		return false, fmt.Errorf("heartbeat job %d: %w", l.JobID, err)
 	}

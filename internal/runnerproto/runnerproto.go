@@ -33,6 +33,21 @@ type RegisterRequest struct {
 	// matching runners to releases.
 	Version string          `json:"version,omitempty"`
 	Report  envprobe.Report `json:"report"`
+	// WarmSpares is the runner's pre-started kernels (absent: it keeps
+	// none). A runner registers once its spares are ready, so the memory
+	// is what they hold.
+	WarmSpares *WarmSpares `json:"warm_spares,omitempty"`
+}
+
+// WarmSpares is what a runner's pre-started kernels (--warm-spares per
+// slot) cost: how many it keeps, how many wait for a job now and the
+// memory those hold (each a sandboxed kernel with torch imported plus its
+// driver). Operators size hosts by it.
+type WarmSpares struct {
+	PerSlot     int   `json:"per_slot"`
+	Kept        int   `json:"kept"`
+	Ready       int   `json:"ready"`
+	MemoryBytes int64 `json:"memory_bytes"`
 }
 
 // RegisterResponse gives the runner its id and the server's lease settings.
@@ -53,6 +68,15 @@ type ClaimRequest struct {
 // LeaseRequest carries the lease token that fences every job call.
 type LeaseRequest struct {
 	LeaseToken string `json:"lease_token"`
+}
+
+// HeartbeatRequest extends a lease. A runner may add its warm spares' state
+// (with its id): the fleet page and the metrics then show their memory as
+// it is now, not only as it was at registration.
+type HeartbeatRequest struct {
+	LeaseToken string      `json:"lease_token"`
+	RunnerID   string      `json:"runner_id,omitempty"`
+	WarmSpares *WarmSpares `json:"warm_spares,omitempty"`
 }
 
 // HeartbeatResponse tells the runner whether to stop.

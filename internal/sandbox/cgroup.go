@@ -20,6 +20,9 @@ type jobCgroup struct {
 	memDir  string // v1 memory dir, or the v2 dir
 	pidsDir string // v1 pids dir (may be empty), or the v2 dir
 	frzDir  string // v1 freezer dir (optional)
+	// cpuDir is where the job's CPU weight is set (v1 cpu dir or the v2
+	// dir when its cpu controller is on; empty: no CPU priority).
+	cpuDir string
 }
 
 // cgroupMounts finds cgroup mount points from /proc/self/mountinfo: the v2
@@ -53,7 +56,7 @@ func cgroupMounts() (v2 string, v1 map[string]string, err error) {
 			}
 		case "cgroup":
 			for _, o := range strings.Split(post[2], ",") {
-				if o == "memory" || o == "pids" || o == "freezer" {
+				if o == "memory" || o == "pids" || o == "freezer" || o == "cpu" {
 					if _, ok := v1[o]; !ok {
 						v1[o] = mnt
 					}
@@ -133,6 +136,12 @@ func newJobCgroup(parent, name string, memLimit int64, pidsLimit int) (_ *jobCgr
 				cg.frzDir = d
 			}
 		}
+		if v1["cpu"] != "" {
+			// CPU weight (a spare starts in the background); not required.
+			if d, cerr := mkCgroup(v1["cpu"], parent, name); cerr == nil {
+				cg.cpuDir = d
+			}
+		}
 	case v2 != "":
 		cg.version = 2
 		pdir := filepath.Join(v2, parent)
@@ -153,6 +162,13 @@ func newJobCgroup(parent, name string, memLimit int64, pidsLimit int) (_ *jobCgr
 			return nil, err
 		}
 		_ = writeFile(cg.memDir, "memory.swap.max", "0")
+		// CPU weight (a spare starts in the background): best effort, the
+		// cpu controller may not be delegated to us.
+		if writeFile(pdir, "cgroup.subtree_control", "+cpu") == nil {
+			if _, serr := os.Stat(filepath.Join(cg.memDir, "cpu.weight")); serr == nil {
+				cg.cpuDir = cg.memDir
+			}
+		}
 		if _, serr := os.Stat(filepath.Join(cg.memDir, "pids.max")); serr == nil {
 			cg.pidsDir = cg.memDir
 			if err = writeFile(cg.pidsDir, "pids.max", strconv.Itoa(pidsLimit)); err != nil {
@@ -189,7 +205,7 @@ func writeFile(dir, name, val string) error {
 func (cg *jobCgroup) procsFiles() []string {
 	var out []string
 	seen := map[string]bool{}
-	for _, d := range []string{cg.memDir, cg.pidsDir, cg.frzDir} {
+	for _, d := range []string{cg.memDir, cg.pidsDir, cg.frzDir, cg.cpuDir} {
 		if d != "" && !seen[d] {
 			seen[d] = true
 			out = append(out, filepath.Join(d, "cgroup.procs"))
@@ -264,7 +280,7 @@ func (cg *jobCgroup) kill(timeout time.Duration) error {
 func (cg *jobCgroup) remove() error {
 	var errs []error
 	seen := map[string]bool{}
-	for _, d := range []string{cg.memDir, cg.pidsDir, cg.frzDir} {
+	for _, d := range []string{cg.memDir, cg.pidsDir, cg.frzDir, cg.cpuDir} {
 		if d == "" || seen[d] {
 			continue
 		}

@@ -98,11 +98,14 @@ func Sweep(cfg Config) (int, error) {
 			if v1["freezer"] != "" {
 				cg.frzDir = filepath.Join(v1["freezer"], cfg.CgroupParent, e.Name())
 			}
+			if v1["cpu"] != "" {
+				cg.cpuDir = filepath.Join(v1["cpu"], cfg.CgroupParent, e.Name())
+			}
 		} else if v2 != "" {
 			cg.version = 2
 			cg.memDir = filepath.Join(v2, cfg.CgroupParent, e.Name())
 		}
-		for _, d := range []string{cg.memDir, cg.pidsDir, cg.frzDir} {
+		for _, d := range []string{cg.memDir, cg.pidsDir, cg.frzDir, cg.cpuDir} {
 			if d == "" {
 				continue
 			}
@@ -114,10 +117,12 @@ func Sweep(cfg Config) (int, error) {
 					cg.pidsDir = ""
 				case cg.frzDir:
 					cg.frzDir = ""
+				case cg.cpuDir:
+					cg.cpuDir = ""
 				}
 			}
 		}
-		if cg.memDir != "" || cg.pidsDir != "" || cg.frzDir != "" {
+		if cg.memDir != "" || cg.pidsDir != "" || cg.frzDir != "" || cg.cpuDir != "" {
 			if err := cg.kill(5 * time.Second); err != nil {
 				errs = append(errs, err)
 			}

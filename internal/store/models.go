@@ -90,6 +90,11 @@ type runnerRow struct {
 	LastSeen  time.Time
 	CreatedAt time.Time
 	Slots     int // migration 00003
+	// migration 00019: warm spares
+	WarmSparesPerSlot int
+	WarmSpares        int
+	WarmSparesReady   int
+	WarmSpareMemory   int64
 }
 
 func (runnerRow) TableName() string { return "runners" }

@@ -31,6 +31,8 @@ type RunnerRegistration struct {
 	Profile string
 	Verdict string
 	Report  envprobe.Report
+	// WarmSpares: the runner's pre-started kernels (zero: none).
+	WarmSpares fleet.WarmSpares
 }
 
 // UpsertRunner records a runner registration with its environment report.
@@ -46,15 +48,29 @@ func (db *DB) UpsertRunner(ctx context.Context, reg RunnerRegistration) error {
 		userID = &reg.UserID
 	}
 	row := runnerRow{ID: reg.ID, Name: reg.Name, UserID: userID, Labels: string(lb), Profile: reg.Profile, Report: string(rb),
-		Verdict: reg.Verdict, Slots: reg.Slots, LastSeen: now, CreatedAt: now}
+		Verdict: reg.Verdict, Slots: reg.Slots, LastSeen: now, CreatedAt: now,
+		WarmSparesPerSlot: reg.WarmSpares.PerSlot, WarmSpares: reg.WarmSpares.Kept, WarmSparesReady: reg.WarmSpares.Ready,
+		WarmSpareMemory: reg.WarmSpares.MemoryBytes}
 	err := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{
-		Columns:   []clause.Column{{Name: "id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"labels", "profile", "report", "verdict", "slots", "last_seen", "draining"}),
+		Columns: []clause.Column{{Name: "id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"labels", "profile", "report", "verdict", "slots", "last_seen", "draining",
+			"warm_spares_per_slot", "warm_spares", "warm_spares_ready", "warm_spare_memory"}),
 	}).Create(&row).Error
 	if err != nil {
 		return fmt.Errorf("register runner %s: %w", reg.ID, err)
 	}
 	return nil
+}
+
+// SetRunnerWarmSpares records what runner id's warm spares hold now (its
+// heartbeat says). It reports whether the runner exists.
+func (db *DB) SetRunnerWarmSpares(ctx context.Context, id string, ws fleet.WarmSpares) (bool, error) {
+	res := db.gorm.WithContext(ctx).Model(&runnerRow{}).Where("id = ?", id).Updates(map[string]any{
+		"warm_spares_per_slot": ws.PerSlot, "warm_spares": ws.Kept, "warm_spares_ready": ws.Ready, "warm_spare_memory": ws.MemoryBytes})
+	if res.Error != nil {
+		return false, fmt.Errorf("record warm spares of runner %s: %w", id, res.Error)
+	}
+	return res.RowsAffected == 1, nil
 }
 
 // TouchRunner records that a runner polled and reports whether it is
@@ -123,7 +139,8 @@ func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
 	out := make([]Runner, 0, len(rows))
 	for _, r := range rows {
 		rn := Runner{ID: r.ID, Name: r.Name, Slots: r.Slots, Profile: r.Profile, Verdict: r.Verdict,
-			Draining: r.Draining, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt, Labels: map[string]string{}}
+			Draining: r.Draining, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt, Labels: map[string]string{},
+			WarmSpares: fleet.WarmSpares{PerSlot: r.WarmSparesPerSlot, Kept: r.WarmSpares, Ready: r.WarmSparesReady, MemoryBytes: r.WarmSpareMemory}}
 		if r.UserID != nil {
 			// A token bound to nothing may still register cpu runners.
 			sc := scopes[*r.UserID]

@@ -166,6 +166,8 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"runners.undrain":       {"Resume", "恢复"},
 	"runners.allowed":       {"Token allows", "令牌允许"},
 	"runners.any":           {"any (the server's own runner)", "不限（服务器内置执行节点）"},
+	"runners.spares":        {"Warm spares", "预热内核"},
+	"runners.spares_help":   {"pre-started kernels ready / kept, and the memory the ready ones hold", "已就绪 / 保留的预启动内核数，以及就绪内核占用的内存"},
 	"actions":               {"Actions", "操作"},
 	"nav.regrades":          {"Regrades", "重新评分"},
 	"rg.title":              {"Staged regrade", "分阶段重新评分"},

@@ -37,6 +37,7 @@ func mustParse() map[string]map[string]*template.Template {
 			"latesteps": func(raw json.RawMessage) []string { return lateSchedule(lang, lateSteps(raw)) },
 			"pair":      func(a, b string) [2]string { return [2]string{a, b} },
 			"scored":    domain.Scored,
+			"size":      domain.FormatSize,
 			"pct": func(a, b float64) string {
 				if b <= 0 {
 					return "–"

@@ -1,0 +1,99 @@
+package execution_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/execution"
+)
+
+// TestSpareWaitsInTheBackground: a pre-started environment starts and
+// waits at the lowest CPU priority (its driver and its kernel niced), so
+// that starting it takes no CPU from jobs executing next to it; the job
+// handed to it runs at normal priority (the learner's kernel sees nice 0).
+func TestSpareWaitsInTheBackground(t *testing.T) {
+	requireExecution(t)
+	if os.Geteuid() != 0 {
+		t.Skip("CPU priorities are lowered only where they can be raised again (root)")
+	}
+	t.Parallel()
+	e := sandboxedExecutor(t)
+	w, err := e.Prestart(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	drivers := warmDrivers(e.WorkRoot)
+	if len(drivers) != 1 {
+		t.Fatalf("warm drivers: %v", drivers)
+	}
+	pid, _ := strconv.Atoi(filepath.Base(drivers[0]))
+	if n := niceOf(t, pid); n != 19 {
+		t.Errorf("waiting driver: nice %d, want 19", n)
+	}
+	kernels := descendants(pid)
+	if len(kernels) == 0 {
+		t.Fatal("the waiting driver has no kernel process")
+	}
+	for _, k := range kernels {
+		if n := niceOf(t, k); n != 19 {
+			t.Errorf("waiting kernel process %d: nice %d, want 19", k, n)
+		}
+	}
+	nb := codeNotebook(t, "import os\nprint(os.nice(0))")
+	res, err := w.Execute(context.Background(), nb, execution.Options{CellTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, res.Log)
+	}
+	if got := cellTexts(t, res.Notebook); len(got) != 1 || got[0] != "0" {
+		t.Errorf("the job's kernel runs at nice %q, want 0", got)
+	}
+}
+
+// niceOf reads a process's nice value (field 19 of /proc/PID/stat).
+func niceOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	n, err := strconv.Atoi(f[16]) // fields from 3 on: nice is the 19th
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// descendants lists the pids below pid (children, grandchildren...).
+func descendants(pid int) []int {
+	parent := map[int]int{}
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		fs := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		p, _ := strconv.Atoi(filepath.Base(filepath.Dir(f)))
+		pp, _ := strconv.Atoi(fs[1])
+		parent[p] = pp
+	}
+	var out []int
+	for p := range parent {
+		for q := parent[p]; q > 1; q = parent[q] {
+			if q == pid {
+				out = append(out, p)
+				break
+			}
+		}
+	}
+	return out
+}
