@@ -359,7 +359,7 @@ func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot, rootfs stri
 	var res domain.ExecutionResult
 	if warm {
 		// No preload: torch alone would not fit in the corpus's 256 MiB.
-		w, perr := e.Prestart(context.Background(), nil)
+		w, perr := e.Prestart(context.Background(), nil, nil)
 		if perr != nil {
 			t.Fatalf("prestart: %v", perr)
 		}

@@ -41,6 +41,9 @@ const (
 	DefaultMaxAge = 10 * time.Minute
 	// warmStartTimeout bounds the start of a warm driver, kernel and preload.
 	warmStartTimeout = 2 * time.Minute
+	// backgroundLimit is how long a start stays at the lowest CPU
+	// priority: on a host busy with other work it would never finish.
+	backgroundLimit = 15 * time.Second
 	// handoverTimeout bounds the health check at hand-over (normally
 	// milliseconds: a kernel_info round trip).
 	handoverTimeout = 15 * time.Second
@@ -74,8 +77,12 @@ func (e *Executor) key(preload []string) string {
 // Prestart starts an environment for one future job: a fresh job
 // directory and sandbox, a driver with its kernel started and the preload
 // modules imported (modules that are not installed are skipped). It
-// returns once the kernel answers; ctx bounds only the start.
-func (e *Executor) Prestart(ctx context.Context, preload []string) (_ *Warm, err error) {
+// returns once the kernel answers; ctx bounds only the start. It starts
+// at the lowest CPU priority (see background) until it is ready, or until
+// promote is closed (a job waits for it; nil: never) or it has taken
+// backgroundLimit: a start that someone waits for, or that other work
+// on the host starves, gets its full share.
+func (e *Executor) Prestart(ctx context.Context, preload []string, promote <-chan struct{}) (_ *Warm, err error) {
 	key := e.key(preload)
 	j, err := e.newJob(ctx)
 	if err != nil {
@@ -97,10 +104,29 @@ func (e *Executor) Prestart(ctx context.Context, preload []string) (_ *Warm, err
 		return nil, err
 	}
 	background(j, p, true, e.Log)
+	ready := make(chan struct{})
+	promoted := make(chan struct{})
+	go func() {
+		defer close(promoted)
+		limit := time.NewTimer(backgroundLimit)
+		defer limit.Stop()
+		select {
+		case <-ready:
+			return // stays in the background until its hand-over
+		case <-promote:
+		case <-limit.C:
+		case <-p.exited:
+			return
+		}
+		background(j, p, false, e.Log)
+	}()
 	var msg struct {
 		Ready bool `json:"ready"`
 	}
-	if err := p.recv(ctx, warmStartTimeout, &msg); err != nil || !msg.Ready {
+	err = p.recv(ctx, warmStartTimeout, &msg)
+	close(ready)
+	<-promoted
+	if err != nil || !msg.Ready {
 		p.kill()
 		<-p.exited
 		p.closePipes()
@@ -321,6 +347,7 @@ type Pool struct {
 	wg        sync.WaitGroup
 	noPreload atomic.Bool
 	ready     atomic.Int64
+	promote   chan struct{}  // closed when a job waits and no spare is ready
 	failed    atomic.Int64   // starts that failed
 	spares    map[*Warm]bool // the environments waiting for a job
 	reported  bool           // the first full set of spares was logged
@@ -448,7 +475,7 @@ func (p *Pool) fill(ctx context.Context) {
 		if p.noPreload.Load() {
 			preload = nil
 		}
-		w, err := p.Exec.Prestart(ctx, preload)
+		w, err := p.Exec.Prestart(ctx, preload, p.promotion())
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -491,6 +518,28 @@ func (p *Pool) fill(ctx context.Context) {
 	}
 }
 
+// promotion is the channel a start begun now watches: closed when a job
+// waits for a spare.
+func (p *Pool) promotion() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.promote == nil {
+		p.promote = make(chan struct{})
+	}
+	return p.promote
+}
+
+// promoteStarts moves the starts under way to normal CPU priority; starts
+// begun later watch a new channel.
+func (p *Pool) promoteStarts() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.promote != nil {
+		close(p.promote)
+	}
+	p.promote = make(chan struct{})
+}
+
 // Execute runs the job in a pre-started environment (see Pool).
 func (p *Pool) Execute(ctx context.Context, nb []byte, opt Options) (domain.ExecutionResult, error) {
 	p.mu.Lock()
@@ -501,6 +550,11 @@ func (p *Pool) Execute(ctx context.Context, nb []byte, opt Options) (domain.Exec
 	}
 	for try := 0; try < 3; try++ {
 		var o offer
+		if p.Ready() == 0 {
+			// Nobody is ready: the starts under way are what this job
+			// waits for, so they leave the background.
+			p.promoteStarts()
+		}
 		select {
 		case o = <-p.offers:
 		case <-ctx.Done():

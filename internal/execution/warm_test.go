@@ -75,7 +75,7 @@ func TestWarmPreloadLeavesNoNames(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cold: %v\n%s", err, cold.Log)
 	}
-	w, err := e.Prestart(context.Background(), []string{"json", "no_such_module_npugrade"})
+	w, err := e.Prestart(context.Background(), []string{"json", "no_such_module_npugrade"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestWarmPreloadImports(t *testing.T) {
 	requireExecution(t)
 	t.Parallel()
 	e := sandboxedExecutor(t)
-	w, err := e.Prestart(context.Background(), []string{"torch"})
+	w, err := e.Prestart(context.Background(), []string{"torch"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +146,7 @@ func TestWarmStale(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := sandboxedExecutor(t)
-			w, err := e.Prestart(context.Background(), nil)
+			w, err := e.Prestart(context.Background(), nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -326,7 +326,7 @@ func BenchmarkExecute(b *testing.B) {
 					var w *execution.Warm
 					if mode == "warm" {
 						b.StopTimer()
-						if w, err = e.Prestart(context.Background(), []string{"torch"}); err != nil {
+						if w, err = e.Prestart(context.Background(), []string{"torch"}, nil); err != nil {
 							b.Fatal(err)
 						}
 						time.Sleep(200 * time.Millisecond)
