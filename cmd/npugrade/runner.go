@@ -21,8 +21,10 @@ import (
 )
 
 // spareStartWait bounds how long a runner waits for its warm spares
-// before it registers (a host that cannot start them still grades, cold).
-const spareStartWait = 3 * time.Minute
+// before it registers, so that its registration says what they hold (a
+// start takes seconds); on a slow or busy host it registers without
+// waiting longer, and its heartbeats report them later.
+const spareStartWait = 10 * time.Second
 
 func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("runner", "", "Run a remote runner: pull jobs from a server over HTTP with a runner token and execute them.\nWith --probe, print this host's environment report and exit (1 when unsupported).",
@@ -90,6 +92,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	// The warm spares start before the runner registers: it then claims
 	// jobs at execution speed, and reports the memory its spares hold.
+	// A bad token is found a few seconds later than without spares.
 	var slotExecs []runner.Executor
 	var executor runner.Executor
 	if len(npus) > 0 {

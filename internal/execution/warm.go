@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -337,6 +338,10 @@ type Pool struct {
 	Preload []string
 	// MaxAge replaces environments unused for longer (default DefaultMaxAge).
 	MaxAge time.Duration
+	// Starts bounds the environments starting at once (default: half the
+	// CPUs, at least 1). Starting more at once than there are cores only
+	// makes every one of them late: in turn, the first is ready soonest.
+	Starts int
 	Log    *slog.Logger
 
 	mu        sync.Mutex
@@ -348,6 +353,7 @@ type Pool struct {
 	noPreload atomic.Bool
 	ready     atomic.Int64
 	promote   chan struct{}  // closed when a job waits and no spare is ready
+	starting  chan struct{}  // a token per start under way (Starts)
 	failed    atomic.Int64   // starts that failed
 	spares    map[*Warm]bool // the environments waiting for a job
 	reported  bool           // the first full set of spares was logged
@@ -371,6 +377,11 @@ func (p *Pool) Start(ctx context.Context) {
 	}
 	p.ctx, p.cancel = context.WithCancel(ctx)
 	p.offers = make(chan offer)
+	starts := p.Starts
+	if starts <= 0 {
+		starts = max(1, runtime.NumCPU()/2)
+	}
+	p.starting = make(chan struct{}, starts)
 	n := max(p.Size, 1)
 	p.wg.Add(n)
 	for i := 0; i < n; i++ {
@@ -475,7 +486,13 @@ func (p *Pool) fill(ctx context.Context) {
 		if p.noPreload.Load() {
 			preload = nil
 		}
+		select {
+		case p.starting <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
 		w, err := p.Exec.Prestart(ctx, preload, p.promotion())
+		<-p.starting
 		if err != nil {
 			if ctx.Err() != nil {
 				return
