@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"context"
-	"net/url"
 	"strings"
 	"testing"
 
@@ -32,7 +31,7 @@ func TestRunnersPageShowsWarmSpares(t *testing.T) {
 				}
 			}
 			c := client()
-			do(t, c, "POST", e.srv.URL+"/login", url.Values{"token": {admin}}, nil)
+			e.signIn(t, c, admin)
 			for lang, head := range map[string]string{"en": "Warm spares", "zh-CN": "预热内核"} {
 				resp, body := do(t, c, "GET", e.srv.URL+"/admin/runners", nil, map[string]string{"Accept-Language": lang})
 				if resp.StatusCode != 200 || !strings.Contains(body, head) {
