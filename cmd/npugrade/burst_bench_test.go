@@ -18,9 +18,14 @@ import (
 
 // BenchmarkBurst grades a burst of 10 chapter answers (the five chapters
 // in turn) in the cpu grading environment with one and with two
-// in-process runner slots, warm kernels with --warm-spares 1 (and 2), and
-// prints graded submissions per minute and the ratio of two slots to one
-// (target: at least 1.8). Each burst starts once every spare is ready.
+// in-process runner slots, for --warm-spares 1, 2 and 5 (or the values of
+// NPUGRADE_BENCH_SPARES, e.g. "1,5"), and prints graded submissions per
+// minute, the ratio of two slots to one (target: at least 1.8), the
+// memory the spares hold and the load average. Each burst starts once
+// every spare is ready. On 2 cores one spare per slot cannot reach 1.8:
+// a kernel start costs more CPU than the execution, and with both slots
+// executing the refills share the same two cores; with 5 per slot the
+// spares cover the burst.
 func BenchmarkBurst(b *testing.B) {
 	dir := envtest.RequireCPU(b)
 	const burst = 10
@@ -51,7 +56,7 @@ func BenchmarkBurst(b *testing.B) {
 		}
 		return float64(burst) / time.Since(t0).Minutes(), memory
 	}
-	sparesList := []int{1, 2}
+	sparesList := []int{1, 2, 5}
 	if v := os.Getenv("NPUGRADE_BENCH_SPARES"); v != "" {
 		sparesList = nil
 		for _, f := range strings.Split(v, ",") {
