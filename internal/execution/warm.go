@@ -338,9 +338,10 @@ type Pool struct {
 	Preload []string
 	// MaxAge replaces environments unused for longer (default DefaultMaxAge).
 	MaxAge time.Duration
-	// Starts bounds the environments starting at once (default: half the
-	// CPUs, at least 1). Starting more at once than there are cores only
-	// makes every one of them late: in turn, the first is ready soonest.
+	// Starts bounds the environments starting at once (default: the
+	// CPUs). Starting more at once than there are cores only makes every
+	// one of them late: in turn, the first is ready soonest. Fewer than
+	// the cores would leave a core idle while slots wait for spares.
 	Starts int
 	Log    *slog.Logger
 
@@ -379,7 +380,7 @@ func (p *Pool) Start(ctx context.Context) {
 	p.offers = make(chan offer)
 	starts := p.Starts
 	if starts <= 0 {
-		starts = max(1, runtime.NumCPU()/2)
+		starts = max(1, runtime.NumCPU())
 	}
 	p.starting = make(chan struct{}, starts)
 	n := max(p.Size, 1)
