@@ -102,18 +102,12 @@ func (p *genericParser) object() (any, bool) {
 			return nil, false
 		}
 		m[k.(string)] = v // the last of duplicate keys wins, as in encoding/json
-		p.space()
-		if p.i >= len(p.data) {
+		done, ok := p.separator('}')
+		if !ok {
 			return nil, false
 		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
+		if done {
 			return m, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -133,20 +127,32 @@ func (p *genericParser) array() (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		p.space()
-		if p.i >= len(p.data) {
+		done, ok := p.separator(']')
+		if !ok {
 			return nil, false
 		}
-		switch p.data[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
+		if done {
 			return a, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// separator reads what follows a member or element: ',' (more to come)
+// or the closing byte (done); anything else is malformed (!ok).
+func (p *genericParser) separator(closing byte) (done, ok bool) {
+	p.space()
+	if p.i >= len(p.data) {
+		return false, false
+	}
+	switch p.data[p.i] {
+	case ',':
+		p.i++
+		return false, true
+	case closing:
+		p.i++
+		return true, true
+	}
+	return false, false
 }
 
 // str reads a string token; escapes and bytes unquoteFast leaves alone
