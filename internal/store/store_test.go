@@ -69,41 +69,37 @@ func TestDialectsReachTheSameSchema(t *testing.T) {
 
 func TestUsersAndTokens(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects(t) {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			db := storetest.Open(t, d)
-			ctx := context.Background()
-			u, token, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := db.UserByToken(ctx, token)
-			if err != nil || got.ID != u.ID || got.Role != domain.RoleLearner {
-				t.Fatalf("UserByToken = %+v, %v", got, err)
-			}
-			var stored int64
-			db.RawScan(context.Background(), &stored, "SELECT count(*) FROM tokens WHERE hash = ?", token)
-			if stored != 0 {
-				t.Fatal("the plain token is stored")
-			}
-			if _, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner); domain.ErrorCode(err) != domain.ECONFLICT {
-				t.Fatalf("duplicate user: %v", err)
-			}
-			if _, _, err := db.CreateUser(ctx, "bob", "teacher"); domain.ErrorCode(err) != domain.EINVALID {
-				t.Fatalf("bad role: %v", err)
-			}
-			if err := db.RevokeTokens(ctx, u.ID); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := db.UserByToken(ctx, token); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
-				t.Fatalf("revoked token accepted: %v", err)
-			}
-			if _, err := db.UserByToken(ctx, "npg_nonsense"); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
-				t.Fatalf("unknown token: %v", err)
-			}
-		})
-	}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u, token, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := db.UserByToken(ctx, token)
+		if err != nil || got.ID != u.ID || got.Role != domain.RoleLearner {
+			t.Fatalf("UserByToken = %+v, %v", got, err)
+		}
+		var stored int64
+		db.RawScan(context.Background(), &stored, "SELECT count(*) FROM tokens WHERE hash = ?", token)
+		if stored != 0 {
+			t.Fatal("the plain token is stored")
+		}
+		if _, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner); domain.ErrorCode(err) != domain.ECONFLICT {
+			t.Fatalf("duplicate user: %v", err)
+		}
+		if _, _, err := db.CreateUser(ctx, "bob", "teacher"); domain.ErrorCode(err) != domain.EINVALID {
+			t.Fatalf("bad role: %v", err)
+		}
+		if err := db.RevokeTokens(ctx, u.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.UserByToken(ctx, token); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+			t.Fatalf("revoked token accepted: %v", err)
+		}
+		if _, err := db.UserByToken(ctx, "npg_nonsense"); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+			t.Fatalf("unknown token: %v", err)
+		}
+	})
 }
 
 func TestParseURL(t *testing.T) {

@@ -85,3 +85,16 @@ func OpenURL(t testing.TB, url string) *store.DB {
 	t.Cleanup(func() { db.Close() })
 	return db
 }
+
+// Each runs fn as a parallel subtest, named for its dialect, on a fresh
+// migrated database of every dialect: the conformance loop of the store's
+// tests in one place.
+func Each(t *testing.T, fn func(t *testing.T, db *store.DB)) {
+	t.Helper()
+	for _, d := range Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			fn(t, Open(t, d))
+		})
+	}
+}
