@@ -348,7 +348,7 @@ func pgbenchIntake(b *testing.B, pgbench, dbURL string, clients, n int, pgbenchS
 	}
 	db.Close()
 	args := append([]string{"-n", "-M", "prepared", "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(clients, 4)),
-		"-t", strconv.Itoa(n/clients), "-f", script, "-D", fmt.Sprintf("uid=%d", uid),
+		"-t", strconv.Itoa(n / clients), "-f", script, "-D", fmt.Sprintf("uid=%d", uid),
 		"--log", "--log-prefix", filepath.Join(dir, "pgb")}, defs...)
 	cmd := exec.Command(pgbench, append(args, dbURL)...)
 	cmd.Dir = dir
