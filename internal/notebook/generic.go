@@ -3,6 +3,8 @@ package notebook
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -16,6 +18,9 @@ import (
 // reported.
 func decodeGeneric(data []byte) (any, error) {
 	p := genericParser{data: data}
+	if utf8.Valid(data) {
+		p.arena = make([]byte, 0, len(data))
+	}
 	p.space()
 	v, ok := p.value()
 	if ok {
@@ -30,6 +35,10 @@ func decodeGeneric(data []byte) (any, error) {
 type genericParser struct {
 	data []byte
 	i    int
+	// arena, when not nil, holds every string decoded so far, back to
+	// back, and data is known to be valid UTF-8 (see text). Its bytes are
+	// never changed once written: strings are views of them.
+	arena []byte
 }
 
 func (p *genericParser) space() {
@@ -87,7 +96,7 @@ func (p *genericParser) object() (any, bool) {
 		if p.i >= len(p.data) || p.data[p.i] != '"' {
 			return nil, false
 		}
-		k, ok := p.str()
+		k, ok := p.text()
 		if !ok {
 			return nil, false
 		}
@@ -101,7 +110,7 @@ func (p *genericParser) object() (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		m[k.(string)] = v // the last of duplicate keys wins, as in encoding/json
+		m[k] = v // the last of duplicate keys wins, as in encoding/json
 		done, ok := p.separator('}')
 		if !ok {
 			return nil, false
@@ -155,26 +164,63 @@ func (p *genericParser) separator(closing byte) (done, ok bool) {
 	return false, false
 }
 
-// str reads a string token; escapes and bytes unquoteFast leaves alone
-// (surrogates, invalid UTF-8) are decoded by encoding/json.
+// str reads a string token as a generic value.
 func (p *genericParser) str() (any, bool) {
-	start := p.i
-	// The end is the first quote not escaped; control bytes before it
-	// are refused by unquoteFast and encoding/json alike.
-	j := stringEnd(p.data, p.i+1)
-	if j < 0 {
-		return nil, false
-	}
-	p.i = j + 1
-	tok := p.data[start:p.i]
-	if s, ok := unquoteFast(tok); ok {
-		return s, true
-	}
-	var s string
-	if json.Unmarshal(tok, &s) != nil {
+	s, ok := p.text()
+	if !ok {
 		return nil, false
 	}
 	return s, true
+}
+
+// text reads a string token; escapes and bytes the fast readers leave
+// alone (surrogates, invalid UTF-8) are decoded by encoding/json.
+//
+// With an arena, data was checked to be valid UTF-8 as a whole, so no
+// string is checked again, and each string is decoded into the arena
+// right after the previous one, as a view of it instead of an allocation
+// of its own: the strings of a JSON list read one after another are
+// then one run of the arena (multiline joins them for free). The arena
+// never runs out: no string decodes to more bytes than its token has.
+func (p *genericParser) text() (string, bool) {
+	start := p.i
+	// The end is the first quote not escaped; control bytes before it
+	// are refused by the fast readers and encoding/json alike.
+	j := stringEnd(p.data, p.i+1)
+	if j < 0 {
+		return "", false
+	}
+	p.i = j + 1
+	tok := p.data[start:p.i]
+	if p.arena == nil {
+		if s, ok := unquoteFast(tok); ok {
+			return s, true
+		}
+		var s string
+		if json.Unmarshal(tok, &s) != nil {
+			return "", false
+		}
+		return s, true
+	}
+	a := len(p.arena)
+	var ok bool
+	if p.arena, ok = appendUnquoted(p.arena, tok[1:len(tok)-1]); !ok {
+		p.arena = p.arena[:a]
+		var s string
+		if json.Unmarshal(tok, &s) != nil {
+			return "", false
+		}
+		p.arena = append(p.arena, s...)
+	}
+	return p.arenaString(a), true
+}
+
+// arenaString is the arena from offset a on, as a string.
+func (p *genericParser) arenaString(a int) string {
+	if a == len(p.arena) {
+		return ""
+	}
+	return unsafe.String(&p.arena[a], len(p.arena)-a)
 }
 
 // number reads a number token with JSON's grammar, kept as its text.

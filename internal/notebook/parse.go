@@ -169,7 +169,7 @@ func (lim Limits) withDefaults() Limits {
 // returns the minor version whose schema applies, and each cell's bytes
 // when it read them in one pass.
 func decode(data []byte) (*Notebook, any, int, [][]byte, error) {
-	doc, nb, cellRaw, ok := decodeOnePass(data)
+	doc, nb, cellRaw, ok := decodeOnePass(data, true) // Parse checked the UTF-8
 	if !ok {
 		var err error
 		if doc, nb, err = decodeTwoPass(data); err != nil {

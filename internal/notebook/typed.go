@@ -19,8 +19,14 @@ import (
 // repeated field, a syntax error, ...): decode then takes the two-pass
 // way, whose results and errors are the reference (TestDecodeOnePass).
 // cellRaw holds each cell's own bytes (for schemaProblems' memo).
-func decodeOnePass(data []byte) (doc any, nb *Notebook, cellRaw [][]byte, ok bool) {
+//
+// validUTF8 says data was checked to be valid UTF-8 (Parse does that
+// first): its strings are then decoded into one arena (genericParser.text).
+func decodeOnePass(data []byte, validUTF8 bool) (doc any, nb *Notebook, cellRaw [][]byte, ok bool) {
 	p := typedParser{genericParser: genericParser{data: data}}
+	if validUTF8 {
+		p.arena = make([]byte, 0, len(data))
+	}
 	p.space()
 	nb = &Notebook{}
 	top, ok := p.members(func(key string) (any, bool) {
@@ -90,11 +96,10 @@ func (p *typedParser) members(value func(key string) (any, bool)) (map[string]an
 		if p.peek() != '"' {
 			return nil, false
 		}
-		k, ok := p.str()
+		key, ok := p.text()
 		if !ok {
 			return nil, false
 		}
-		key := k.(string)
 		if _, dup := m[key]; dup || p.peek() != ':' {
 			return nil, false
 		}
@@ -188,11 +193,12 @@ func (p *typedParser) string(dst *string) (any, bool) {
 	if p.peek() != '"' {
 		return nil, false
 	}
-	v, ok := p.str()
-	if ok {
-		*dst = v.(string)
+	v, ok := p.text()
+	if !ok {
+		return nil, false
 	}
-	return v, ok
+	*dst = v
+	return v, true
 }
 
 // int reads a JSON integer into *dst.
@@ -235,6 +241,17 @@ func (p *typedParser) multiline(dst *MultilineString) (any, bool) {
 		*dst = MultilineString(s)
 		return v, ok
 	case '[':
+		if p.arena != nil {
+			// The lines are decoded back to back into the arena: their
+			// concatenation is the run they fill.
+			a := len(p.arena)
+			v, ok := p.elements(func() (any, bool) {
+				var s string
+				return p.string(&s)
+			})
+			*dst = MultilineString(p.arenaString(a))
+			return v, ok
+		}
 		var sb strings.Builder
 		v, ok := p.elements(func() (any, bool) {
 			var s string

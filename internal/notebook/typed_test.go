@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // typedCorpus is every notebook in the repository (answers, starters,
@@ -70,7 +71,7 @@ func TestDecodeOnePass(t *testing.T) {
 // json.Unmarshal and reports whether it took d itself.
 func checkOnePass(t *testing.T, d string) bool {
 	t.Helper()
-	doc, nb, cellRaw, ok := decodeOnePass([]byte(d))
+	doc, nb, cellRaw, ok := decodeOnePass([]byte(d), utf8.ValidString(d))
 	if !ok {
 		return false
 	}

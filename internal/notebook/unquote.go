@@ -1,6 +1,7 @@
 package notebook
 
 import (
+	"encoding/binary"
 	"strings"
 	"unicode/utf8"
 )
@@ -157,4 +158,72 @@ func joinLinesFast(b []byte) (s string, ok bool) {
 		skip()
 	}
 	return sb.String(), true
+}
+
+// appendUnquoted appends the contents of a JSON string token (in: the
+// bytes between its quotes, which stringEnd found, so every quote in it
+// is escaped) decoded, for a document already known to be valid UTF-8:
+// unlike unquoteFast it checks no UTF-8 of its own (a run between two
+// ASCII bytes of valid UTF-8 is itself valid). ok is false where
+// unquoteFast's would be: a control byte, a surrogate or a malformed
+// escape, left to encoding/json.
+func appendUnquoted(dst, in []byte) ([]byte, bool) {
+	for {
+		k := indexSpecial(in)
+		if k < 0 {
+			return append(dst, in...), true
+		}
+		dst = append(dst, in[:k]...)
+		if in[k] != '\\' || k+1 >= len(in) {
+			return dst, false // a control byte, or a backslash that ends the token
+		}
+		switch c := in[k+1]; c {
+		case '"', '\\', '/':
+			dst = append(dst, c)
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hexRune(in[k+2:])
+			if !ok || (r >= 0xD800 && r < 0xE000) {
+				return dst, false // surrogates: encoding/json's rules
+			}
+			dst = utf8.AppendRune(dst, r)
+			in = in[k+6:]
+			continue
+		default:
+			return dst, false
+		}
+		in = in[k+2:]
+	}
+}
+
+// indexSpecial is the index of the first backslash or control byte of
+// b, or -1. It tests eight bytes at a time: most of an upload's bytes
+// are the text of strings with few escapes.
+func indexSpecial(b []byte) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		bs := x ^ ('\\' * ones)
+		// A byte below 0x20, or a zero byte of bs (a backslash of x):
+		// exact for "any byte", which is all this asks.
+		if ((x-0x20*ones)&^x|(bs-ones)&^bs)&highs != 0 {
+			break
+		}
+	}
+	for ; i < len(b); i++ {
+		if c := b[i]; c == '\\' || c < 0x20 {
+			return i
+		}
+	}
+	return -1
 }

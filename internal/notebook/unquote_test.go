@@ -1,9 +1,11 @@
 package notebook
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // The fast readers of MultilineString give exactly what encoding/json
@@ -59,4 +61,54 @@ func FuzzUnquoteFast(f *testing.F) {
 			t.Fatalf("%q: fast %q, encoding/json %q", s, got, want)
 		}
 	})
+}
+
+// appendUnquoted reads what encoding/json reads from a valid UTF-8
+// string token, or steps aside; it leaves what dst held before.
+func FuzzAppendUnquoted(f *testing.F) {
+	for _, s := range []string{`a\nb`, `\u00e9 填充`, `\ud83d\ude00`, `x\\y\"`, "tab\there", `\u12`, `\`, strings.Repeat(`填充 pad\n`, 9)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !utf8.ValidString(in) || stringEnd([]byte(`"`+in+`"`), 1) != len(in)+1 {
+			return // not the contents of one token of a valid document
+		}
+		got, ok := appendUnquoted([]byte("prefix"), []byte(in))
+		if !strings.HasPrefix(string(got), "prefix") {
+			t.Fatalf("%q: the prefix is gone: %q", in, got)
+		}
+		if fast, fastOK := unquoteFast([]byte(`"` + in + `"`)); ok != fastOK || (ok && fast != string(got[6:])) {
+			t.Fatalf("%q: %q, %v; unquoteFast %q, %v", in, got[6:], ok, fast, fastOK)
+		}
+		var want string
+		if err := json.Unmarshal([]byte(`"`+in+`"`), &want); ok && (err != nil || want != string(got[6:])) {
+			t.Fatalf("%q: %q; encoding/json %q, %v", in, got[6:], want, err)
+		}
+	})
+}
+
+// indexSpecial finds the first backslash or control byte wherever it is
+// in the eight-byte words it tests, next to every kind of byte.
+func TestIndexSpecial(t *testing.T) {
+	t.Parallel()
+	for _, fill := range []byte{'a', ' ', 0x7f, 0x80, 0xe5, 0xff, '"', '[', ']', 0x5b, 0x5d, 0xdc} {
+		for n := 0; n <= 19; n++ {
+			b := bytes.Repeat([]byte{fill}, n)
+			if got := indexSpecial(b); got != -1 {
+				t.Fatalf("%d × %#x: %d, want -1", n, fill, got)
+			}
+			for pos := 0; pos < n; pos++ {
+				for _, sp := range []byte{'\\', 0, 0x1f, '\n', '\t'} {
+					c := bytes.Clone(b)
+					c[pos] = sp
+					if pos+1 < n {
+						c[pos+1] = '\\' // a later one does not count
+					}
+					if got := indexSpecial(c); got != pos {
+						t.Fatalf("%q: %d, want %d", c, got, pos)
+					}
+				}
+			}
+		}
+	}
 }
