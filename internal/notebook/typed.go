@@ -7,7 +7,9 @@ import (
 )
 
 // decodeOnePass reads data once into both forms Parse needs: the generic
-// one the schema is checked against (as decodeGeneric gives it) and the
+// one the schema is checked against (as decodeGeneric gives it, but with
+// the strings of each cell's source empty, as schemaProblems lightens
+// them anyway) and the
 // typed Notebook (as json.Unmarshal gives it). The typed fields are taken
 // from the generic values as they are read — raw JSON fields are the
 // value's own bytes — instead of a second decode with encoding/json's
@@ -233,30 +235,41 @@ func (p *typedParser) intPtr(dst **int) (any, bool) {
 // multiline reads nbformat's string or list of strings; an object (a
 // MIME bundle's JSON data) is kept as its text, as
 // MultilineString.UnmarshalJSON does.
-func (p *typedParser) multiline(dst *MultilineString) (any, bool) {
+//
+// light gives the generic form of the text as schemaProblems checks a
+// cell's source (lighten): each string empty. Only its type matters to
+// the schema, and an empty string costs no allocation of its own.
+func (p *typedParser) multiline(dst *MultilineString, light bool) (any, bool) {
+	str := func() (any, bool) {
+		if p.peek() != '"' {
+			return nil, false
+		}
+		s, ok := p.text()
+		if !ok {
+			return nil, false
+		}
+		*dst = MultilineString(s)
+		if light {
+			return "", true
+		}
+		return s, true
+	}
 	switch p.peek() {
 	case '"':
-		var s string
-		v, ok := p.string(&s)
-		*dst = MultilineString(s)
-		return v, ok
+		return str()
 	case '[':
 		if p.arena != nil {
 			// The lines are decoded back to back into the arena: their
 			// concatenation is the run they fill.
 			a := len(p.arena)
-			v, ok := p.elements(func() (any, bool) {
-				var s string
-				return p.string(&s)
-			})
+			v, ok := p.elements(str)
 			*dst = MultilineString(p.arenaString(a))
 			return v, ok
 		}
 		var sb strings.Builder
 		v, ok := p.elements(func() (any, bool) {
-			var s string
-			v, ok := p.string(&s)
-			sb.WriteString(s)
+			v, ok := str()
+			sb.WriteString(string(*dst))
 			return v, ok
 		})
 		*dst = MultilineString(sb.String())
@@ -292,7 +305,7 @@ func (p *typedParser) cell(c *Cell) (any, bool) {
 		case "cell_type":
 			return p.string(&c.CellType)
 		case "source":
-			return p.multiline(&c.Source)
+			return p.multiline(&c.Source, true)
 		case "metadata":
 			m, raw, ok := p.rawMap()
 			c.Metadata = raw
@@ -333,12 +346,12 @@ func (p *typedParser) output(o *Output) (any, bool) {
 		case "name":
 			return p.string(&o.Name)
 		case "text":
-			return p.multiline(&o.Text)
+			return p.multiline(&o.Text, false)
 		case "data":
 			o.Data = map[string]MultilineString{}
 			return p.members(func(mime string) (any, bool) {
 				var m MultilineString
-				v, ok := p.multiline(&m)
+				v, ok := p.multiline(&m, false)
 				o.Data[mime] = m
 				return v, ok
 			})
