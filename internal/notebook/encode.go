@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -19,58 +20,88 @@ import (
 // validates and compacts each cell's MarshalJSON output again. The bytes
 // are those json.Encoder gives with SetEscapeHTML(false) and a one-space
 // indent (TestEncodeMatchesEncodingJSON).
-func Encode(nb *Notebook) ([]byte, error) { return encode(nb, nil) }
+func Encode(nb *Notebook) ([]byte, error) {
+	var scratch []byte
+	return encode(nb, func(dst []byte, c *Cell) ([]byte, error) {
+		return appendCellIndented(dst, c, &scratch)
+	})
+}
 
-// encode is Encode with cells already written: pre[i], when not nil, is
-// what appendCell writes for cell i (Template.RebuildEncoded).
-func encode(nb *Notebook, pre [][]byte) ([]byte, error) {
+// encode writes nb indented, each cell with cell (at depth 2: what
+// appendCellIndented writes).
+func encode(nb *Notebook, cell func(dst []byte, c *Cell) ([]byte, error)) ([]byte, error) {
 	nb.declareMinor()
 	size := 4096
-	for _, b := range pre {
-		size += len(b)
+	for _, c := range nb.Cells {
+		if c != nil {
+			size += len(c.Source) + len(c.Source)/8 + 256
+		}
 	}
-	compact := make([]byte, 0, size)
-	compact = append(compact, `{"cells":`...)
-	if nb.Cells == nil {
-		compact = append(compact, "null"...)
-	} else {
-		compact = append(compact, '[')
+	dst := make([]byte, 0, size)
+	dst = append(dst, "{\n \"cells\": "...)
+	switch {
+	case nb.Cells == nil:
+		dst = append(dst, "null"...)
+	case len(nb.Cells) == 0:
+		dst = append(dst, "[]"...)
+	default:
+		dst = append(dst, '[')
 		for i, c := range nb.Cells {
 			if i > 0 {
-				compact = append(compact, ',')
+				dst = append(dst, ',')
 			}
-			if i < len(pre) && pre[i] != nil {
-				compact = append(compact, pre[i]...)
-				continue
-			}
+			dst = append(dst, "\n  "...)
 			var err error
-			if compact, err = appendCell(compact, c); err != nil {
+			if dst, err = cell(dst, c); err != nil {
 				return nil, fmt.Errorf("encode notebook: cell %d: %w", i+1, err)
 			}
 		}
-		compact = append(compact, ']')
+		dst = append(dst, "\n ]"...)
 	}
-	compact = append(compact, `,"metadata":`...)
-	var err error
+	dst = append(dst, ",\n \"metadata\": "...)
 	// The notebook's own metadata is written as json.Encoder writes a
 	// map with SetEscapeHTML(false); cells' as json.Marshal does.
-	if compact, err = appendRawMap(compact, nb.Metadata, false, false); err != nil {
+	meta, err := appendRawMap(nil, nb.Metadata, false, false)
+	if err != nil {
 		return nil, fmt.Errorf("encode notebook metadata: %w", err)
 	}
-	compact = append(compact, `,"nbformat":`...)
-	compact = strconv.AppendInt(compact, int64(nb.NBFormat), 10)
-	compact = append(compact, `,"nbformat_minor":`...)
-	compact = strconv.AppendInt(compact, int64(nb.NBFormatMinor), 10)
-	compact = append(compact, '}')
-	return append(indentCompact(make([]byte, 0, len(compact)+len(compact)/4), compact), '\n'), nil
+	dst = indentCompact(dst, meta, 1)
+	dst = append(dst, ",\n \"nbformat\": "...)
+	dst = strconv.AppendInt(dst, int64(nb.NBFormat), 10)
+	dst = append(dst, ",\n \"nbformat_minor\": "...)
+	dst = strconv.AppendInt(dst, int64(nb.NBFormatMinor), 10)
+	return append(dst, "\n}\n"...), nil
+}
+
+// appendCellIndented writes c as it stands in an indented notebook (at
+// depth 2): its head and tail compact, then indented, and its source
+// lines indented as they are written. scratch is reused for the
+// compact parts.
+func appendCellIndented(dst []byte, c *Cell, scratch *[]byte) ([]byte, error) {
+	if c == nil {
+		return append(dst, "null"...), nil
+	}
+	head, err := appendCellHead((*scratch)[:0], c)
+	if err != nil {
+		return nil, err
+	}
+	dst = indentCompact(dst, head, 2)
+	dst = appendLinesIndented(dst, string(c.Source))
+	tail, err := appendCellTail(head[:0], c)
+	if err != nil {
+		return nil, err
+	}
+	*scratch = tail
+	return indentCompact(dst, tail, 3), nil
 }
 
 // indentCompact appends src, compact JSON that this file wrote, indented
 // by one space per level as json.Indent(dst, src, "", " ") does: an empty
 // object or array stays "{}" or "[]". It skips string contents with
 // IndexByte instead of stepping json's scanner through every byte.
-func indentCompact(dst, src []byte) []byte {
-	depth := 0
+// depth is the level src starts at: a part of a document (a cell's head
+// or tail) is indented as it is in the whole.
+func indentCompact(dst, src []byte, depth int) []byte {
 	newline := func() {
 		dst = append(dst, '\n')
 		for i := 0; i < depth; i++ {
@@ -128,6 +159,18 @@ func appendCell(dst []byte, c *Cell) ([]byte, error) {
 	if c == nil {
 		return append(dst, "null"...), nil
 	}
+	dst, err := appendCellHead(dst, c)
+	if err != nil {
+		return nil, err
+	}
+	dst = appendLines(dst, string(c.Source))
+	return appendCellTail(dst, c)
+}
+
+// appendCellHead writes what appendCell writes before the source's
+// lines: every key before it (the source is the last key but for a
+// markdown or raw cell's attachments), up to `"source":`.
+func appendCellHead(dst []byte, c *Cell) ([]byte, error) {
 	var err error
 	dst = append(dst, '{')
 	if c.ID != "" {
@@ -165,8 +208,11 @@ func appendCell(dst []byte, c *Cell) ([]byte, error) {
 		}
 		dst = append(dst, ']')
 	}
-	dst = append(dst, `,"source":`...)
-	dst = appendLines(dst, string(c.Source))
+	return append(dst, `,"source":`...), nil
+}
+
+// appendCellTail writes what appendCell writes after the source's lines.
+func appendCellTail(dst []byte, c *Cell) ([]byte, error) {
 	if c.CellType != "code" && len(c.Attachments) > 0 {
 		b, err := json.Marshal(c.Attachments)
 		if err != nil {
@@ -195,14 +241,30 @@ func appendLines(dst []byte, s string) []byte {
 	return append(dst, ']')
 }
 
-func indexNewline(s string) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return i
-		}
+// appendLinesIndented writes a cell's source as appendLines does, then
+// indented where it stands in a notebook (its list at depth 3), in one
+// step: the lines are most of a notebook's bytes.
+func appendLinesIndented(dst []byte, s string) []byte {
+	if s == "" {
+		return append(dst, "[]"...)
 	}
-	return -1
+	dst = append(dst, '[')
+	for first := true; s != ""; first = false {
+		if !first {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, "\n    "...)
+		line := s
+		if i := indexNewline(s); i >= 0 {
+			line = s[:i+1]
+		}
+		dst = appendJSONString(dst, line, true)
+		s = s[len(line):]
+	}
+	return append(dst, "\n   ]"...)
 }
+
+func indexNewline(s string) int { return strings.IndexByte(s, '\n') }
 
 // appendRawMap writes a metadata map with its keys sorted; nil is null
 // unless nilAsEmpty. Each value is compacted (escaping <, > and & when

@@ -103,7 +103,7 @@ func FuzzIndentCompact(f *testing.F) {
 		if err := json.Indent(&want, compact.Bytes(), "", " "); err != nil {
 			t.Fatal(err)
 		}
-		if got := indentCompact(nil, compact.Bytes()); !bytes.Equal(got, want.Bytes()) {
+		if got := indentCompact(nil, compact.Bytes(), 0); !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("%q:\n got %s\nwant %s", compact.Bytes(), got, want.Bytes())
 		}
 	})

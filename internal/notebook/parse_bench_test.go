@@ -71,17 +71,10 @@ func reportCPU(b *testing.B) func() {
 }
 
 // BenchmarkRebuildUpload is the rest of intake's notebook work on that
-// upload: rebuild from the prepared template and encode.
+// upload: rebuild from the answer's prepared template (the answer as it
+// is, without the padding: the server's template) and encode.
 func BenchmarkRebuildUpload(b *testing.B) {
-	data := paddedAnswer(b)
-	nb, err := notebook.Parse(data, notebook.DefaultLimits())
-	if err != nil {
-		b.Fatal(err)
-	}
-	tmpl, err := notebook.NewTemplate(nb)
-	if err != nil {
-		b.Fatal(err)
-	}
+	tmpl, nb := intakeTemplate(b)
 	b.ReportAllocs()
 	defer reportCPU(b)()
 	for b.Loop() {
@@ -89,6 +82,47 @@ func BenchmarkRebuildUpload(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkIntakeNotebook is all of intake's notebook work on one
+// upload, as internal/submission does it: Parse, then RebuildEncoded.
+func BenchmarkIntakeNotebook(b *testing.B) {
+	tmpl, _ := intakeTemplate(b)
+	data := paddedAnswer(b)
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	defer reportCPU(b)()
+	for b.Loop() {
+		nb, err := notebook.Parse(data, notebook.DefaultLimits())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := tmpl.RebuildEncoded(nb, 17); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// intakeTemplate is the template of the ch1 answer and the parsed
+// padded upload.
+func intakeTemplate(b *testing.B) (*notebook.Template, *notebook.Notebook) {
+	raw, err := os.ReadFile("../../answers/ch1/01.05_chapter_practice_answer.ipynb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	answer, err := notebook.ParseStored(raw)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tmpl, err := notebook.NewTemplate(answer)
+	if err != nil {
+		b.Fatal(err)
+	}
+	nb, err := notebook.Parse(paddedAnswer(b), notebook.DefaultLimits())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tmpl, nb
 }
 
 func paddedAnswer(b *testing.B) []byte {

@@ -1,6 +1,7 @@
 package notebook
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -163,10 +164,21 @@ type Template struct {
 	nb       *Notebook // outputs cleared, never handed out
 	graders  []GraderMeta
 	starters []string // per cell: the starter code of a solution cell
-	// encoded holds each cell as Encode writes it (compact), for the
-	// cells a rebuild copies unchanged; nil where Encode could write the
-	// cell differently (see NewTemplate).
-	encoded [][]byte
+	probes   bool     // some cell is a probe
+	// gradeIDs holds each cell's nbgrader grade_id ("" for none), read
+	// once; nbgrader says some cell has one.
+	gradeIDs []string
+	nbgrader bool
+	// heads and tails hold each cell as Encode writes it (indented),
+	// before and after its source's lines: a rebuild changes nothing of
+	// a template cell but its source. nil where Encode could write a
+	// cell differently (see NewTemplate), or where a cell could not be
+	// written (Encode reports it).
+	heads, tails [][]byte
+	// whole holds each cell as Encode writes it (indented), for a
+	// rebuild that keeps the template's source (every cell but the
+	// learner's solutions and the probes).
+	whole [][]byte
 }
 
 // NewTemplate prepares answer for Rebuild. answer itself is not kept
@@ -175,13 +187,18 @@ type Template struct {
 func NewTemplate(answer *Notebook) (*Template, error) {
 	nb := answer.Clone()
 	nb.ClearOutputs()
-	t := &Template{answer: answer, nb: nb, graders: make([]GraderMeta, len(nb.Cells)), starters: make([]string, len(nb.Cells))}
+	t := &Template{answer: answer, nb: nb, graders: make([]GraderMeta, len(nb.Cells)), starters: make([]string, len(nb.Cells)),
+		gradeIDs: make([]string, len(nb.Cells))}
 	for i, c := range nb.Cells {
 		g, err := c.Grader()
 		if err != nil {
 			return nil, fmt.Errorf("template cell %d: %w", i+1, err)
 		}
 		t.graders[i] = g
+		t.probes = t.probes || g.Probe
+		if m, ok := c.Nbgrader(); ok && m.GradeID != "" {
+			t.gradeIDs[i], t.nbgrader = m.GradeID, true
+		}
 		if g.Solution {
 			t.starters[i] = StarterSource(c)
 		}
@@ -189,9 +206,17 @@ func NewTemplate(answer *Notebook) (*Template, error) {
 	// Encode gives cells ids first when a 4.0–4.4 notebook has some:
 	// then a cell's bytes depend on the rebuild, and none are kept.
 	if !(nb.NBFormat == 4 && nb.NBFormatMinor < 5 && nb.hasIDs()) {
-		t.encoded = make([][]byte, len(nb.Cells))
+		n := len(nb.Cells)
+		t.heads, t.tails, t.whole = make([][]byte, n), make([][]byte, n), make([][]byte, n)
 		for i, c := range t.copyCells().Cells {
-			t.encoded[i], _ = appendCell(nil, c) // nil on error: Encode reports it
+			head, err1 := appendCellHead(nil, c)
+			tail, err2 := appendCellTail(nil, c)
+			if err1 != nil || err2 != nil {
+				t.heads, t.tails, t.whole = nil, nil, nil
+				break
+			}
+			t.heads[i], t.tails[i] = indentCompact(nil, head, 2), indentCompact(nil, tail, 3)
+			t.whole[i] = append(appendLinesIndented(bytes.Clone(t.heads[i]), string(c.Source)), t.tails[i]...)
 		}
 	}
 	return t, nil
@@ -230,95 +255,128 @@ func copyRaw(m map[string]json.RawMessage) map[string]json.RawMessage {
 
 // Rebuild is RebuildSeeded from a prepared template.
 func (t *Template) Rebuild(upload *Notebook, seed int64) (*Notebook, Integrity, error) {
-	nb, integ, _ := t.rebuild(upload, seed)
+	plan, integ := t.plan(upload, seed)
+	nb := t.copyCells()
+	cells := make([]*Cell, len(plan))
+	for k, pc := range plan {
+		c := nb.Cells[pc.from]
+		c.Source = pc.source
+		cells[k] = c
+	}
+	nb.Cells = cells
+	nb.Metadata = t.metadata(nb.Metadata, seed)
 	return nb, integ, nil
 }
 
-// RebuildEncoded is Encode(Rebuild(upload, seed)): the cells a rebuild
-// copies unchanged from the template are written as NewTemplate wrote
-// them, not encoded again for every upload.
+// RebuildEncoded is Encode(Rebuild(upload, seed)), written from the
+// template's encoded cells: each cell of the result is a template cell
+// with perhaps another source, so only the sources are encoded for
+// every upload, and no cell is copied.
 func (t *Template) RebuildEncoded(upload *Notebook, seed int64) ([]byte, Integrity, error) {
-	nb, integ, from := t.rebuild(upload, seed)
-	var pre [][]byte
-	if t.encoded != nil {
-		pre = make([][]byte, len(from))
-		for k, i := range from {
-			if i >= 0 {
-				pre[k] = t.encoded[i]
-			}
-		}
+	if t.heads == nil {
+		nb, integ, _ := t.Rebuild(upload, seed)
+		b, err := Encode(nb)
+		return b, integ, err
 	}
-	b, err := encode(nb, pre)
+	plan, integ := t.plan(upload, seed)
+	// A shell for encode: the template's cells in the order of the
+	// plan (encode reads only their number), its own metadata. encode's
+	// declareMinor changes nothing here: NewTemplate kept no heads where
+	// it would.
+	shell := &Notebook{Cells: make([]*Cell, len(plan)), Metadata: t.metadata(t.nb.Metadata, seed),
+		NBFormat: t.nb.NBFormat, NBFormatMinor: t.nb.NBFormatMinor}
+	for k, pc := range plan {
+		shell.Cells[k] = t.nb.Cells[pc.from]
+	}
+	k := 0
+	b, err := encode(shell, func(dst []byte, c *Cell) ([]byte, error) {
+		pc := plan[k]
+		k++
+		if pc.source == c.Source {
+			return append(dst, t.whole[pc.from]...), nil
+		}
+		dst = append(dst, t.heads[pc.from]...)
+		dst = appendLinesIndented(dst, string(pc.source))
+		return append(dst, t.tails[pc.from]...), nil
+	})
 	return b, integ, err
 }
 
-// rebuild is Rebuild; from gives, per cell of the result, the template
-// cell it is an unchanged copy of, or -1.
-func (t *Template) rebuild(upload *Notebook, seed int64) (*Notebook, Integrity, []int) {
+// metadata is the rebuilt notebook's metadata: the template's (meta, not
+// changed), with the probe seed when there are probes.
+func (t *Template) metadata(meta map[string]json.RawMessage, seed int64) map[string]json.RawMessage {
+	if !t.probes {
+		return meta
+	}
+	meta = copyRaw(meta)
+	if meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	b, _ := json.Marshal(map[string]int64{"probe_seed": seed})
+	meta[SeedMetaKey] = b
+	return meta
+}
+
+// planCell is one cell of a rebuilt notebook: template cell from, with
+// source.
+type planCell struct {
+	from   int
+	source MultilineString
+}
+
+// plan is the rebuild of upload: per cell of the result, the template
+// cell it is and its source (the learner's, for a solution cell).
+func (t *Template) plan(upload *Notebook, seed int64) ([]planCell, Integrity) {
 	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
-	idx := indexUpload(upload)
-	nb := t.copyCells()
-	changed := make([]bool, len(nb.Cells))
-	for i, c := range nb.Cells {
+	idx := indexUpload(upload, t.nbgrader)
+	plan := make([]planCell, 0, len(t.nb.Cells))
+	var probes []planCell
+	for i, c := range t.nb.Cells {
 		g := t.graders[i]
-		if g.ID == "" || g.Probe {
+		pc := planCell{from: i, source: c.Source}
+		if g.Probe {
+			pc.source = MultilineString(fmt.Sprintf("%s = %d  # set by the grader\n", SeedVariable, seed) + string(c.Source))
+			probes = append(probes, pc)
 			continue
 		}
-		learner, viaNbgrader := idx.find(c, g.ID)
-		switch {
-		case g.Solution:
-			changed[i] = true
-			if learner == nil {
-				c.Source = MultilineString(t.starters[i])
-				integ.MissingSolutions = append(integ.MissingSolutions, g.ID)
-				if g.Graded() {
-					integ.Verdicts[g.ID] = domain.VerdictMissing
-					integ.Messages[g.ID] = "this cell was deleted from the notebook; it was restored from the template and not graded"
-				}
-				continue
-			}
-			if learner.CellType != "code" && c.CellType == "code" {
-				c.Source = MultilineString(t.starters[i])
-				continue
-			}
-			c.Source = learner.Source
-		case g.Graded():
-			if learner == nil {
+		if g.ID != "" {
+			pc.source = t.learnerSource(i, c, idx, &integ)
+		}
+		plan = append(plan, pc)
+	}
+	return append(plan, probes...), integ
+}
+
+// learnerSource is what a graded or solution cell (template cell i, c)
+// runs: the learner's source of a solution cell, else the template's;
+// it records what it finds in integ.
+func (t *Template) learnerSource(i int, c *Cell, idx uploadIndex, integ *Integrity) MultilineString {
+	g := t.graders[i]
+	learner, viaNbgrader := idx.find(c, g.ID, t.gradeIDs[i])
+	switch {
+	case g.Solution:
+		if learner == nil {
+			integ.MissingSolutions = append(integ.MissingSolutions, g.ID)
+			if g.Graded() {
 				integ.Verdicts[g.ID] = domain.VerdictMissing
-				integ.Messages[g.ID] = "this graded cell was deleted from the notebook; it was restored from the template and not graded"
-				continue
+				integ.Messages[g.ID] = "this cell was deleted from the notebook; it was restored from the template and not graded"
 			}
-			if edited(learner, c, viaNbgrader) {
-				integ.Verdicts[g.ID] = domain.VerdictTampered
-				integ.Messages[g.ID] = "this cell is locked but its code was changed; the original code was run and the cell earns no points"
-			}
+			return MultilineString(t.starters[i])
+		}
+		if learner.CellType != "code" && c.CellType == "code" {
+			return MultilineString(t.starters[i])
+		}
+		return learner.Source
+	case g.Graded():
+		if learner == nil {
+			integ.Verdicts[g.ID] = domain.VerdictMissing
+			integ.Messages[g.ID] = "this graded cell was deleted from the notebook; it was restored from the template and not graded"
+		} else if edited(learner, c, viaNbgrader) {
+			integ.Verdicts[g.ID] = domain.VerdictTampered
+			integ.Messages[g.ID] = "this cell is locked but its code was changed; the original code was run and the cell earns no points"
 		}
 	}
-	var probes, rest []*Cell
-	var probeFrom, from []int
-	for i, c := range nb.Cells {
-		if t.graders[i].Probe {
-			c.Source = MultilineString(fmt.Sprintf("%s = %d  # set by the grader\n", SeedVariable, seed) + string(c.Source))
-			probes = append(probes, c)
-			probeFrom = append(probeFrom, -1)
-		} else {
-			rest = append(rest, c)
-			from = append(from, i)
-			if changed[i] {
-				from[len(from)-1] = -1
-			}
-		}
-	}
-	if len(probes) > 0 {
-		nb.Cells = append(rest, probes...)
-		from = append(from, probeFrom...)
-		if nb.Metadata == nil {
-			nb.Metadata = map[string]json.RawMessage{}
-		}
-		b, _ := json.Marshal(map[string]int64{"probe_seed": seed})
-		nb.Metadata[SeedMetaKey] = b
-	}
-	return nb, integ, from
+	return c.Source
 }
 
 // normalizeSource ignores trailing whitespace and line-ending differences,
@@ -338,7 +396,7 @@ func normalizeSource(s string) string {
 // OverwriteCells step), and so do we, so such a notebook scores what
 // nbgrader gives it. The template's cell runs either way.
 func edited(learner, template *Cell, viaNbgrader bool) bool {
-	if viaNbgrader {
+	if viaNbgrader || learner.Source == template.Source {
 		return false
 	}
 	return normalizeSource(string(learner.Source)) != normalizeSource(string(template.Source))
@@ -349,8 +407,12 @@ type uploadIndex struct {
 	byGrader, byID, byGradeID map[string]*Cell
 }
 
-func indexUpload(upload *Notebook) uploadIndex {
-	idx := uploadIndex{byGrader: map[string]*Cell{}, byID: map[string]*Cell{}, byGradeID: map[string]*Cell{}}
+func indexUpload(upload *Notebook, withNbgrader bool) uploadIndex {
+	n := len(upload.Cells)
+	idx := uploadIndex{byGrader: make(map[string]*Cell, n), byID: make(map[string]*Cell, n)}
+	if withNbgrader {
+		idx.byGradeID = make(map[string]*Cell, n)
+	}
 	first := func(m map[string]*Cell, k string, c *Cell) {
 		if _, dup := m[k]; k != "" && !dup {
 			m[k] = c
@@ -361,6 +423,9 @@ func indexUpload(upload *Notebook) uploadIndex {
 		if c.ID != "" {
 			idx.byID[c.ID] = c
 		}
+		if !withNbgrader {
+			continue // no template cell is matched by grade_id
+		}
 		if m, ok := c.Nbgrader(); ok {
 			first(idx.byGradeID, m.GradeID, c)
 		}
@@ -368,16 +433,17 @@ func indexUpload(upload *Notebook) uploadIndex {
 	return idx
 }
 
-// find matches by grader id; for an exercise imported from nbgrader,
+// find matches template cell c (grader id id, nbgrader grade_id gradeID)
+// by grader id; for an exercise imported from nbgrader,
 // submitted as nbgrader released it (no metadata.grader, ids of its own),
 // by grade_id as nbgrader matches it (viaNbgrader); and last by cell id,
 // since Jupyter front-ends that drop custom metadata keep the cell id.
-func (idx uploadIndex) find(c *Cell, id string) (learner *Cell, viaNbgrader bool) {
+func (idx uploadIndex) find(c *Cell, id, gradeID string) (learner *Cell, viaNbgrader bool) {
 	if learner = idx.byGrader[id]; learner != nil {
 		return learner, false
 	}
-	if m, ok := c.Nbgrader(); ok && m.GradeID != "" {
-		if learner = idx.byGradeID[m.GradeID]; learner != nil {
+	if gradeID != "" {
+		if learner = idx.byGradeID[gradeID]; learner != nil {
 			return learner, true
 		}
 	}
