@@ -34,14 +34,14 @@ type intakeRun struct {
 	p50, p99, max time.Duration
 	// CPU per transaction where measured (0: not): of the Postgres
 	// backends serving it, and of this process (server and client).
-	pgCPU, selfCPU time.Duration
+	pgCPU, selfCPU, gcCPU time.Duration
 	blobBytes      int64 // growth of the blobs table (with TOAST) per transaction
 }
 
 func (r intakeRun) String() string {
 	s := fmt.Sprintf("%7.0f/s  p50 %6.1f ms  p99 %6.1f ms", r.rate, ms(r.p50), ms(r.p99))
 	if r.selfCPU > 0 {
-		s += fmt.Sprintf("  process CPU %.2f ms/tx", ms(r.selfCPU))
+		s += fmt.Sprintf("  process CPU %.2f ms/tx (GC %.2f)", ms(r.selfCPU), ms(r.gcCPU))
 	}
 	if r.pgCPU > 0 {
 		s += fmt.Sprintf("  postgres CPU %.2f ms/tx", ms(r.pgCPU))
@@ -121,7 +121,7 @@ func intakeServer(b *testing.B, dbURL string, clients int, nb, marker []byte, n 
 	if strings.HasPrefix(dbURL, "postgres") {
 		pg = watchBackends(dbURL)
 	}
-	cpu0 := selfCPU()
+	cpu0, gc0 := selfCPU(), gcCPU()
 	form := newUploadBody(nb, marker)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: time.Minute}
 	var next atomic.Int64
@@ -151,7 +151,7 @@ func intakeServer(b *testing.B, dbURL string, clients int, nb, marker []byte, n 
 	}
 	wg.Wait()
 	el := time.Since(start)
-	r := intakeRun{selfCPU: (selfCPU() - cpu0) / time.Duration(n)}
+	r := intakeRun{selfCPU: (selfCPU() - cpu0) / time.Duration(n), gcCPU: (gcCPU() - gc0) / time.Duration(n)}
 	if pg != nil {
 		r.pgCPU = pg.Stop() / time.Duration(n)
 	}

@@ -60,9 +60,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.envFor = envFlags(fs)
 	o.setupExecutor = executorFlags(fs, o.envFor)
 	o.warmPool = warmFlags(fs.FlagSet)
+	applyGC := gcFlags(fs.FlagSet)
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
 	}
+	restoreGC, err := applyGC()
+	if err != nil {
+		return fs.usageError(stderr, err.Error())
+	}
+	defer restoreGC()
 	o.log = newLogger(stderr, *logLevel)
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
