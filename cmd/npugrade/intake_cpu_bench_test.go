@@ -128,12 +128,17 @@ func procCPU(pid int) time.Duration {
 }
 
 // gcCPU is the CPU time this process's garbage collector has used (the
-// runtime's estimate).
+// runtime's estimate; marking on otherwise idle Ps, which the runtime
+// counts by wall time, left out).
 func gcCPU() time.Duration {
-	s := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}}
+	s := []metrics.Sample{{Name: "/cpu/classes/gc/mark/assist:cpu-seconds"}, {Name: "/cpu/classes/gc/mark/dedicated:cpu-seconds"},
+		{Name: "/cpu/classes/gc/pause:cpu-seconds"}}
 	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindFloat64 {
-		return 0
+	var sum float64
+	for _, v := range s {
+		if v.Value.Kind() == metrics.KindFloat64 {
+			sum += v.Value.Float64()
+		}
 	}
-	return time.Duration(s[0].Value.Float64() * float64(time.Second))
+	return time.Duration(sum * float64(time.Second))
 }
