@@ -75,4 +75,3 @@ func parseMemoryLimit(s string) (int64, error) {
 	}
 	return n * mult, nil
 }
-

@@ -35,7 +35,7 @@ type intakeRun struct {
 	// CPU per transaction where measured (0: not): of the Postgres
 	// backends serving it, and of this process (server and client).
 	pgCPU, selfCPU, gcCPU time.Duration
-	blobBytes      int64 // growth of the blobs table (with TOAST) per transaction
+	blobBytes             int64 // growth of the blobs table (with TOAST) per transaction
 }
 
 func (r intakeRun) String() string {
