@@ -1,0 +1,3 @@
+-- Postgres compresses blob data with lz4 from this version on (issue 15).
+-- SQLite stores blobs uncompressed: nothing to change, the version is
+-- kept so both dialects count the same migrations.
