@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/url"
 	"os"
-	"path/filepath"
 	"runtime/metrics"
 	"strconv"
 	"strings"
@@ -22,13 +21,14 @@ type backendCPU struct {
 	db         string
 	mu         sync.Mutex
 	base, last map[int]time.Duration // per backend: at the start (0 if born later), last seen
+	other      map[int]bool          // pids that are not Postgres
 	stop, done chan struct{}
 }
 
 // watchBackends starts following the backends of dbURL's database.
 func watchBackends(dbURL string) *backendCPU {
 	u, _ := url.Parse(dbURL)
-	w := &backendCPU{db: strings.TrimPrefix(u.Path, "/"), base: map[int]time.Duration{}, last: map[int]time.Duration{},
+	w := &backendCPU{db: strings.TrimPrefix(u.Path, "/"), base: map[int]time.Duration{}, last: map[int]time.Duration{}, other: map[int]bool{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for _, pid := range w.backends() {
 		t := procCPU(pid)
@@ -86,16 +86,26 @@ func (w *backendCPU) Stop() time.Duration {
 }
 
 // backends lists the pids of the processes titled "postgres: USER DB ...".
+// It reads /proc's listing once and the command line only of processes
+// not yet known to be something else than Postgres, so watching costs
+// the benchmark little CPU.
 func (w *backendCPU) backends() []int {
-	dirs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	entries, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, d := range dirs {
-		b, err := os.ReadFile(d)
-		if err != nil || !bytes.HasPrefix(b, []byte("postgres: ")) {
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || w.other[pid] {
 			continue
 		}
-		if f := strings.Fields(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))); len(f) >= 3 && f[2] == w.db {
-			pid, _ := strconv.Atoi(strings.Split(d, "/")[2])
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if !bytes.Contains(b, []byte("postgres")) {
+			w.other[pid] = true // not Postgres (a new backend's title starts as the postmaster's command)
+			continue
+		}
+		if f := strings.Fields(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))); len(f) >= 3 && f[0] == "postgres:" && f[2] == w.db {
 			pids = append(pids, pid)
 		}
 	}
