@@ -180,8 +180,10 @@ func (p *genericParser) str() (any, bool) {
 // string is checked again, and each string is decoded into the arena
 // right after the previous one, as a view of it instead of an allocation
 // of its own: the strings of a JSON list read one after another are
-// then one run of the arena (multiline joins them for free). The arena
-// never runs out: no string decodes to more bytes than its token has.
+// then one run of the arena (multiline joins them for free). Made as
+// large as data, the arena never grows (no string decodes to more bytes
+// than its token has); were it to, append copies it, views already made
+// keep the old bytes, and a run still reads the same.
 func (p *genericParser) text() (string, bool) {
 	start := p.i
 	// The end is the first quote not escaped; control bytes before it
@@ -225,9 +227,18 @@ func (p *genericParser) arenaString(a int) string {
 
 // number reads a number token with JSON's grammar, kept as its text.
 func (p *genericParser) number() (any, bool) {
-	d, start := p.data, p.i
+	start := p.i
+	if !p.skipNumber() {
+		return nil, false
+	}
+	return json.Number(p.data[start:p.i]), true
+}
+
+// skipNumber reads a number token with JSON's grammar.
+func (p *genericParser) skipNumber() bool {
+	d := p.data
 	i := p.i
-	if d[i] == '-' {
+	if i < len(d) && d[i] == '-' {
 		i++
 	}
 	digits := func() bool {
@@ -241,12 +252,12 @@ func (p *genericParser) number() (any, bool) {
 	case i < len(d) && d[i] == '0':
 		i++
 	case !digits():
-		return nil, false
+		return false
 	}
 	if i < len(d) && d[i] == '.' {
 		i++
 		if !digits() {
-			return nil, false
+			return false
 		}
 	}
 	if i < len(d) && (d[i] == 'e' || d[i] == 'E') {
@@ -255,9 +266,84 @@ func (p *genericParser) number() (any, bool) {
 			i++
 		}
 		if !digits() {
-			return nil, false
+			return false
 		}
 	}
 	p.i = i
-	return json.Number(d[start:i]), true
+	return true
+}
+
+// skipValue reads a value as value does, accepting and refusing exactly
+// what it does, but builds nothing: for the parts of a notebook whose
+// generic form is not needed (lazyCells).
+func (p *genericParser) skipValue() bool {
+	if p.i >= len(p.data) {
+		return false
+	}
+	switch c := p.data[p.i]; {
+	case c == '{':
+		return p.skipContainer('}', true)
+	case c == '[':
+		return p.skipContainer(']', false)
+	case c == '"':
+		return p.skipString()
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.skipNumber()
+	}
+	return p.literal("true") || p.literal("false") || p.literal("null")
+}
+
+// skipString reads a string token as text does, refusing one that does
+// not decode, but keeping nothing.
+func (p *genericParser) skipString() bool {
+	if p.arena == nil {
+		_, ok := p.text()
+		return ok
+	}
+	start := p.i
+	j := stringEnd(p.data, p.i+1)
+	if j < 0 {
+		return false
+	}
+	p.i = j + 1
+	if unquotesFast(p.data[start+1 : j]) {
+		return true
+	}
+	var s string
+	return json.Unmarshal(p.data[start:p.i], &s) == nil
+}
+
+// skipContainer reads an object (members: key, ':', value) or an array
+// as object and array do.
+func (p *genericParser) skipContainer(closing byte, members bool) bool {
+	p.i++ // '{' or '['
+	p.space()
+	if p.i < len(p.data) && p.data[p.i] == closing {
+		p.i++
+		return true
+	}
+	for {
+		p.space()
+		if members {
+			if p.i >= len(p.data) || p.data[p.i] != '"' || !p.skipString() {
+				return false
+			}
+			p.space()
+			if p.i >= len(p.data) || p.data[p.i] != ':' {
+				return false
+			}
+			p.i++
+			p.space()
+		}
+		if !p.skipValue() {
+			return false
+		}
+		done, ok := p.separator(closing)
+		if !ok {
+			return false
+		}
+		if done {
+			return true
+		}
+	}
 }

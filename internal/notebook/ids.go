@@ -88,21 +88,24 @@ func fillDocDefaults(doc any, minor int) {
 	}
 	cells, _ := top["cells"].([]any)
 	for _, raw := range cells {
-		cell, ok := raw.(map[string]any)
-		if !ok {
-			continue
+		if cell, ok := raw.(map[string]any); ok {
+			fillCellDefaults(cell)
 		}
-		if _, ok := cell["metadata"]; !ok {
-			cell["metadata"] = map[string]any{}
-		}
-		if cell["cell_type"] != "code" {
-			continue
-		}
-		if _, ok := cell["outputs"]; !ok {
-			cell["outputs"] = []any{}
-		}
-		if _, ok := cell["execution_count"]; !ok {
-			cell["execution_count"] = nil
-		}
+	}
+}
+
+// fillCellDefaults is fillDocDefaults for one cell.
+func fillCellDefaults(cell map[string]any) {
+	if _, ok := cell["metadata"]; !ok {
+		cell["metadata"] = map[string]any{}
+	}
+	if cell["cell_type"] != "code" {
+		return
+	}
+	if _, ok := cell["outputs"]; !ok {
+		cell["outputs"] = []any{}
+	}
+	if _, ok := cell["execution_count"]; !ok {
+		cell["execution_count"] = nil
 	}
 }

@@ -146,7 +146,7 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 		badCells[prev] = true
 	}
 	if nb.NBFormat == 4 && len(nb.Cells) <= lim.MaxCells {
-		for _, p := range schemaProblems(doc, schemaMinor, badCells, cellRaw) {
+		for _, p := range schemaProblems(doc, schemaMinor, badCells, cellRaw, nb.Cells) {
 			errs.add(errors.New(p))
 		}
 	}
@@ -181,9 +181,10 @@ func (lim Limits) withDefaults() Limits {
 // schema is checked against, in one pass where it can (decodeOnePass). Like nbformat, it fills in missing
 // cell ids of a 4.5 notebook (the generic form gets the same ids) and
 // returns the minor version whose schema applies, and each cell's bytes
-// when it read them in one pass.
+// when it read them in one pass; then the generic form leaves the cells
+// out (nil), for schemaProblems to make as it needs them (cellDoc).
 func decode(data []byte) (*Notebook, any, int, [][]byte, error) {
-	doc, nb, cellRaw, ok := decodeOnePass(data, true) // Parse checked the UTF-8
+	doc, nb, cellRaw, ok := decodeOnePass(data, true, true) // Parse checked the UTF-8
 	if !ok {
 		var err error
 		if doc, nb, err = decodeTwoPass(data); err != nil {

@@ -6,6 +6,8 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"hash"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -86,8 +88,11 @@ func compileSchemas(minor int) (*nbSchemas, error) {
 // bytes, id and minor version were already found valid is not validated
 // again (cleanCells). Learners' uploads of one exercise share most of
 // their cells (the instructions, the locked code), and the validator
-// costs far more than hashing the bytes.
-func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte) []string {
+// costs far more than hashing the bytes. A cell that is nil in doc but
+// has its bytes there and its typed form in typed was left out by the
+// decode (decodeOnePass's lazyCells): it is made from its bytes
+// (cellDoc) only when it is validated.
+func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typed []*Cell) []string {
 	get, ok := compiled[minor]
 	if !ok {
 		return nil // Parse reports the unsupported version itself
@@ -110,22 +115,35 @@ func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte) []s
 	shell := shallow(top)
 	shell["cells"] = []any{}
 	add("notebook", s.root.Validate(shell))
+	h := sha256.New()
 	for i, raw := range cells {
 		if len(probs) > maxSchemaProblems || skip[i] {
 			continue
 		}
 		cell, ok := raw.(map[string]any)
-		if !ok {
+		lazy := raw == nil && i < len(cellRaw) && i < len(typed) && typed[i] != nil
+		if !ok && !lazy {
 			continue
 		}
-		t, _ := cell["cell_type"].(string)
+		var t, id string
+		if lazy {
+			t, id = typed[i].CellType, typed[i].ID
+		} else {
+			t, _ = cell["cell_type"].(string)
+			id, _ = cell["id"].(string)
+		}
 		sch := s.cells[t]
 		if sch == nil {
 			continue
 		}
 		var key cleanKey
 		if i < len(cellRaw) {
-			if key = cleanCells.key(minor, cell, cellRaw[i]); cleanCells.has(key) {
+			if key = cleanCells.key(h, minor, id, cellRaw[i]); cleanCells.has(key) {
+				continue
+			}
+		}
+		if lazy {
+			if cell = cellDoc(cellRaw[i], typed[i]); cell == nil {
 				continue
 			}
 		}
@@ -231,7 +249,7 @@ func docSchemaProblems(doc any) []string {
 		}
 	}
 	fillDocDefaults(doc, minor)
-	return schemaProblems(doc, minor, nil, nil)
+	return schemaProblems(doc, minor, nil, nil, nil)
 }
 
 // cleanCells remembers cells that passed the schema check.
@@ -254,13 +272,22 @@ const (
 	maxMemoCellBytes = 16 << 10 // a larger cell is checked each time: hashing it costs about what checking it does
 )
 
-func (m *cellMemo) key(minor int, cell map[string]any, raw []byte) cleanKey {
+// key is the key of a cell with bytes raw and id (as decode gives it:
+// its own or the one AssignIDs gave it) at minor, hashed with h (reset
+// first: one hash serves a notebook's cells).
+func (m *cellMemo) key(h hash.Hash, minor int, id string, raw []byte) cleanKey {
 	if len(raw) > maxMemoCellBytes {
 		return cleanKey{}
 	}
-	id, _ := cell["id"].(string)
-	h := sha256.New()
-	fmt.Fprintf(h, "%d\x00%d:%s\x00", minor, len(id), id)
+	h.Reset()
+	var pre [96]byte
+	b := strconv.AppendInt(pre[:0], int64(minor), 10)
+	b = append(b, 0)
+	b = strconv.AppendInt(b, int64(len(id)), 10)
+	b = append(b, ':')
+	b = append(b, id...)
+	b = append(b, 0)
+	h.Write(b)
 	h.Write(raw)
 	var k cleanKey
 	h.Sum(k[:0])

@@ -24,8 +24,14 @@ import (
 //
 // validUTF8 says data was checked to be valid UTF-8 (Parse does that
 // first): its strings are then decoded into one arena (genericParser.text).
-func decodeOnePass(data []byte, validUTF8 bool) (doc any, nb *Notebook, cellRaw [][]byte, ok bool) {
-	p := typedParser{genericParser: genericParser{data: data}}
+//
+// With lazyCells, the generic form of each cell is left out (a nil in
+// the cells list): a cell's is needed only where the schema check does
+// not remember the cell (cellMemo), and cellDoc makes it from cellRaw
+// then. Most cells of an upload are remembered: building theirs was
+// most of what the decode allocated.
+func decodeOnePass(data []byte, validUTF8, lazyCells bool) (doc any, nb *Notebook, cellRaw [][]byte, ok bool) {
+	p := typedParser{genericParser: genericParser{data: data}, lazyCells: lazyCells}
 	if validUTF8 {
 		p.arena = make([]byte, 0, len(data))
 	}
@@ -69,7 +75,15 @@ var (
 
 type typedParser struct {
 	genericParser
-	cellRaw [][]byte // each cell's bytes, in order (the last "cells" read)
+	cellRaw   [][]byte // each cell's bytes, in order (the last "cells" read)
+	lazyCells bool     // cells are read without their generic form (decodeOnePass)
+	// skip is set while a value's generic form is not wanted: the
+	// readers then return nil for it and build nothing.
+	skip bool
+	// genericOnly says the typed form is not wanted (cellDoc): a cell's
+	// source, whose generic form is empty strings, is only checked.
+	genericOnly bool
+	slab        []byte // where raw copies small values' bytes (keep)
 }
 
 // peek is the next byte after white space (0 at the end).
@@ -89,7 +103,11 @@ func (p *typedParser) members(value func(key string) (any, bool)) (map[string]an
 		return nil, false
 	}
 	p.i++
-	m := map[string]any{}
+	var m map[string]any
+	var seen keySet // the keys, when m is not built
+	if !p.skip {
+		m = map[string]any{}
+	}
 	if p.peek() == '}' {
 		p.i++
 		return m, true
@@ -102,7 +120,14 @@ func (p *typedParser) members(value func(key string) (any, bool)) (map[string]an
 		if !ok {
 			return nil, false
 		}
-		if _, dup := m[key]; dup || p.peek() != ':' {
+		if m != nil {
+			if _, dup := m[key]; dup {
+				return nil, false
+			}
+		} else if seen.dup(key) {
+			return nil, false
+		}
+		if p.peek() != ':' {
 			return nil, false
 		}
 		p.i++
@@ -111,7 +136,9 @@ func (p *typedParser) members(value func(key string) (any, bool)) (map[string]an
 		if !ok {
 			return nil, false
 		}
-		m[key] = v
+		if m != nil {
+			m[key] = v
+		}
 		switch p.peek() {
 		case ',':
 			p.i++
@@ -130,7 +157,10 @@ func (p *typedParser) elements(value func() (any, bool)) ([]any, bool) {
 		return nil, false
 	}
 	p.i++
-	a := []any{}
+	var a []any
+	if !p.skip {
+		a = []any{}
+	}
 	if p.peek() == ']' {
 		p.i++
 		return a, true
@@ -141,7 +171,9 @@ func (p *typedParser) elements(value func() (any, bool)) ([]any, bool) {
 		if !ok {
 			return nil, false
 		}
-		a = append(a, v)
+		if !p.skip {
+			a = append(a, v)
+		}
 		switch p.peek() {
 		case ',':
 			p.i++
@@ -166,17 +198,76 @@ func (p *typedParser) unknown(key string, fields []string) (any, bool) {
 			return nil, false
 		}
 	}
+	return p.anyValue()
+}
+
+// anyValue reads any value: its generic form, or none when p.skip.
+func (p *typedParser) anyValue() (any, bool) {
+	if p.skip {
+		return nil, p.skipValue()
+	}
 	return p.value()
 }
 
 // raw reads any value and returns it with a copy of its bytes.
 func (p *typedParser) raw() (any, json.RawMessage, bool) {
 	start := p.i
-	v, ok := p.value()
+	v, ok := p.anyValue()
 	if !ok {
 		return nil, nil, false
 	}
-	return v, append(json.RawMessage(nil), p.data[start:p.i]...), true
+	return v, p.keep(p.data[start:p.i]), true
+}
+
+// keep copies b, a small one into a slab shared with others (a
+// metadata value is a few bytes: one allocation each was most of
+// them). The copy's capacity is its length, so an append to it never
+// reaches the next.
+func (p *typedParser) keep(b []byte) json.RawMessage {
+	const slabSize = 8 << 10
+	if len(b) > slabSize/8 {
+		return append(json.RawMessage(nil), b...)
+	}
+	if cap(p.slab)-len(p.slab) < len(b) {
+		p.slab = make([]byte, 0, slabSize)
+	}
+	start := len(p.slab)
+	p.slab = append(p.slab, b...)
+	return p.slab[start:len(p.slab):len(p.slab)]
+}
+
+// keySet tells whether a key was seen before in an object, without a
+// map for the few keys most objects have.
+type keySet struct {
+	few  [16]string
+	n    int
+	many map[string]struct{}
+}
+
+func (s *keySet) dup(k string) bool {
+	if s.many != nil {
+		if _, ok := s.many[k]; ok {
+			return true
+		}
+		s.many[k] = struct{}{}
+		return false
+	}
+	for _, f := range s.few[:s.n] {
+		if f == k {
+			return true
+		}
+	}
+	if s.n < len(s.few) {
+		s.few[s.n] = k
+		s.n++
+		return false
+	}
+	s.many = make(map[string]struct{}, 2*len(s.few))
+	for _, f := range s.few {
+		s.many[f] = struct{}{}
+	}
+	s.many[k] = struct{}{}
+	return false
 }
 
 // rawMap reads an object into map[string]json.RawMessage.
@@ -200,22 +291,28 @@ func (p *typedParser) string(dst *string) (any, bool) {
 		return nil, false
 	}
 	*dst = v
+	if p.skip {
+		return nil, true
+	}
 	return v, true
 }
 
 // int reads a JSON integer into *dst.
 func (p *typedParser) int(dst *int) (any, bool) {
-	v, ok := p.value()
-	n, isNum := v.(json.Number)
-	if !ok || !isNum {
-		return nil, false
+	start := p.i
+	if p.i >= len(p.data) || (p.data[p.i] != '-' && (p.data[p.i] < '0' || p.data[p.i] > '9')) || !p.skipNumber() {
+		return nil, false // not a number (value would read it, but no int comes of it)
 	}
-	i, err := strconv.ParseInt(string(n), 10, strconv.IntSize)
+	n := string(p.data[start:p.i])
+	i, err := strconv.ParseInt(n, 10, strconv.IntSize)
 	if err != nil {
 		return nil, false
 	}
 	*dst = int(i)
-	return v, true
+	if p.skip {
+		return nil, true
+	}
+	return json.Number(n), true
 }
 
 // intPtr reads a JSON integer or null into *dst.
@@ -244,12 +341,15 @@ func (p *typedParser) multiline(dst *MultilineString, light bool) (any, bool) {
 		if p.peek() != '"' {
 			return nil, false
 		}
+		if light && p.genericOnly {
+			return "", p.skipString()
+		}
 		s, ok := p.text()
 		if !ok {
 			return nil, false
 		}
 		*dst = MultilineString(s)
-		if light {
+		if light || p.skip {
 			return "", true
 		}
 		return s, true
@@ -276,7 +376,7 @@ func (p *typedParser) multiline(dst *MultilineString, light bool) (any, bool) {
 		return v, ok
 	case '{':
 		start := p.i
-		v, ok := p.value()
+		v, ok := p.anyValue()
 		*dst = MultilineString(p.data[start:p.i])
 		return v, ok
 	}
@@ -290,15 +390,20 @@ func (p *typedParser) cells() ([]any, []*Cell, bool) {
 		c := &Cell{}
 		cells = append(cells, c)
 		start := p.i
+		p.skip = p.lazyCells
 		v, ok := p.cell(c)
+		p.skip = false
 		p.cellRaw = append(p.cellRaw, p.data[start:p.i])
+		if p.lazyCells {
+			return nil, ok // not a nil map: cellDoc makes it
+		}
 		return v, ok
 	})
 	return v, cells, ok
 }
 
 func (p *typedParser) cell(c *Cell) (any, bool) {
-	return p.members(func(key string) (any, bool) {
+	m, ok := p.members(func(key string) (any, bool) {
 		switch key {
 		case "id":
 			return p.string(&c.ID)
@@ -326,6 +431,27 @@ func (p *typedParser) cell(c *Cell) (any, bool) {
 		}
 		return p.unknown(key, cellFields)
 	})
+	return m, ok
+}
+
+// cellDoc is the generic form of cell c, as decodeOnePass gives it
+// without lazyCells and decode completes it (the id c has, the defaults
+// of fillDocDefaults), made from the cell's bytes raw, which the
+// decode took: decodeOnePass with lazyCells left it out.
+func cellDoc(raw []byte, c *Cell) map[string]any {
+	// raw is part of a document found valid UTF-8, cut at ASCII bytes.
+	// The arena need not hold the source: it is only checked.
+	p := typedParser{genericParser: genericParser{data: raw, arena: make([]byte, 0, min(len(raw), 4<<10))}, genericOnly: true}
+	v, ok := p.cell(&Cell{})
+	m, _ := v.(map[string]any)
+	if !ok || m == nil {
+		return nil // never: the same bytes were read as this cell
+	}
+	if c.ID != "" {
+		m["id"] = c.ID
+	}
+	fillCellDefaults(m)
+	return m
 }
 
 func (p *typedParser) outputs() ([]any, []*Output, bool) {

@@ -71,10 +71,11 @@ func TestDecodeOnePass(t *testing.T) {
 // json.Unmarshal and reports whether it took d itself.
 func checkOnePass(t *testing.T, d string) bool {
 	t.Helper()
-	doc, nb, cellRaw, ok := decodeOnePass([]byte(d), utf8.ValidString(d))
+	doc, nb, cellRaw, ok := decodeOnePass([]byte(d), utf8.ValidString(d), false)
 	if !ok {
 		return false
 	}
+	checkLazyCells(t, d, doc, nb, cellRaw)
 	wantDoc, err := decodeGeneric([]byte(d))
 	if err != nil {
 		t.Fatalf("%.80q: one pass took a document decodeGeneric refuses: %v", d, err)
@@ -106,6 +107,47 @@ func checkOnePass(t *testing.T, d string) bool {
 		t.Errorf("%.80q: typed form differs:\n%s\n%s", d, a, b)
 	}
 	return true
+}
+
+// checkLazyCells compares decodeOnePass with lazyCells to the full
+// decode of d (doc, nb, cellRaw): the same typed form and cells' bytes,
+// the same generic form but for the cells, left out, and cellDoc makes
+// each cell's as decode completes the full one.
+func checkLazyCells(t *testing.T, d string, doc any, nb *Notebook, cellRaw [][]byte) {
+	t.Helper()
+	lazyDoc, lazyNB, lazyRaw, ok := decodeOnePass([]byte(d), utf8.ValidString(d), true)
+	if !ok {
+		t.Fatalf("%.80q: lazy cells: not decoded in one pass", d)
+	}
+	if !reflect.DeepEqual(lazyNB, nb) || !reflect.DeepEqual(lazyRaw, cellRaw) {
+		t.Fatalf("%.80q: lazy cells: another typed form or other cells' bytes", d)
+	}
+	top, lazyTop := doc.(map[string]any), lazyDoc.(map[string]any)
+	cells, _ := top["cells"].([]any)
+	lazyCells, _ := lazyTop["cells"].([]any)
+	if len(cells) != len(lazyCells) || !reflect.DeepEqual(shellOf(top), shellOf(lazyTop)) {
+		t.Fatalf("%.80q: lazy cells: another generic form around the cells", d)
+	}
+	for i, c := range lazyCells {
+		if c != nil {
+			t.Fatalf("%.80q: lazy cells: cell %d decoded: %v", d, i+1, c)
+		}
+		want := shallow(cells[i].(map[string]any))
+		if nb.Cells[i].ID != "" {
+			want["id"] = nb.Cells[i].ID
+		}
+		fillCellDefaults(want)
+		if got := cellDoc(cellRaw[i], nb.Cells[i]); !reflect.DeepEqual(got, want) {
+			t.Errorf("%.80q: cellDoc of cell %d:\n%v\nwant\n%v", d, i+1, got, want)
+		}
+	}
+}
+
+// shellOf is a top-level generic form without its cells.
+func shellOf(top map[string]any) map[string]any {
+	s := shallow(top)
+	delete(s, "cells")
+	return s
 }
 
 // lightenSources empties the strings of every cell's source in doc, as

@@ -205,6 +205,32 @@ func appendUnquoted(dst, in []byte) ([]byte, bool) {
 	}
 }
 
+// unquotesFast reports whether appendUnquoted decodes in, without
+// decoding it.
+func unquotesFast(in []byte) bool {
+	for {
+		k := indexSpecial(in)
+		if k < 0 {
+			return true
+		}
+		if in[k] != '\\' || k+1 >= len(in) {
+			return false
+		}
+		switch in[k+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			in = in[k+2:]
+		case 'u':
+			r, ok := hexRune(in[k+2:])
+			if !ok || (r >= 0xD800 && r < 0xE000) {
+				return false
+			}
+			in = in[k+6:]
+		default:
+			return false
+		}
+	}
+}
+
 // indexSpecial is the index of the first backslash or control byte of
 // b, or -1. It tests eight bytes at a time: most of an upload's bytes
 // are the text of strings with few escapes.

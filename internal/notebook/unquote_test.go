@@ -74,6 +74,9 @@ func FuzzAppendUnquoted(f *testing.F) {
 			return // not the contents of one token of a valid document
 		}
 		got, ok := appendUnquoted([]byte("prefix"), []byte(in))
+		if unquotesFast([]byte(in)) != ok {
+			t.Fatalf("%q: unquotesFast says %v, appendUnquoted %v", in, !ok, ok)
+		}
 		if !strings.HasPrefix(string(got), "prefix") {
 			t.Fatalf("%q: the prefix is gone: %q", in, got)
 		}
