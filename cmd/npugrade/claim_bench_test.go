@@ -20,6 +20,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/auth"
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/runnerclient"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -63,14 +64,67 @@ func startBenchServer(b *testing.B, dbURL string, extra ...string) *benchServer 
 
 // cpuTime is the process's user+system CPU time so far.
 func (s *benchServer) cpuTime(b *testing.B) time.Duration {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
+	d, err := procCPU(s.cmd.Process.Pid)
 	if err != nil {
 		b.Fatal(err)
+	}
+	return d
+}
+
+// procCPU is process pid's user+system CPU time so far.
+func procCPU(pid int) (time.Duration, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
 	}
 	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
 	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat, in clock ticks (100 Hz)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
+// postgresCPU samples, every 100 ms until stop, the CPU time of db's
+// database's backends other than db's own (Postgres runs on this
+// machine): stop returns what they spent since the start, backends that
+// came and went included as far as sampled (pgbench's end with its
+// connections, up to the last 100 ms of them). Other databases of the
+// same server, which other benchmarks use, do not count.
+func postgresCPU(db *store.DB) (stop func() time.Duration) {
+	first, last := map[int]time.Duration{}, map[int]time.Duration{}
+	sample := func(into map[int]time.Duration) {
+		var pids []int
+		_ = db.RawScan(context.Background(), &pids,
+			"SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+		for _, pid := range pids {
+			if d, err := procCPU(pid); err == nil {
+				into[pid] = d
+			}
+		}
+	}
+	sample(first)
+	done, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			sample(last)
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() time.Duration {
+		close(done)
+		<-finished
+		var sum time.Duration
+		for pid, d := range last {
+			sum += d - first[pid] // a backend that started later starts from 0
+		}
+		return sum
+	}
 }
 
 // rssMB is the process's resident memory now and at its peak, in MB.
@@ -294,7 +348,9 @@ func BenchmarkClaim(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		requeueAll(b, db)
+		stopPG := postgresCPU(db)
 		tps, base, pgbenchCPU := pgbenchClaims(b, dbURL, "", "simple", claimers, queued/claimers)
+		pgOfPgbench := stopPG()
 		requeueAll(b, db)
 		// The server's whole statement under pgbench, prepared as the
 		// server's pool runs it: how much of the gap is the statement's
@@ -304,9 +360,9 @@ func BenchmarkClaim(b *testing.B) {
 		fullTPS, full, _ := pgbenchClaims(b, dbURL, claimAsScript(token, runners), "prepared", claimers, queued/claimers)
 		requeueAll(b, db)
 		cpu0, x0 := s.cpuTime(b), xactCount(db)
-		client0 := selfCPU()
+		client0, stopPG := selfCPU(), postgresCPU(db)
 		rate, lat, dups := httpClaims(b, c, s.url, runners)
-		clientCPU := selfCPU() - client0
+		clientCPU, pgOfHTTP := selfCPU()-client0, stopPG()
 		cpu, xacts := s.cpuTime(b)-cpu0, xactCount(db)-x0
 		bp50, bp99 := percentile(base, 0.5), percentile(base, 0.99)
 		p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
@@ -323,9 +379,13 @@ func BenchmarkClaim(b *testing.B) {
 			float64(cpu.Microseconds())/1000/float64(len(lat)), xacts/float64(len(lat)))
 		// The clients' own CPU, which shares the machine with the rest:
 		// pgbench's per transaction, the runner-protocol client's per claim
-		// (it decodes each lease's JSON, notebook included).
+		// (it reads each lease, notebook included).
 		fmt.Printf("claim: client CPU %.3f ms per claim over HTTP, pgbench %.3f ms per transaction\n",
 			float64(clientCPU.Microseconds())/1000/float64(len(lat)), float64(pgbenchCPU.Microseconds())/1000/float64(len(base)))
+		// Postgres's own CPU (this database's backends): the server's
+		// statement against pgbench's plain one.
+		fmt.Printf("claim: Postgres CPU %.3f ms per claim over HTTP, %.3f ms per pgbench transaction\n",
+			float64(pgOfHTTP.Microseconds())/1000/float64(len(lat)), float64(pgOfPgbench.Microseconds())/1000/float64(len(base)))
 		b.ReportMetric(rate, "claims/s")
 		b.ReportMetric(rate/tps, "x-pgbench")
 		b.ReportMetric(float64(p99)/float64(bp99), "p99-x-pgbench")
@@ -342,8 +402,8 @@ func BenchmarkClaim(b *testing.B) {
 	}
 }
 
-// httpClaims has every runner claim until the queue answers 204, and
-// returns claims/s, each claim's latency and how many jobs came twice.
+// httpClaims has every runner claim until the queue answers 204, with
+// the remote runner's own client (internal/runnerclient), and returns claims/s, each claim's latency and how many jobs came twice.
 func httpClaims(b *testing.B, c *benchClient, url string, runners [][2]string) (rate float64, lat []time.Duration, dups int) {
 	var mu sync.Mutex
 	seen := map[int64]bool{}
@@ -354,16 +414,20 @@ func httpClaims(b *testing.B, c *benchClient, url string, runners [][2]string) (
 		wg.Add(1)
 		go func(tok, id string) {
 			defer wg.Done()
+			rc := &runnerclient.Client{Server: url, Token: tok, HTTP: c.http, RunnerID: id, Wait: 500 * time.Millisecond}
 			for {
-				var l domain.Lease
 				t0 := time.Now()
-				code, err := c.post(context.Background(), url+"/api/runner/v1/jobs/claim", tok, runnerproto.ClaimRequest{RunnerID: id, WaitSeconds: 0.5}, &l)
+				l, err := rc.Claim(context.Background())
 				d := time.Since(t0)
-				if err != nil || (code != 200 && code != 204) {
-					b.Errorf("claim: %d %v", code, err)
+				if err != nil {
+					b.Errorf("claim: %v", err)
 					return
 				}
-				if code == 204 {
+				if l == nil {
+					return
+				}
+				if len(l.Notebook) == 0 {
+					b.Errorf("job %d was leased without its notebook", l.JobID)
 					return
 				}
 				mu.Lock()

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 
@@ -259,6 +262,10 @@ func (s *Server) claimJob(c *gin.Context) {
 		}
 		return
 	}
+	if acceptsNotebook(c.GetHeader("Accept")) && len(l.Notebook) > 0 {
+		writeLeaseNotebook(c, l)
+		return
+	}
 	writeLease(c, l)
 }
 
@@ -351,6 +358,77 @@ func writeLease(c *gin.Context, l *domain.Lease) {
 		*buf = out
 		leaseBuffers.Put(buf)
 	}
+}
+
+// acceptsNotebook reports whether an Accept header lists
+// runnerproto.NotebookMediaType (with a q above 0).
+func acceptsNotebook(accept string) bool {
+	for accept != "" {
+		var part string
+		part, accept, _ = strings.Cut(accept, ",")
+		mt, params, _ := strings.Cut(part, ";")
+		if !strings.EqualFold(strings.TrimSpace(mt), runnerproto.NotebookMediaType) {
+			continue
+		}
+		for _, p := range strings.Split(params, ";") {
+			if k, v, _ := strings.Cut(p, "="); strings.EqualFold(strings.TrimSpace(k), "q") {
+				if q, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err != nil || q <= 0 {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// writeLeaseNotebook answers a claim that accepts the notebook media type:
+// the stored notebook is the body, written as it is (no copy, no JSON
+// around it), and the rest of the lease is runnerproto.LeaseMetaHeader.
+func writeLeaseNotebook(c *gin.Context, l *domain.Lease) {
+	head := *l
+	head.Notebook = nil
+	meta, err := json.Marshal(head)
+	if err != nil {
+		writeLease(c, l)
+		return
+	}
+	// Without its (null) notebook: a `,"notebook":` with an unescaped
+	// quote occurs in JSON only as a member, never inside a string.
+	meta = bytes.Replace(meta, []byte(`,"notebook":null`), nil, 1)
+	h := c.Writer.Header()
+	h.Set(runnerproto.LeaseMetaHeader, string(asciiJSON(meta)))
+	h.Set("Content-Type", runnerproto.NotebookMediaType)
+	h.Set("Content-Length", strconv.Itoa(len(l.Notebook)))
+	h.Set("Vary", "Accept")
+	c.Status(http.StatusOK)
+	// An error is the runner hanging up; its lease runs out and the reaper returns the job.
+	_, _ = c.Writer.Write(l.Notebook)
+}
+
+// asciiJSON escapes b's non-ASCII characters (which JSON has only inside
+// strings) as \u escapes, so that b may be a header value.
+func asciiJSON(b []byte) []byte {
+	i := 0
+	for i < len(b) && b[i] < utf8.RuneSelf {
+		i++
+	}
+	if i == len(b) {
+		return b
+	}
+	out := append(make([]byte, 0, len(b)+16), b[:i]...)
+	for _, r := range string(b[i:]) {
+		switch {
+		case r < utf8.RuneSelf:
+			out = append(out, byte(r))
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			out = fmt.Appendf(out, `\u%04x\u%04x`, r1, r2)
+		default:
+			out = fmt.Appendf(out, `\u%04x`, r)
+		}
+	}
+	return out
 }
 
 // leaseBuffers holds the buffers of written leases, up to maxPooledLease

@@ -59,20 +59,49 @@ func (c *Client) Register(ctx context.Context, name string, slots int, labels ma
 	return resp, nil
 }
 
-// Claim implements runner.Source.
+// Claim implements runner.Source. It asks for the notebook as the
+// response body (runnerproto.NotebookMediaType): the lease's notebook is
+// then the body's bytes as the server stored them, never decoded here. A
+// server that answers with the Lease as JSON works all the same.
 func (c *Client) Claim(ctx context.Context) (*domain.Lease, error) {
 	wait := c.Wait
 	if wait <= 0 {
 		wait = runnerproto.MaxPoll
 	}
-	var l domain.Lease
-	err := c.call(ctx, "/jobs/claim", runnerproto.ClaimRequest{RunnerID: c.RunnerID, WaitSeconds: wait.Seconds()}, &l)
+	resp, data, err := c.send(ctx, "/jobs/claim", "", runnerproto.ClaimRequest{RunnerID: c.RunnerID, WaitSeconds: wait.Seconds()},
+		runnerproto.NotebookMediaType+", application/json;q=0.5")
 	if err == errNoContent {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
+	l, err := decodeLease(resp.Header, data)
+	if err != nil {
+		return nil, fmt.Errorf("claim: %w", err)
+	}
+	return l, nil
+}
+
+// decodeLease reads a claim's 200 answer: the notebook as the body with
+// the rest in runnerproto.LeaseMetaHeader, or the whole Lease as JSON.
+func decodeLease(h http.Header, body []byte) (*domain.Lease, error) {
+	var l domain.Lease
+	mt, _, _ := strings.Cut(h.Get("Content-Type"), ";")
+	if !strings.EqualFold(strings.TrimSpace(mt), runnerproto.NotebookMediaType) {
+		if err := json.Unmarshal(body, &l); err != nil {
+			return nil, fmt.Errorf("decode lease: %w", err)
+		}
+		return &l, nil
+	}
+	meta := h.Get(runnerproto.LeaseMetaHeader)
+	if meta == "" {
+		return nil, fmt.Errorf("the notebook came without its %s header", runnerproto.LeaseMetaHeader)
+	}
+	if err := json.Unmarshal([]byte(meta), &l); err != nil {
+		return nil, fmt.Errorf("decode %s header: %w", runnerproto.LeaseMetaHeader, err)
+	}
+	l.Notebook = body
 	return &l, nil
 }
 
@@ -135,18 +164,36 @@ func (c *Client) call(ctx context.Context, path string, body, out any) error {
 // callLease is call with the lease token also in runnerproto.LeaseHeader,
 // so that the server checks the lease before it reads the body.
 func (c *Client) callLease(ctx context.Context, path, lease string, body, out any) error {
+	_, data, err := c.send(ctx, path, lease, body, "")
+	if err != nil || out == nil {
+		return err
+	}
+	return json.Unmarshal(data, out)
+}
+
+// maxResponse bounds what the client reads of an answer.
+const maxResponse = 128 << 20
+
+// send posts body as JSON (with lease in runnerproto.LeaseHeader when
+// set, and accept as the Accept header when set) and returns a 2xx
+// answer's response and body; errNoContent for 204, a lost lease for 409,
+// the problem's detail for other errors.
+func (c *Client) send(ctx context.Context, path, lease string, body any, accept string) (*http.Response, []byte, error) {
 	b, err := json.Marshal(body)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(c.Server, "/")+runnerproto.BasePath+path, bytes.NewReader(b))
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+c.Token)
 	if lease != "" {
 		req.Header.Set(runnerproto.LeaseHeader, lease)
+	}
+	if accept != "" {
+		req.Header.Set("Accept", accept)
 	}
 	hc := c.HTTP
 	if hc == nil {
@@ -154,15 +201,15 @@ func (c *Client) callLease(ctx context.Context, path, lease string, body, out an
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
 	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 128<<20))
+	data, err := readBody(resp)
 	switch {
 	case resp.StatusCode == http.StatusNoContent:
-		return errNoContent
+		return resp, nil, errNoContent
 	case resp.StatusCode == http.StatusConflict:
-		return domain.LeaseLost(fmt.Errorf("server: %s", strings.TrimSpace(string(data))))
+		return resp, nil, domain.LeaseLost(fmt.Errorf("server: %s", strings.TrimSpace(string(data))))
 	case resp.StatusCode >= 300:
 		var p struct {
 			Detail string `json:"detail"`
@@ -171,10 +218,25 @@ func (c *Client) callLease(ctx context.Context, path, lease string, body, out an
 		if p.Detail == "" {
 			p.Detail = strings.TrimSpace(string(data))
 		}
-		return fmt.Errorf("server answered %d: %s", resp.StatusCode, p.Detail)
+		return resp, nil, fmt.Errorf("server answered %d: %s", resp.StatusCode, p.Detail)
+	case err != nil:
+		return resp, nil, fmt.Errorf("read the answer: %w", err)
 	}
-	if out == nil {
-		return nil
+	return resp, data, nil
+}
+
+// readBody reads an answer of at most maxResponse bytes, into one buffer
+// of its announced length (a lease's notebook is tens of kilobytes:
+// growing a buffer for it copies it several times).
+func readBody(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n >= 0 && n <= maxResponse {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, buf)
+		return buf, err
 	}
-	return json.Unmarshal(data, out)
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
+	if err == nil && len(data) > maxResponse {
+		err = fmt.Errorf("the answer is larger than %d bytes", maxResponse)
+	}
+	return data, err
 }

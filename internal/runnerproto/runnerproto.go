@@ -20,6 +20,19 @@ const BasePath = "/api/runner/v1"
 // server checks the lease before it reads a large completion.
 const LeaseHeader = "Npugrade-Lease-Token"
 
+// NotebookMediaType is the Jupyter notebook's media type. A claim that
+// accepts it (Accept) gets the leased notebook as the response body,
+// exactly as stored, and the rest of the lease in LeaseMetaHeader: the
+// runner keeps the notebook's bytes without decoding them out of a JSON
+// document, and the server writes them without copying them into one. A
+// claim that does not ask gets the Lease as one JSON document, as in
+// every release of protocol 1.
+const NotebookMediaType = "application/x-ipynb+json"
+
+// LeaseMetaHeader carries, with a NotebookMediaType claim response, the
+// Lease without its notebook as one line of ASCII JSON.
+const LeaseMetaHeader = "Npugrade-Lease"
+
 // MaxPoll is the longest a claim waits on the server (proxies cut idle
 // connections at 60 s; stay well below).
 const MaxPoll = 25 * time.Second
