@@ -64,67 +64,14 @@ func startBenchServer(b *testing.B, dbURL string, extra ...string) *benchServer 
 
 // cpuTime is the process's user+system CPU time so far.
 func (s *benchServer) cpuTime(b *testing.B) time.Duration {
-	d, err := procCPU(s.cmd.Process.Pid)
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", s.cmd.Process.Pid))
 	if err != nil {
 		b.Fatal(err)
-	}
-	return d
-}
-
-// procCPU is process pid's user+system CPU time so far.
-func procCPU(pid int) (time.Duration, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
 	}
 	f := strings.Fields(string(raw[bytes.LastIndexByte(raw, ')')+2:]))
 	ut, _ := strconv.ParseInt(f[11], 10, 64) // fields 14 and 15 of stat, in clock ticks (100 Hz)
 	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond, nil
-}
-
-// postgresCPU samples, every 100 ms until stop, the CPU time of db's
-// database's backends other than db's own (Postgres runs on this
-// machine): stop returns what they spent since the start, backends that
-// came and went included as far as sampled (pgbench's end with its
-// connections, up to the last 100 ms of them). Other databases of the
-// same server, which other benchmarks use, do not count.
-func postgresCPU(db *store.DB) (stop func() time.Duration) {
-	first, last := map[int]time.Duration{}, map[int]time.Duration{}
-	sample := func(into map[int]time.Duration) {
-		var pids []int
-		_ = db.RawScan(context.Background(), &pids,
-			"SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
-		for _, pid := range pids {
-			if d, err := procCPU(pid); err == nil {
-				into[pid] = d
-			}
-		}
-	}
-	sample(first)
-	done, finished := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(finished)
-		t := time.NewTicker(100 * time.Millisecond)
-		defer t.Stop()
-		for {
-			sample(last)
-			select {
-			case <-done:
-				return
-			case <-t.C:
-			}
-		}
-	}()
-	return func() time.Duration {
-		close(done)
-		<-finished
-		var sum time.Duration
-		for pid, d := range last {
-			sum += d - first[pid] // a backend that started later starts from 0
-		}
-		return sum
-	}
+	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // rssMB is the process's resident memory now and at its peak, in MB.
@@ -348,23 +295,23 @@ func BenchmarkClaim(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		requeueAll(b, db)
-		stopPG := postgresCPU(db)
+		pgw := watchBackends(dbURL)
 		tps, base, pgbenchCPU := pgbenchClaims(b, dbURL, "", "simple", claimers, queued/claimers)
-		pgOfPgbench := stopPG()
+		pgOfPgbench := pgw.Stop()
 		requeueAll(b, db)
 		// The server's whole statement under pgbench, prepared as the
 		// server's pool runs it: how much of the gap is the statement's
 		// own work (authentication, runner check), and how much HTTP and
 		// the processes around it. (Unprepared, planning this statement
 		// costs about a third of its rate.)
-		stopPG = postgresCPU(db)
+		pgw = watchBackends(dbURL)
 		fullTPS, full, _ := pgbenchClaims(b, dbURL, claimAsScript(token, runners), "prepared", claimers, queued/claimers)
-		pgOfFull := stopPG()
+		pgOfFull := pgw.Stop()
 		requeueAll(b, db)
 		cpu0, x0 := s.cpuTime(b), xactCount(db)
-		client0, stopPG := selfCPU(), postgresCPU(db)
+		client0, pgw := selfCPU(), watchBackends(dbURL)
 		rate, lat, dups := httpClaims(b, c, s.url, runners)
-		clientCPU, pgOfHTTP := selfCPU()-client0, stopPG()
+		clientCPU, pgOfHTTP := selfCPU()-client0, pgw.Stop()
 		cpu, xacts := s.cpuTime(b)-cpu0, xactCount(db)-x0
 		bp50, bp99 := percentile(base, 0.5), percentile(base, 0.99)
 		p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
