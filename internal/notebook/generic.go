@@ -3,7 +3,6 @@ package notebook
 import (
 	"bytes"
 	"encoding/json"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -18,7 +17,7 @@ import (
 // reported.
 func decodeGeneric(data []byte) (any, error) {
 	p := genericParser{data: data}
-	if utf8.Valid(data) {
+	if validUTF8(data) {
 		p.arena = make([]byte, 0, len(data))
 	}
 	p.space()

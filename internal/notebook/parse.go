@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"unicode/utf8"
 )
 
 // Limits bound what Parse accepts, so that no upload can make the server
@@ -66,7 +65,7 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), lim.MaxBytes)
 	}
-	if !utf8.Valid(data) {
+	if !validUTF8(data) {
 		return nil, errors.New("notebook is not valid UTF-8")
 	}
 	if err := prescan(data, lim); err != nil {

@@ -2,6 +2,7 @@ package notebook
 
 import (
 	"encoding/binary"
+	"math/bits"
 	"strings"
 	"unicode/utf8"
 )
@@ -252,4 +253,49 @@ func indexSpecial(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// validUTF8 is utf8.Valid(p). utf8.Valid tests eight ASCII bytes at a
+// time only until the first other byte, then goes byte by byte to the
+// end; the course's notebooks are code and English with Chinese here
+// and there, so this one goes back to eight at a time after each rune,
+// jumps straight to the first non-ASCII byte of a word, and checks the
+// three-byte runes of Chinese text itself.
+func validUTF8(p []byte) bool {
+	const highs = 0x8080808080808080
+	for i := 0; i < len(p); {
+		if i+8 <= len(p) {
+			w := binary.LittleEndian.Uint64(p[i:]) & highs
+			if w == 0 {
+				i += 8
+				continue
+			}
+			i += bits.TrailingZeros64(w) >> 3
+		}
+		c := p[i]
+		switch {
+		case c < utf8.RuneSelf:
+			i++
+			continue
+		case c >= 0xE0 && c < 0xF0 && i+2 < len(p):
+			lo, hi := byte(0x80), byte(0xBF)
+			switch c {
+			case 0xE0:
+				lo = 0xA0 // no overlong forms
+			case 0xED:
+				hi = 0x9F // no surrogates
+			}
+			if c1, c2 := p[i+1], p[i+2]; c1 < lo || c1 > hi || c2&0xC0 != 0x80 {
+				return false
+			}
+			i += 3
+			continue
+		}
+		r, size := utf8.DecodeRune(p[i:])
+		if r == utf8.RuneError && size == 1 {
+			return false
+		}
+		i += size
+	}
+	return true
 }

@@ -115,3 +115,14 @@ func TestIndexSpecial(t *testing.T) {
 		}
 	}
 }
+
+func FuzzValidUTF8(f *testing.F) {
+	for _, s := range []string{"ascii only, more than eight", "填充 padding text 填充", "a\xffb", "\xed\xa0\x80 surrogate", "\xef\xbf\xbd", "\xf4\x90\x80\x80", "\xc0\xaf", "12345678\xe5\xa1"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if got, want := validUTF8(b), utf8.Valid(b); got != want {
+			t.Fatalf("%q: %v, utf8.Valid %v", b, got, want)
+		}
+	})
+}
