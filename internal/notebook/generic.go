@@ -184,6 +184,16 @@ func (p *genericParser) str() (any, bool) {
 // than its token has); were it to, append copies it, views already made
 // keep the old bytes, and a run still reads the same.
 func (p *genericParser) text() (string, bool) {
+	if p.arena != nil {
+		a := len(p.arena)
+		var end int
+		var ok bool
+		if p.arena, end, ok = appendString(p.arena, p.data[p.i+1:]); ok {
+			p.i += end + 2
+			return p.arenaString(a), true
+		}
+		p.arena = p.arena[:a] // nothing views what it wrote
+	}
 	start := p.i
 	// The end is the first quote not escaped; control bytes before it
 	// are refused by the fast readers and encoding/json alike.
@@ -197,22 +207,16 @@ func (p *genericParser) text() (string, bool) {
 		if s, ok := unquoteFast(tok); ok {
 			return s, true
 		}
-		var s string
-		if json.Unmarshal(tok, &s) != nil {
-			return "", false
-		}
+	}
+	var s string
+	if json.Unmarshal(tok, &s) != nil {
+		return "", false
+	}
+	if p.arena == nil {
 		return s, true
 	}
 	a := len(p.arena)
-	var ok bool
-	if p.arena, ok = appendUnquoted(p.arena, tok[1:len(tok)-1]); !ok {
-		p.arena = p.arena[:a]
-		var s string
-		if json.Unmarshal(tok, &s) != nil {
-			return "", false
-		}
-		p.arena = append(p.arena, s...)
-	}
+	p.arena = append(p.arena, s...)
 	return p.arenaString(a), true
 }
 
@@ -295,21 +299,18 @@ func (p *genericParser) skipValue() bool {
 // skipString reads a string token as text does, refusing one that does
 // not decode, but keeping nothing.
 func (p *genericParser) skipString() bool {
-	if p.arena == nil {
-		_, ok := p.text()
-		return ok
+	if p.arena != nil {
+		if end, ok := stringFast(p.data[p.i+1:]); ok {
+			p.i += end + 2
+			return true
+		}
 	}
-	start := p.i
-	j := stringEnd(p.data, p.i+1)
-	if j < 0 {
-		return false
+	a := len(p.arena)
+	_, ok := p.text()
+	if p.arena != nil {
+		p.arena = p.arena[:a] // nothing views what text wrote
 	}
-	p.i = j + 1
-	if unquotesFast(p.data[start+1 : j]) {
-		return true
-	}
-	var s string
-	return json.Unmarshal(p.data[start:p.i], &s) == nil
+	return ok
 }
 
 // skipContainer reads an object (members: key, ':', value) or an array

@@ -161,24 +161,34 @@ func joinLinesFast(b []byte) (s string, ok bool) {
 	return sb.String(), true
 }
 
-// appendUnquoted appends the contents of a JSON string token (in: the
-// bytes between its quotes, which stringEnd found, so every quote in it
-// is escaped) decoded, for a document already known to be valid UTF-8:
-// unlike unquoteFast it checks no UTF-8 of its own (a run between two
-// ASCII bytes of valid UTF-8 is itself valid). ok is false where
-// unquoteFast's would be: a control byte, a surrogate or a malformed
-// escape, left to encoding/json.
-func appendUnquoted(dst, in []byte) ([]byte, bool) {
+// appendString appends the string whose contents start at s[0] (just
+// past its opening quote) decoded, for a document already known to be
+// valid UTF-8: unlike unquoteFast it checks no UTF-8 of its own (a run
+// between two ASCII bytes of valid UTF-8 is itself valid). It finds the
+// closing quote as it goes (end, its index in s) instead of in a pass
+// of its own. ok is false where unquoteFast's would be — a control
+// byte, a surrogate or a malformed escape, left to encoding/json — and
+// where no quote ends the string.
+func appendString(dst, s []byte) (out []byte, end int, ok bool) {
+	i := 0
 	for {
-		k := indexSpecial(in)
+		k := indexStringByte(s[i:])
 		if k < 0 {
-			return append(dst, in...), true
+			return dst, 0, false
 		}
-		dst = append(dst, in[:k]...)
-		if in[k] != '\\' || k+1 >= len(in) {
-			return dst, false // a control byte, or a backslash that ends the token
+		dst = append(dst, s[i:i+k]...)
+		i += k
+		switch s[i] {
+		case '"':
+			return dst, i, true
+		case '\\':
+		default:
+			return dst, 0, false // a control byte
 		}
-		switch c := in[k+1]; c {
+		if i+1 >= len(s) {
+			return dst, 0, false
+		}
+		switch c := s[i+1]; c {
 		case '"', '\\', '/':
 			dst = append(dst, c)
 		case 'b':
@@ -192,63 +202,72 @@ func appendUnquoted(dst, in []byte) ([]byte, bool) {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			r, ok := hexRune(in[k+2:])
+			r, ok := hexRune(s[i+2:])
 			if !ok || (r >= 0xD800 && r < 0xE000) {
-				return dst, false // surrogates: encoding/json's rules
+				return dst, 0, false // surrogates: encoding/json's rules
 			}
 			dst = utf8.AppendRune(dst, r)
-			in = in[k+6:]
+			i += 6
 			continue
 		default:
-			return dst, false
+			return dst, 0, false
 		}
-		in = in[k+2:]
+		i += 2
 	}
 }
 
-// unquotesFast reports whether appendUnquoted decodes in, without
-// decoding it.
-func unquotesFast(in []byte) bool {
+// stringFast is appendString without the decoded text: whether it
+// decodes the string starting at s[0], and where its closing quote is.
+func stringFast(s []byte) (end int, ok bool) {
+	i := 0
 	for {
-		k := indexSpecial(in)
+		k := indexStringByte(s[i:])
 		if k < 0 {
-			return true
+			return 0, false
 		}
-		if in[k] != '\\' || k+1 >= len(in) {
-			return false
-		}
-		switch in[k+1] {
-		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-			in = in[k+2:]
-		case 'u':
-			r, ok := hexRune(in[k+2:])
-			if !ok || (r >= 0xD800 && r < 0xE000) {
-				return false
-			}
-			in = in[k+6:]
+		i += k
+		switch s[i] {
+		case '"':
+			return i, true
+		case '\\':
 		default:
-			return false
+			return 0, false
+		}
+		if i+1 >= len(s) {
+			return 0, false
+		}
+		switch s[i+1] {
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			i += 2
+		case 'u':
+			r, ok := hexRune(s[i+2:])
+			if !ok || (r >= 0xD800 && r < 0xE000) {
+				return 0, false
+			}
+			i += 6
+		default:
+			return 0, false
 		}
 	}
 }
 
-// indexSpecial is the index of the first backslash or control byte of
-// b, or -1. It tests eight bytes at a time: most of an upload's bytes
-// are the text of strings with few escapes.
-func indexSpecial(b []byte) int {
+// indexStringByte is the index of the first quote, backslash or
+// control byte of b, or -1. It tests eight bytes at a time: most of an
+// upload's bytes are the text of strings with few escapes.
+func indexStringByte(b []byte) int {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	i := 0
 	for ; i+8 <= len(b); i += 8 {
 		x := binary.LittleEndian.Uint64(b[i:])
-		bs := x ^ ('\\' * ones)
-		// A byte below 0x20, or a zero byte of bs (a backslash of x):
-		// exact for "any byte", which is all this asks.
-		if ((x-0x20*ones)&^x|(bs-ones)&^bs)&highs != 0 {
+		bs, qs := x^('\\'*ones), x^('"'*ones)
+		// A byte below 0x20, or a zero byte of bs or qs (a backslash or
+		// a quote of x): exact for "any byte", which is all this asks.
+		if ((x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
 			break
 		}
 	}
 	for ; i < len(b); i++ {
-		if c := b[i]; c == '\\' || c < 0x20 {
+		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
 			return i
 		}
 	}

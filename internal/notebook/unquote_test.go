@@ -63,51 +63,57 @@ func FuzzUnquoteFast(f *testing.F) {
 	})
 }
 
-// appendUnquoted reads what encoding/json reads from a valid UTF-8
-// string token, or steps aside; it leaves what dst held before.
-func FuzzAppendUnquoted(f *testing.F) {
-	for _, s := range []string{`a\nb`, `\u00e9 填充`, `\ud83d\ude00`, `x\\y\"`, "tab\there", `\u12`, `\`, strings.Repeat(`填充 pad\n`, 9)} {
-		f.Add(s)
+// appendString reads what encoding/json reads from a string token of a
+// valid UTF-8 document, up to the quote that ends it, or steps aside;
+// it leaves what dst held before. stringFast agrees with it.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{`a\nb`, `\u00e9 填充`, `\ud83d\ude00`, `x\\y\"`, "tab\there", `\u12`, `\`, `\u12"`, strings.Repeat(`填充 pad\n`, 9)} {
+		f.Add(s, `, "next": "x"}`)
 	}
-	f.Fuzz(func(t *testing.T, in string) {
+	f.Fuzz(func(t *testing.T, in, after string) {
 		if !utf8.ValidString(in) || stringEnd([]byte(`"`+in+`"`), 1) != len(in)+1 {
 			return // not the contents of one token of a valid document
 		}
-		got, ok := appendUnquoted([]byte("prefix"), []byte(in))
-		if unquotesFast([]byte(in)) != ok {
-			t.Fatalf("%q: unquotesFast says %v, appendUnquoted %v", in, !ok, ok)
+		data := []byte(in + `"` + after)
+		got, end, ok := appendString([]byte("prefix"), data)
+		if fastEnd, fastOK := stringFast(data); fastOK != ok || fastEnd != end {
+			t.Fatalf("%q: stringFast says %d, %v; appendString %d, %v", in, fastEnd, fastOK, end, ok)
 		}
-		if !strings.HasPrefix(string(got), "prefix") {
-			t.Fatalf("%q: the prefix is gone: %q", in, got)
+		if !ok {
+			return
 		}
-		if fast, fastOK := unquoteFast([]byte(`"` + in + `"`)); ok != fastOK || (ok && fast != string(got[6:])) {
-			t.Fatalf("%q: %q, %v; unquoteFast %q, %v", in, got[6:], ok, fast, fastOK)
+		if !strings.HasPrefix(string(got), "prefix") || end != len(in) {
+			t.Fatalf("%q: %q, ends at %d", in, got, end)
+		}
+		if fast, fastOK := unquoteFast([]byte(`"` + in + `"`)); !fastOK || fast != string(got[6:]) {
+			t.Fatalf("%q: %q; unquoteFast %q, %v", in, got[6:], fast, fastOK)
 		}
 		var want string
-		if err := json.Unmarshal([]byte(`"`+in+`"`), &want); ok && (err != nil || want != string(got[6:])) {
+		if err := json.Unmarshal([]byte(`"`+in+`"`), &want); err != nil || want != string(got[6:]) {
 			t.Fatalf("%q: %q; encoding/json %q, %v", in, got[6:], want, err)
 		}
 	})
 }
 
-// indexSpecial finds the first backslash or control byte wherever it is
-// in the eight-byte words it tests, next to every kind of byte.
-func TestIndexSpecial(t *testing.T) {
+// indexStringByte finds the first quote, backslash or control byte
+// wherever it is in the eight-byte words it tests, next to every kind
+// of byte.
+func TestIndexStringByte(t *testing.T) {
 	t.Parallel()
-	for _, fill := range []byte{'a', ' ', 0x7f, 0x80, 0xe5, 0xff, '"', '[', ']', 0x5b, 0x5d, 0xdc} {
+	for _, fill := range []byte{'a', ' ', 0x7f, 0x80, 0xe5, 0xff, '!', '#', '[', ']', 0x5b, 0x5d, 0xdc, 0xa2} {
 		for n := 0; n <= 19; n++ {
 			b := bytes.Repeat([]byte{fill}, n)
-			if got := indexSpecial(b); got != -1 {
+			if got := indexStringByte(b); got != -1 {
 				t.Fatalf("%d × %#x: %d, want -1", n, fill, got)
 			}
 			for pos := 0; pos < n; pos++ {
-				for _, sp := range []byte{'\\', 0, 0x1f, '\n', '\t'} {
+				for _, sp := range []byte{'\\', '"', 0, 0x1f, '\n', '\t'} {
 					c := bytes.Clone(b)
 					c[pos] = sp
 					if pos+1 < n {
 						c[pos+1] = '\\' // a later one does not count
 					}
-					if got := indexSpecial(c); got != pos {
+					if got := indexStringByte(c); got != pos {
 						t.Fatalf("%q: %d, want %d", c, got, pos)
 					}
 				}
