@@ -1,77 +1,127 @@
 package main
 
 import (
-	"bytes"
+	"database/sql"
 	"net/url"
 	"os"
 	"runtime/metrics"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
+
+	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
 // backendCPU follows the CPU time of the Postgres backends serving one
-// database, read from /proc when Postgres runs on this machine (a
-// backend's process title names its database). It gives the intake
-// benchmark Postgres's CPU per transaction for the server and for pgbench
-// alike, a measure that other load on the machine hardly moves, unlike
-// the throughput ratio. Where /proc shows no backend it reports 0.
+// database, read from /proc/PID/schedstat when Postgres runs on this
+// machine. It gives the intake benchmark Postgres's CPU per transaction
+// for the server and for pgbench alike, a measure that other load on the
+// machine hardly moves, unlike the throughput ratio. Where it cannot see
+// the backends it reports 0.
+//
+// It costs the benchmark little: the backends are found through
+// pg_stat_activity on the admin database (so the query's own backend is
+// not counted) every 200 ms, and each one's schedstat stays open and is
+// re-read with one pread every 20 ms. A backend's time from its last
+// reading to its exit (under 20 ms) is not counted.
 type backendCPU struct {
 	db         string
-	mu         sync.Mutex
-	base, last map[int]time.Duration // per backend: at the start (0 if born later), last seen
-	other      map[int]bool          // pids that are not Postgres
+	admin      *sql.DB
+	procs      map[int]*backendProc
 	stop, done chan struct{}
+}
+
+type backendProc struct {
+	f          *os.File // nil: gone
+	base, last time.Duration
 }
 
 // watchBackends starts following the backends of dbURL's database.
 func watchBackends(dbURL string) *backendCPU {
 	u, _ := url.Parse(dbURL)
-	w := &backendCPU{db: strings.TrimPrefix(u.Path, "/"), base: map[int]time.Duration{}, last: map[int]time.Duration{}, other: map[int]bool{},
-		stop: make(chan struct{}), done: make(chan struct{})}
-	for _, pid := range w.backends() {
-		t := procCPU(pid)
-		w.base[pid], w.last[pid] = t, t
+	w := &backendCPU{db: strings.TrimPrefix(u.Path, "/"), procs: map[int]*backendProc{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if dsn := os.Getenv(storetest.EnvDSN); dsn != "" {
+		w.admin, _ = sql.Open("pgx", dsn)
 	}
+	w.discover(true)
 	go w.loop()
 	return w
 }
 
-// loop reads the known backends' CPU every 10 ms (a backend's time is
-// lost from its last reading to its exit) and looks for new backends
-// every 100 ms (their time counts from birth: connecting is part of the
-// work).
 func (w *backendCPU) loop() {
 	defer close(w.done)
-	tick := time.NewTicker(10 * time.Millisecond)
+	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for i := 0; ; i++ {
+	for i := 1; ; i++ {
 		select {
 		case <-w.stop:
-			w.sample(true)
+			w.sample()
 			return
 		case <-tick.C:
-			w.sample(i%10 == 0)
+			if i%10 == 0 {
+				w.discover(false)
+			}
+			w.sample()
 		}
 	}
 }
 
-func (w *backendCPU) sample(discover bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if discover {
-		for _, pid := range w.backends() {
-			if _, ok := w.last[pid]; !ok {
-				w.last[pid] = 0
-			}
+// discover opens the schedstat of backends not yet followed; at the start
+// their time so far is the base, later ones count from birth (connecting
+// is part of the work).
+func (w *backendCPU) discover(start bool) {
+	if w.admin == nil {
+		return
+	}
+	rows, err := w.admin.Query("SELECT pid FROM pg_stat_activity WHERE datname = $1", w.db)
+	if err != nil {
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var pid int
+		if rows.Scan(&pid) != nil || w.procs[pid] != nil {
+			continue
+		}
+		f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/schedstat")
+		if err != nil {
+			continue
+		}
+		p := &backendProc{f: f}
+		if start {
+			p.base = readSchedstat(f)
+			p.last = p.base
+		}
+		w.procs[pid] = p
+	}
+}
+
+func (w *backendCPU) sample() {
+	for _, p := range w.procs {
+		if p.f == nil {
+			continue
+		}
+		if t := readSchedstat(p.f); t > p.last {
+			p.last = t
+		} else if t == 0 { // exited
+			p.f.Close()
+			p.f = nil
 		}
 	}
-	for pid := range w.last {
-		if t := procCPU(pid); t > w.last[pid] {
-			w.last[pid] = t
+}
+
+// readSchedstat is the run time (ns) in an open /proc/PID/schedstat, 0
+// once the process is gone.
+func readSchedstat(f *os.File) time.Duration {
+	var buf [96]byte
+	n, _ := f.ReadAt(buf[:], 0)
+	s := string(buf[:n])
+	if i := strings.IndexByte(s, ' '); i > 0 {
+		if ns, err := strconv.ParseInt(s[:i], 10, 64); err == nil {
+			return time.Duration(ns)
 		}
 	}
+	return 0
 }
 
 // Stop ends the watch and returns the backends' CPU time since the start.
@@ -79,62 +129,16 @@ func (w *backendCPU) Stop() time.Duration {
 	close(w.stop)
 	<-w.done
 	var sum time.Duration
-	for pid, t := range w.last {
-		sum += t - w.base[pid]
+	for _, p := range w.procs {
+		sum += p.last - p.base
+		if p.f != nil {
+			p.f.Close()
+		}
+	}
+	if w.admin != nil {
+		w.admin.Close()
 	}
 	return sum
-}
-
-// backends lists the pids of the processes titled "postgres: USER DB ...".
-// It reads /proc's listing once and the command line only of processes
-// not yet known to be something else than Postgres, so watching costs
-// the benchmark little CPU.
-func (w *backendCPU) backends() []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || w.other[pid] {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err != nil {
-			continue
-		}
-		if !bytes.Contains(b, []byte("postgres")) {
-			w.other[pid] = true // not Postgres (a new backend's title starts as the postmaster's command)
-			continue
-		}
-		if f := strings.Fields(string(bytes.ReplaceAll(b, []byte{0}, []byte{' '}))); len(f) >= 3 && f[0] == "postgres:" && f[2] == w.db {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// procCPU is a process's CPU time: /proc/PID/schedstat's run time (ns),
-// or utime+stime from /proc/PID/stat (clock ticks, 10 ms) without it.
-func procCPU(pid int) time.Duration {
-	p := "/proc/" + strconv.Itoa(pid)
-	if b, err := os.ReadFile(p + "/schedstat"); err == nil {
-		if f := strings.Fields(string(b)); len(f) > 0 {
-			if ns, err := strconv.ParseInt(f[0], 10, 64); err == nil && ns > 0 {
-				return time.Duration(ns)
-			}
-		}
-	}
-	b, err := os.ReadFile(p + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // after "pid (comm)"
-	if len(f) < 13 {
-		return 0
-	}
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
 }
 
 // gcCPU is the CPU time this process's garbage collector has used (the
