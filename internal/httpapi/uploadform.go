@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -63,23 +62,32 @@ func readUploadForm(r *http.Request, max int64) (uploadForm, error) {
 	return f, nil
 }
 
-// readAtMost reads all of rd into one buffer sized from hint (the
-// request's length, when known), failing with errNotebookTooLarge past
-// max bytes.
+// readAtMost reads all of rd into one buffer, failing with
+// errNotebookTooLarge past max bytes. hint (the request's length, when
+// known) sizes the buffer once: a part is shorter than its request, so
+// the buffer never grows and the upload is copied once (bytes.Buffer's
+// ReadFrom doubled it when fewer than 512 bytes were left, a second copy
+// and twice the memory).
 func readAtMost(rd io.Reader, max, hint int64) ([]byte, error) {
-	var buf bytes.Buffer
+	size := int64(512)
 	if hint > 0 {
-		buf.Grow(int(min(hint, max+1)))
+		size = min(hint, max) + 1 // + 1: room to see the end without growing
 	}
-	n, err := buf.ReadFrom(io.LimitReader(rd, max+1))
-	if err != nil {
-		return nil, err
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > max {
+			return nil, errNotebookTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	if n > max {
-		return nil, errNotebookTooLarge
-	}
-	if buf.Len() == 0 {
-		return []byte{}, nil
-	}
-	return buf.Bytes(), nil
 }
