@@ -32,12 +32,8 @@ type intakeRows struct {
 // insertIntake writes rows and returns the job's id.
 func (db *DB) insertIntake(ctx context.Context, r intakeRows) (int64, error) {
 	if db.Dialect == "postgres" {
-		var id int64
-		sql, args := intakeStatement(r)
-		// Row, not Scan: Scan has GORM render the statement with its
-		// arguments — the notebooks, byte by byte — for a logger that
-		// discards it; that was half of this statement's CPU.
-		if err := db.gorm.WithContext(ctx).Raw(sql, args...).Row().Scan(&id); err != nil {
+		id, err := db.insertIntakePG(ctx, r)
+		if err != nil {
 			return 0, fmt.Errorf("insert submission %s: %w", r.sub.ID, db.rowErr(err))
 		}
 		return id, nil
