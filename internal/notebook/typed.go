@@ -81,7 +81,8 @@ type typedParser struct {
 	// readers then return nil for it and build nothing.
 	skip bool
 	// genericOnly says the typed form is not wanted (cellDoc): a cell's
-	// source, whose generic form is empty strings, is only checked.
+	// source, whose generic form is empty strings, is only skipped (the
+	// decode that took the cell's bytes decoded it already).
 	genericOnly bool
 	slab        []byte // where raw copies small values' bytes (keep)
 }
@@ -342,7 +343,14 @@ func (p *typedParser) multiline(dst *MultilineString, light bool) (any, bool) {
 			return nil, false
 		}
 		if light && p.genericOnly {
-			return "", p.skipString()
+			// cellDoc reads bytes the decode already read as this cell:
+			// the string decodes, only its end is wanted.
+			j := stringEnd(p.data, p.i+1)
+			if j < 0 {
+				return nil, false
+			}
+			p.i = j + 1
+			return "", true
 		}
 		s, ok := p.text()
 		if !ok {
@@ -440,7 +448,7 @@ func (p *typedParser) cell(c *Cell) (any, bool) {
 // decode took: decodeOnePass with lazyCells left it out.
 func cellDoc(raw []byte, c *Cell) map[string]any {
 	// raw is part of a document found valid UTF-8, cut at ASCII bytes.
-	// The arena need not hold the source: it is only checked.
+	// The arena need not hold the source: it is only skipped.
 	p := typedParser{genericParser: genericParser{data: raw, arena: make([]byte, 0, min(len(raw), 4<<10))}, genericOnly: true}
 	v, ok := p.cell(&Cell{})
 	m, _ := v.(map[string]any)
