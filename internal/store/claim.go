@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5/stdlib"
 	"gorm.io/gorm"
 
 	"github.com/npugrade/npugrade/internal/domain"
@@ -255,8 +256,8 @@ func (db *DB) claimPostgres(ctx context.Context, c Claim, keys []string) (*Claim
 	if c.Owner != 0 {
 		dest = append([]any{&draining}, dest...)
 	}
-	err := db.sql.QueryRowContext(ctx, st.pg, st.args(db.claimVals(c, keys))...).Scan(dest...)
-	if errors.Is(err, sql.ErrNoRows) {
+	err := db.pgxRow(ctx, st.pg, st.args(db.claimVals(c, keys)), dest...)
+	if errors.Is(err, sql.ErrNoRows) { // pgx's ErrNoRows is sql.ErrNoRows too
 		if c.Owner != 0 {
 			return nil, ErrRunnerUnknown
 		}
@@ -323,7 +324,7 @@ func (db *DB) ClaimJobAs(ctx context.Context, c Claim, a ClaimAuth) (TokenCheck,
 		found, draining bool
 	)
 	dest := append(append(as.dest(), &found, &draining), s.dest()...)
-	if err := db.sql.QueryRowContext(ctx, st.pg, st.args(vals)...).Scan(dest...); err != nil {
+	if err := db.pgxRow(ctx, st.pg, st.args(vals), dest...); err != nil {
 		return TokenCheck{}, nil, fmt.Errorf("claim a job: %w", translate(err))
 	}
 	t := db.check(ctx, &as, a.Addr != "" && a.Window > 0)
@@ -335,6 +336,26 @@ func (db *DB) ClaimJobAs(ctx context.Context, c Claim, a ClaimAuth) (TokenCheck,
 	}
 	claimed, err := s.claimed()
 	return t, claimed, err
+}
+
+// pgxRow scans the one row of Postgres statement q into dest on one of
+// the pool's connections, through pgx itself: database/sql would turn
+// each of a claim's columns into a driver value first and copy the
+// payload (tens of kilobytes) once more, per claim. The statement is
+// prepared once per connection all the same (pgx's statement cache).
+func (db *DB) pgxRow(ctx context.Context, q string, args []any, dest ...any) error {
+	conn, err := db.sql.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(dc any) error {
+		c, ok := dc.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("the Postgres pool holds a %T, not a pgx connection", dc)
+		}
+		return c.Conn().QueryRow(ctx, q, args...).Scan(dest...)
+	})
 }
 
 // claimScan receives a claim's row; every column may be null (no job
