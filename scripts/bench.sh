@@ -33,7 +33,8 @@ go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-uni
 go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/queue/ | tee out/bench-claim.txt
 # claim: the same 10,000 jobs claimed by 64 runners over the runner protocol (real HTTP,
 # `npugrade serve` as its own process) vs pgbench of the server's claim statement at 64
-# clients (targets: >= 0.7x its rate, p99 <= 2x its p99, no double lease).
+# clients (targets: >= 0.7x its rate, p99 <= 2x its p99, no double lease), and the CPU per
+# claim of the server, the client and Postgres against pgbench's.
 go test -run '^$' -bench 'BenchmarkClaim$' -benchtime 1x -timeout 20m ./cmd/npugrade/ | tee out/bench-claim-http.txt
 # idle-runners: 1,000 runners long-polling an empty queue for 30 s: server CPU, RSS and the
 # transactions/s it makes Postgres run (targets: < 5 % of a core, < 150 MB).

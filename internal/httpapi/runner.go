@@ -277,7 +277,15 @@ func (s *Server) claimRequest(c *gin.Context, token string) (req runnerproto.Cla
 			s.problem(c, err)
 		}
 	}
-	if err := c.ShouldBindJSON(&req); err != nil {
+	// A claim is a runner id and a wait: bounded like a heartbeat, and
+	// read before the token is checked, so a stranger cannot make the
+	// server read a large body.
+	if err := json.NewDecoder(http.MaxBytesReader(c.Writer, c.Request.Body, smallRunnerBody)).Decode(&req); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			refuse(domain.Errorf(domain.ETOOLARGE, "the request body is larger than %d bytes", mbe.Limit))
+			return req, rep, false
+		}
 		refuse(domain.Errorf(domain.EINVALID, "invalid claim: %v", err))
 		return req, rep, false
 	}
@@ -351,6 +359,7 @@ func writeLease(c *gin.Context, l *domain.Lease) {
 	out := append(append(append((*buf)[:0], b[:i]...), nb...), b[i+len(leaseNotebookMark):]...)
 	c.Header("Content-Type", "application/json; charset=utf-8")
 	c.Header("Content-Length", strconv.Itoa(len(out)))
+	c.Header("Vary", "Accept")
 	c.Status(http.StatusOK)
 	// An error is the runner hanging up; its lease runs out and the reaper returns the job.
 	_, _ = c.Writer.Write(out)

@@ -40,8 +40,8 @@ func (b *countingBody) Read(p []byte) (int, error) {
 	return int(k), nil
 }
 
-// TestRunnerBodiesBounded: a heartbeat, release or failure is refused
-// past a few kilobytes; a completion without a live lease in its header
+// TestRunnerBodiesBounded: a claim, heartbeat, release or failure is
+// refused past a few kilobytes; a completion without a live lease in its header
 // is refused before its body is read, and without the header it may not
 // exceed 1 MiB. One 90 MB heartbeat used to cost the server ~250 MB.
 func TestRunnerBodiesBounded(t *testing.T) {
@@ -59,6 +59,17 @@ func TestRunnerBodiesBounded(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+ada)
 			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 202 {
 				t.Fatalf("submit: %v %v", resp, err)
+			}
+			// A claim is small too; a stranger's large claim is refused as
+			// a stranger (401), the token's own as too large.
+			bigClaim := []byte(`{"runner_id": "` + id + `", "wait_s": 0.1, "x": "` + strings.Repeat("x", 128<<10) + `"}`)
+			for _, c := range []struct {
+				token string
+				want  int
+			}{{"npg_guess", http.StatusUnauthorized}, {tok, http.StatusRequestEntityTooLarge}} {
+				if st, body, _ := e.call(t, "POST", runnerproto.BasePath+"/jobs/claim", c.token, bigClaim); st != c.want {
+					t.Errorf("128 KiB claim: %d %s, want %d", st, body, c.want)
+				}
 			}
 			st, claimed, _ := e.call(t, "POST", runnerproto.BasePath+"/jobs/claim", tok, runnerproto.ClaimRequest{RunnerID: id, WaitSeconds: 5})
 			var l domain.Lease
