@@ -2,8 +2,10 @@ package notebook_test
 
 import (
 	"encoding/base64"
+	"os"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/npugrade/npugrade/internal/notebook"
 )
@@ -67,6 +69,38 @@ func TestParseGuards(t *testing.T) {
 	}
 }
 
+// Bytes that are not UTF-8 anywhere in a notebook — in a cell's source,
+// its metadata, a key, between values — are refused as such, before any
+// other problem, as they were when the whole upload was checked first.
+func TestParseRefusesNotUTF8(t *testing.T) {
+	t.Parallel()
+	answer, err := os.ReadFile("../../answers/ch1/01.05_chapter_practice_answer.ipynb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := notebook.Parse(answer, notebook.DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	doc := string(answer)
+	for _, bad := range []string{"\xff", "\xed\xa0\x80", "\xe5\xa1", "\xc0\xaf", "\xf4\x90\x80\x80"} {
+		for _, where := range []struct{ name, after string }{
+			{"source", `"source": [` + "\n" + `    "`}, {"cell metadata", `"metadata": {`}, {"key", `{` + "\n" + `   "`},
+			{"last cell", `"### BEGIN SOLUTION`}, {"notebook metadata", `"kernelspec": {`},
+		} {
+			i := strings.LastIndex(doc, where.after)
+			if i < 0 {
+				t.Fatalf("%s: %q not in the answer", where.name, where.after)
+			}
+			i += len(where.after)
+			for _, d := range []string{doc[:i] + bad + doc[i:], doc[:i] + bad + doc[i:] + strings.Repeat("[", 100), doc[:i] + `x` + bad + `",` + doc[i:]} {
+				if _, err := notebook.Parse([]byte(d), notebook.DefaultLimits()); err == nil || err.Error() != "notebook is not valid UTF-8" {
+					t.Errorf("%s, %q: %v", where.name, bad, err)
+				}
+			}
+		}
+	}
+}
+
 // FuzzUploadLimits: whatever the bytes, Parse with the upload limits never
 // panics, and what it accepts respects every limit.
 func FuzzUploadLimits(f *testing.F) {
@@ -86,6 +120,9 @@ func FuzzUploadLimits(f *testing.F) {
 		}
 		if len(nb.Cells) > lim.MaxCells {
 			t.Fatalf("accepted %d cells over the limit %d", len(nb.Cells), lim.MaxCells)
+		}
+		if !utf8.Valid(b) {
+			t.Fatalf("accepted bytes that are not UTF-8")
 		}
 		for _, c := range nb.Cells {
 			if len(c.Outputs) > lim.MaxOutputs {
