@@ -27,6 +27,13 @@ func (nb *Notebook) hasIDs() bool {
 // ("cell-" and 8 hex digits), so importing the same notebook twice gives
 // the same ids, and they never collide with an id already there.
 func (nb *Notebook) AssignIDs() map[int]string {
+	missing := false
+	for _, c := range nb.Cells {
+		missing = missing || (c != nil && c.ID == "")
+	}
+	if !missing {
+		return map[int]string{} // the usual 4.5 notebook: nothing to index
+	}
 	used := map[string]bool{}
 	for _, c := range nb.Cells {
 		if c != nil && c.ID != "" {

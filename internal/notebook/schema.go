@@ -115,7 +115,7 @@ func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typ
 	shell := shallow(top)
 	shell["cells"] = []any{}
 	add("notebook", s.root.Validate(shell))
-	h := sha256.New()
+	h, scratch := sha256.New(), make([]byte, 0, 128)
 	for i, raw := range cells {
 		if len(probs) > maxSchemaProblems || skip[i] {
 			continue
@@ -138,7 +138,7 @@ func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typ
 		}
 		var key cleanKey
 		if i < len(cellRaw) {
-			if key = cleanCells.key(h, minor, id, cellRaw[i]); cleanCells.has(key) {
+			if key = cleanCells.key(h, &scratch, minor, id, cellRaw[i]); cleanCells.has(key) {
 				continue
 			}
 		}
@@ -274,14 +274,14 @@ const (
 
 // key is the key of a cell with bytes raw and id (as decode gives it:
 // its own or the one AssignIDs gave it) at minor, hashed with h (reset
-// first: one hash serves a notebook's cells).
-func (m *cellMemo) key(h hash.Hash, minor int, id string, raw []byte) cleanKey {
+// first) through scratch: one hash and one buffer serve a notebook's
+// cells (what is handed to a hash.Hash escapes).
+func (m *cellMemo) key(h hash.Hash, scratch *[]byte, minor int, id string, raw []byte) cleanKey {
 	if len(raw) > maxMemoCellBytes {
 		return cleanKey{}
 	}
 	h.Reset()
-	var pre [96]byte
-	b := strconv.AppendInt(pre[:0], int64(minor), 10)
+	b := strconv.AppendInt((*scratch)[:0], int64(minor), 10)
 	b = append(b, 0)
 	b = strconv.AppendInt(b, int64(len(id)), 10)
 	b = append(b, ':')
@@ -289,8 +289,10 @@ func (m *cellMemo) key(h hash.Hash, minor int, id string, raw []byte) cleanKey {
 	b = append(b, 0)
 	h.Write(b)
 	h.Write(raw)
+	b = h.Sum(b[:0])
+	*scratch = b
 	var k cleanKey
-	h.Sum(k[:0])
+	copy(k[:], b)
 	return k
 }
 
