@@ -157,6 +157,16 @@ func (c *Client) Drain(ctx context.Context) error {
 
 var errNoContent = fmt.Errorf("no content")
 
+// defaultHTTP is the client of a Client without its own. Its transport
+// keeps up to 64 idle connections to the server (the most long polls a
+// token may hold), where http.DefaultTransport keeps 2: a runner of more
+// slots would otherwise open a new connection for most claims.
+var defaultHTTP = &http.Client{Timeout: runnerproto.MaxPoll + 30*time.Second, Transport: func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 64
+	return t
+}()}
+
 func (c *Client) call(ctx context.Context, path string, body, out any) error {
 	return c.callLease(ctx, path, "", body, out)
 }
@@ -197,7 +207,7 @@ func (c *Client) send(ctx context.Context, path, lease string, body any, accept 
 	}
 	hc := c.HTTP
 	if hc == nil {
-		hc = &http.Client{Timeout: runnerproto.MaxPoll + 30*time.Second}
+		hc = defaultHTTP
 	}
 	resp, err := hc.Do(req)
 	if err != nil {

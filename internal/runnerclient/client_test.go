@@ -1,8 +1,15 @@
 package runnerclient
 
 import (
+	"context"
+	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/npugrade/npugrade/internal/runnerproto"
 )
@@ -31,5 +38,42 @@ func TestDecodeLease(t *testing.T) {
 	h.Set(runnerproto.LeaseMetaHeader, `{"job_id":`)
 	if l, err := decodeLease(h, nb); err == nil {
 		t.Errorf("a broken %s decoded to %+v", runnerproto.LeaseMetaHeader, l)
+	}
+}
+
+// TestClaimsReuseConnections: eight slots claiming at once, round after
+// round, keep their eight connections to the server (the default
+// transport keeps two idle and opened new ones for the rest every round).
+func TestClaimsReuseConnections(t *testing.T) {
+	t.Parallel()
+	var opened atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(20 * time.Millisecond)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	srv.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			opened.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	const slots, rounds = 8, 4
+	for range rounds {
+		var wg sync.WaitGroup
+		for i := range slots {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := &Client{Server: srv.URL, Token: "t", RunnerID: fmt.Sprintf("r-%d", i), Wait: time.Second}
+				if l, err := c.Claim(context.Background()); l != nil || err != nil {
+					t.Errorf("claim: %v %v, want no job", l, err)
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	if n := opened.Load(); n > slots {
+		t.Errorf("%d slots claiming %d rounds opened %d connections, want at most %d", slots, rounds, n, slots)
 	}
 }
