@@ -56,3 +56,6 @@ go test -run '^$' -bench 'BenchmarkCompare500' -benchtime 3x ./internal/similari
 # the CSV against COPY of its query (>= 0.8x).
 go test -run '^$' -bench 'BenchmarkIntakeVsDatabase' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-intake-vs-db.txt
 go test -run '^$' -bench 'BenchmarkDashboard' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-dashboard.txt
+# Issue 15 (p15parse): intake's notebook work on the ~100 KB ch1 upload, per upload: Parse,
+# the rebuild from the exercise's template, and both (ns, CPU ns incl. GC, bytes, allocations).
+go test -run '^$' -bench 'BenchmarkParseUpload|BenchmarkRebuildUpload|BenchmarkIntakeNotebook' -benchtime 2000x -benchmem ./internal/notebook/ | tee out/bench-intake-notebook.txt
