@@ -21,16 +21,27 @@ const (
 	defaultMemoryLimit = "100MiB"
 )
 
+// ownProcess is set by main: serve runs as the npugrade process. Tests
+// and benchmarks run serve inside their own process, many servers at
+// once; there the GC settings, which are the whole process's, change only
+// when a flag asks (the intake benchmark passes the defaults).
+var ownProcess bool
+
 // gcFlags registers --gc-percent and --gc-memory-limit and returns a
 // function that applies them to this process and returns one that puts
-// back the settings it replaced (serve runs inside tests and benchmarks
-// too). GOGC and GOMEMLIMIT in the environment change the defaults.
+// back the settings it replaced. GOGC and GOMEMLIMIT in the environment
+// change the defaults.
 func gcFlags(fs *flag.FlagSet) func() (restore func(), err error) {
 	pct := fs.String("gc-percent", envOr("GOGC", strconv.Itoa(defaultGCPercent)),
 		"garbage collection target: the heap grows by this percentage of the live heap between collections (Go's GOGC; off: only --gc-memory-limit triggers a collection)")
 	limit := fs.String("gc-memory-limit", envOr("GOMEMLIMIT", defaultMemoryLimit),
 		"soft limit on the Go runtime's memory (Go's GOMEMLIMIT: bytes, or with a unit B, KiB, MiB, GiB, TiB; off: none); the collector runs harder as it nears, so RSS stays bounded; raise it if the live heap of a large deployment comes near it")
 	return func() (func(), error) {
+		set := ownProcess
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "gc-percent" || f.Name == "gc-memory-limit" })
+		if !set {
+			return func() {}, nil
+		}
 		p, err := parseGCPercent(*pct)
 		if err != nil {
 			return nil, fmt.Errorf("--gc-percent: %w", err)

@@ -78,3 +78,24 @@ func TestServeRefusesBadGCFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestGCFlagsInProcessOnlyWhenAsked: serve run inside a test process
+// leaves the process's GC settings alone unless a flag asks.
+func TestGCFlagsInProcessOnlyWhenAsked(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	apply := gcFlags(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	before := debug.SetMemoryLimit(-1)
+	restore, err := apply()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restore()
+	if got := debug.SetMemoryLimit(-1); got != before {
+		t.Errorf("memory limit changed to %d without a flag (ownProcess %v)", got, ownProcess)
+	}
+}

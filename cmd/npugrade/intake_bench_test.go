@@ -114,7 +114,9 @@ func intakeServer(b *testing.B, dbURL string, clients int, nb, marker []byte, n 
 	for i := range tokens {
 		tokens[i] = addUserTB(b, dbURL, fmt.Sprintf("bench%02d", i), "learner")
 	}
-	url, stop := startServerDirect(b, dbURL, "--local-runner", "0", "--upload-limit", "0")
+	// serve's GC settings as the npugrade process has them by default.
+	url, stop := startServerDirect(b, dbURL, "--local-runner", "0", "--upload-limit", "0",
+		"--gc-percent", strconv.Itoa(defaultGCPercent), "--gc-memory-limit", defaultMemoryLimit)
 	defer stop()
 	var pg *backendCPU
 	blobs0 := blobsSize(b, dbURL)
