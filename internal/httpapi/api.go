@@ -97,7 +97,7 @@ func (s *Server) createSubmission(c *gin.Context) {
 		max = 8 << 20
 	}
 	// The body may carry multipart overhead beyond the notebook itself.
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max+64<<10)
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max+formOverhead)
 	form, err := readUploadForm(c.Request, max)
 	exerciseID, data := form.exercise, form.notebook
 	var mbe *http.MaxBytesError
