@@ -50,7 +50,10 @@ go test -run '^$' -bench 'BenchmarkImportRoster500' -benchtime 5x ./internal/ros
 go test -run '^$' -bench 'BenchmarkCompare500' -benchtime 3x ./internal/similarity/ | tee out/bench-similarity.txt
 # Issue 15 (e15intake): intake against the database alone — POST /api/v1/submissions
 # of distinct ~100 KB ch1 notebooks at 4 and 16 clients vs pgbench running the rows
-# intake writes in one transaction (targets: >= 0.7x at 4 clients, p99 <= 50 ms);
+# intake writes in one transaction (targets: >= 0.7x at 4 clients, p99 <= 50 ms):
+# first with the very bytes the server stored (the like-for-like ratio), then with the
+# older md5-repeat blobs for continuity; each line adds CPU per transaction of the
+# Postgres backends and of the test process (server + client), and blobs' growth;
 # SQLite vs raw inserts with the same driver. Then the dashboard at 500,000 seeded
 # submissions: /dashboard p50/p95 (<= 150 ms), the gradebook page p95 (<= 300 ms),
 # the CSV against COPY of its query (>= 0.8x).
