@@ -184,7 +184,15 @@ def write_atomic(path, data):
 
 
 def save(nb, path):
-    write_atomic(path, nbformat.writes(nb, version=4))
+    # Plain JSON: nbformat.writes deep-copies, validates and re-splits the
+    # whole notebook, milliseconds that add up to most of the driver's CPU
+    # when it saves after each of a notebook's dozens of cells. The runner
+    # parses and checks the result; nbformat's layout is not needed.
+    try:
+        data = json.dumps(nb, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        data = nbformat.writes(nb, version=4)
+    write_atomic(path, data)
 
 
 def make_client(cfg, nb):

@@ -41,6 +41,9 @@ func TestSpareWaitsInTheBackground(t *testing.T) {
 	if n := niceOf(t, pid); n != 19 {
 		t.Errorf("waiting driver: nice %d, want 19", n)
 	}
+	if p := policyOf(t, pid); p != schedIdle {
+		t.Errorf("waiting driver: scheduling policy %d, want SCHED_IDLE (%d)", p, schedIdle)
+	}
 	kernels := descendants(pid)
 	if len(kernels) == 0 {
 		t.Fatal("the waiting driver has no kernel process")
@@ -49,15 +52,37 @@ func TestSpareWaitsInTheBackground(t *testing.T) {
 		if n := niceOf(t, k); n != 19 {
 			t.Errorf("waiting kernel process %d: nice %d, want 19", k, n)
 		}
+		if p := policyOf(t, k); p != schedIdle {
+			t.Errorf("waiting kernel process %d: scheduling policy %d, want SCHED_IDLE (%d)", k, p, schedIdle)
+		}
 	}
-	nb := codeNotebook(t, "import os\nprint(os.nice(0))")
+	nb := codeNotebook(t, "import os\nprint(os.nice(0), os.sched_getscheduler(0))")
 	res, err := w.Execute(context.Background(), nb, execution.Options{CellTimeout: 20 * time.Second})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, res.Log)
 	}
-	if got := cellTexts(t, res.Notebook); len(got) != 1 || got[0] != "0" {
-		t.Errorf("the job's kernel runs at nice %q, want 0", got)
+	if got := cellTexts(t, res.Notebook); len(got) != 1 || got[0] != "0 0" {
+		t.Errorf("the job's kernel runs at nice and scheduling policy %q, want \"0 0\" (nice 0, SCHED_OTHER)", got)
 	}
+}
+
+// Scheduling policies (sched.h).
+const schedOther, schedIdle = 0, 5
+
+// policyOf reads a process's scheduling policy (field 41 of /proc/PID/stat).
+func policyOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	n, err := strconv.Atoi(f[38])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // niceOf reads a process's nice value (field 19 of /proc/PID/stat).
@@ -127,9 +152,15 @@ func TestPromotedStartLeavesTheBackground(t *testing.T) {
 	if n := niceOf(t, pid); n != 0 {
 		t.Errorf("promoted driver: nice %d, want 0", n)
 	}
+	if p := policyOf(t, pid); p != schedOther {
+		t.Errorf("promoted driver: scheduling policy %d, want SCHED_OTHER", p)
+	}
 	for _, k := range descendants(pid) {
 		if n := niceOf(t, k); n != 0 {
 			t.Errorf("promoted kernel process %d: nice %d, want 0", k, n)
+		}
+		if p := policyOf(t, k); p != schedOther {
+			t.Errorf("promoted kernel process %d: scheduling policy %d, want SCHED_OTHER", k, p)
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/npugrade/npugrade/internal/domain"
 )
@@ -83,7 +84,15 @@ func (e *Executor) key(preload []string) string {
 // promote is closed (a job waits for it; nil: never) or it has taken
 // backgroundLimit: a start that someone waits for, or that other work
 // on the host starves, gets its full share.
-func (e *Executor) Prestart(ctx context.Context, preload []string, promote <-chan struct{}) (_ *Warm, err error) {
+func (e *Executor) Prestart(ctx context.Context, preload []string, promote <-chan struct{}) (*Warm, error) {
+	return e.prestart(ctx, preload, promote, nil)
+}
+
+// prestart is Prestart; while holdBack (if not nil) says so, a start that
+// reached backgroundLimit stays in the background (it is asked again
+// every second): the pool holds its starts back while every slot
+// executes a job, as the CPU they would take is those jobs'.
+func (e *Executor) prestart(ctx context.Context, preload []string, promote <-chan struct{}, holdBack func() bool) (_ *Warm, err error) {
 	key := e.key(preload)
 	j, err := e.newJob(ctx)
 	if err != nil {
@@ -111,11 +120,16 @@ func (e *Executor) Prestart(ctx context.Context, preload []string, promote <-cha
 		defer close(promoted)
 		limit := time.NewTimer(backgroundLimit)
 		defer limit.Stop()
+	wait:
 		select {
 		case <-ready:
 			return // stays in the background until its hand-over
 		case <-promote:
 		case <-limit.C:
+			if holdBack != nil && holdBack() {
+				limit.Reset(time.Second)
+				goto wait
+			}
 		case <-p.exited:
 			return
 		}
@@ -141,8 +155,9 @@ func (e *Executor) Prestart(ctx context.Context, preload []string, promote <-cha
 type backgrounder interface{ Background(on bool) error }
 
 // background lowers (on) or restores the CPU priority of a pre-started
-// environment: its sandboxed kernel (the job's cpu cgroup weight and
-// nice) and, with p, its driver (nice). A spare then starts on the CPU
+// environment: its sandboxed kernel (the job's cpu cgroup weight and idle
+// class, its threads' scheduling class and nice) and, with p, its driver
+// (scheduling class and nice). A spare then starts on the CPU
 // that running jobs leave idle instead of slowing them down. Best effort:
 // where it cannot (not root, no cpu cgroup) the spare starts at normal
 // priority, as before; it never leaves a handed-over job in the
@@ -159,11 +174,7 @@ func background(j *job, p *driverProc, on bool, log *slog.Logger) {
 		}
 		return
 	}
-	nice := 0
-	if on {
-		nice = backgroundNice
-	}
-	if err := renice(p.cmd.Process.Pid, nice); err != nil {
+	if err := renice(p.cmd.Process.Pid, on); err != nil {
 		log.Debug("warm kernel: CPU priority of the driver", "background", on, "err", err)
 	}
 	if !on {
@@ -174,10 +185,20 @@ func background(j *job, p *driverProc, on bool, log *slog.Logger) {
 // backgroundNice is a waiting driver's nice value.
 const backgroundNice = 19
 
-// renice sets the nice value of every thread of process pid (nice is per
-// thread on Linux). Raising a priority again needs root (CAP_SYS_NICE):
-// without root it changes nothing, so nothing stays in the background.
-func renice(pid, nice int) error {
+// Scheduling policies (sched.h).
+const (
+	schedOther = 0
+	schedIdle  = 5
+)
+
+// renice moves every thread of process pid (policy and nice are per
+// thread on Linux) to the idle scheduling class at backgroundNice (on),
+// or back to the normal class at nice 0. In the idle class any other task
+// that wakes preempts it at once: a job's driver and kernel, which wake
+// dozens of times a cell, never wait behind a spare's start. Raising a
+// priority again needs root (CAP_SYS_NICE): without root it changes
+// nothing, so nothing stays in the background.
+func renice(pid int, on bool) error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root: priority unchanged")
 	}
@@ -185,11 +206,20 @@ func renice(pid, nice int) error {
 	if err != nil {
 		return fmt.Errorf("renice %d: %w", pid, err)
 	}
+	policy, nice := schedOther, 0
+	if on {
+		policy, nice = schedIdle, backgroundNice
+	}
 	var errs []error
 	for _, e := range ents {
 		tid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
+		}
+		// sched_setscheduler(2); SCHED_IDLE and SCHED_OTHER take priority 0.
+		var param struct{ priority int32 }
+		if _, _, e := syscall.Syscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), uintptr(policy), uintptr(unsafe.Pointer(&param))); e != 0 && e != syscall.ESRCH {
+			errs = append(errs, fmt.Errorf("scheduling class of thread %d: %w", tid, e))
 		}
 		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
 			errs = append(errs, fmt.Errorf("renice thread %d: %w", tid, err))
@@ -356,6 +386,7 @@ type Pool struct {
 	promote   chan struct{}  // closed when a job waits and no spare is ready
 	starting  chan struct{}  // a token per start under way (Starts)
 	failed    atomic.Int64   // starts that failed
+	executing atomic.Int64   // jobs running in a spare now
 	spares    map[*Warm]bool // the environments waiting for a job
 	reported  bool           // the first full set of spares was logged
 }
@@ -492,7 +523,7 @@ func (p *Pool) fill(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		}
-		w, err := p.Exec.Prestart(ctx, preload, p.promotion())
+		w, err := p.Exec.prestart(ctx, preload, p.promotion(), p.allBusy)
 		<-p.starting
 		if err != nil {
 			if ctx.Err() != nil {
@@ -534,6 +565,17 @@ func (p *Pool) fill(ctx context.Context) {
 		}
 		expire.Stop()
 	}
+}
+
+// allBusy says whether every slot is executing a job: then a start that
+// reached backgroundLimit stays in the background, as what it would take
+// is those jobs' CPU (a slot that waits for a spare promotes the starts).
+func (p *Pool) allBusy() bool {
+	slots := max(p.Size, 1)
+	if p.PerSlot > 0 {
+		slots = max(slots/p.PerSlot, 1)
+	}
+	return p.executing.Load() >= int64(slots)
 }
 
 // promotion is the channel a start begun now watches: closed when a job
@@ -584,7 +626,9 @@ func (p *Pool) Execute(ctx context.Context, nb []byte, opt Options) (domain.Exec
 			p.Log.Warn("no warm kernel could be started; running this job cold", "err", o.err)
 			return p.Exec.Execute(ctx, nb, opt)
 		}
+		p.executing.Add(1)
 		res, err := o.w.Execute(ctx, nb, opt)
+		p.executing.Add(-1)
 		if errors.Is(err, ErrStale) {
 			p.Log.Warn("warm kernel refused at hand-over; replacing it", "err", err)
 			continue

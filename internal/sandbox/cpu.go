@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"unsafe"
 )
 
 // CPU priority of a kernel started ahead of its job (a warm spare). On a
@@ -15,6 +16,13 @@ import (
 // would otherwise take CPU from the jobs executing next to it; in the
 // background it only uses what they leave idle, and gets its full share
 // back when it is handed a job.
+//
+// A low weight alone is not enough: a job's kernel and driver sleep and
+// wake dozens of times a cell (one message round trip each), and the
+// scheduler may let a low-weight start finish its time slice before the
+// woken job runs, milliseconds per wake-up. An idle-class group (cgroup
+// cpu.idle, Linux 5.15) or thread (SCHED_IDLE) is preempted at once by
+// any other task that wakes, so the start really only gets idle CPU.
 
 // Weights of the job's cpu cgroup: the controllers' minimum in the
 // background, their default otherwise.
@@ -48,18 +56,57 @@ func (k *Kernel) Background(on bool) error {
 				val = v2WeightBackground
 			}
 		}
+		// cpu.idle exists from Linux 5.15 (v1 and v2); older kernels keep
+		// the weight alone. An idle group refuses a weight: leave the
+		// idle class before setting it, enter it after.
+		_, serr := os.Stat(filepath.Join(cg.cpuDir, "cpu.idle"))
+		idle := serr == nil
+		if idle && !on {
+			if err := writeFile(cg.cpuDir, "cpu.idle", "0"); err != nil {
+				errs = append(errs, err)
+			}
+		}
 		if err := writeFile(cg.cpuDir, name, val); err != nil {
 			errs = append(errs, err)
 		}
-	}
-	nice := 0
-	if on {
-		nice = BackgroundNice
+		if idle && on {
+			if err := writeFile(cg.cpuDir, "cpu.idle", "1"); err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
 	for _, tid := range k.threads() {
-		if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("renice thread %d: %w", tid, err))
+		if err := setThreadBackground(tid, on); err != nil {
+			errs = append(errs, err)
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// Scheduling policies (sched.h).
+const (
+	schedOther = 0
+	schedIdle  = 5
+)
+
+// setThreadBackground moves host thread tid to the idle scheduling class
+// at nice BackgroundNice (on), or back to the normal class at nice 0. A
+// thread that exited meanwhile is not an error. Threads created later
+// inherit what their creator has at that moment.
+func setThreadBackground(tid int, on bool) error {
+	policy, nice := schedOther, 0
+	if on {
+		policy, nice = schedIdle, BackgroundNice
+	}
+	var param struct{ priority int32 }
+	// sched_setscheduler(2): SCHED_IDLE and SCHED_OTHER take priority 0.
+	_, _, e := syscall.Syscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), uintptr(policy), uintptr(unsafe.Pointer(&param)))
+	var errs []error
+	if e != 0 && e != syscall.ESRCH {
+		errs = append(errs, fmt.Errorf("scheduling class of thread %d: %w", tid, e))
+	}
+	if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, nice); err != nil && !errors.Is(err, syscall.ESRCH) {
+		errs = append(errs, fmt.Errorf("renice thread %d: %w", tid, err))
 	}
 	return errors.Join(errs...)
 }

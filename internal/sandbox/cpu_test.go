@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,8 +12,9 @@ import (
 )
 
 // TestBackground: a kernel in the background has the cpu controller's
-// lowest weight (where the job cgroup has one) and its processes nice 19;
-// back in the foreground, the default weight and nice 0.
+// lowest weight and the idle class (where the job cgroup has them) and its
+// threads the idle scheduling class at nice 19; back in the foreground,
+// the default weight, the normal class and nice 0.
 func TestBackground(t *testing.T) {
 	requireSandbox(t)
 	if os.Geteuid() != 0 {
@@ -55,6 +57,13 @@ func TestBackground(t *testing.T) {
 			if got := 20 - n; got != wantNice {
 				t.Errorf("background %v: thread %d nice %d, want %d", on, tid, got, wantNice)
 			}
+			wantPolicy := uintptr(schedOther)
+			if on {
+				wantPolicy = schedIdle
+			}
+			if p, _, e := syscall.Syscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0); e == 0 && p != wantPolicy {
+				t.Errorf("background %v: thread %d scheduling policy %d, want %d", on, tid, p, wantPolicy)
+			}
 		}
 		if k.cg.cpuDir == "" {
 			t.Log("no cpu controller for the job cgroup here: nice only")
@@ -64,7 +73,16 @@ func TestBackground(t *testing.T) {
 		if k.cg.version == 2 {
 			name, want = "cpu.weight", wantV2
 		}
-		b, err := os.ReadFile(filepath.Join(k.cg.cpuDir, name))
+		b, err := os.ReadFile(filepath.Join(k.cg.cpuDir, "cpu.idle"))
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			t.Log("no cpu.idle here (Linux < 5.15): weight only")
+		case err != nil || strings.TrimSpace(string(b)) != map[bool]string{true: "1", false: "0"}[on]:
+			t.Errorf("background %v: cpu.idle = %q (%v)", on, b, err)
+		case on:
+			return // an idle group shows the idle class's weight
+		}
+		b, err = os.ReadFile(filepath.Join(k.cg.cpuDir, name))
 		if err != nil || strings.TrimSpace(string(b)) != want {
 			t.Errorf("background %v: %s = %q (%v), want %s", on, name, b, err, want)
 		}
