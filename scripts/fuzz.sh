@@ -7,6 +7,11 @@ for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for f in $(grep -ho '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go 2>/dev/null | sed 's/^func //'); do
     echo "fuzz $pkg $f ($t)"
-    go test -run='^$' -fuzz="^$f\$" -fuzztime="$t" "$pkg" >/dev/null
+    # Quiet when it passes; a failure shows go test's output (the input,
+    # the message), which otherwise only says that make failed.
+    if ! out=$(go test -run='^$' -fuzz="^$f\$" -fuzztime="$t" "$pkg" 2>&1); then
+      printf '%s\n' "$out" | tail -n 60
+      exit 1
+    fi
   done
 done
