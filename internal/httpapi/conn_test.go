@@ -125,6 +125,25 @@ func (e *liveEnv) register(t *testing.T, token, name string) string {
 	return reg.RunnerID
 }
 
+// submitStarter uploads exercise's starter notebook as token's learner
+// and fails the test unless it is accepted (202).
+func (e *liveEnv) submitStarter(t *testing.T, token, exercise string) {
+	t.Helper()
+	body, ct := multipartBody(starterOf(t, exercise))
+	req, _ := http.NewRequest("POST", e.url+"/api/v1/submissions", bytes.NewReader(body))
+	req.Header.Set("Content-Type", ct)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("submit %s: %v", exercise, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		out, _ := io.ReadAll(resp.Body)
+		t.Fatalf("submit %s: %d %s", exercise, resp.StatusCode, out)
+	}
+}
+
 // closedWithin reports whether the server closes conn within d.
 func closedWithin(conn net.Conn, d time.Duration) bool {
 	_ = conn.SetReadDeadline(time.Now().Add(d))

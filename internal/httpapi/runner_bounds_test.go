@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -53,13 +52,7 @@ func TestRunnerBodiesBounded(t *testing.T) {
 			ada := e.token(t, "ada", domain.RoleLearner)
 			tok := e.token(t, "r1", domain.RoleRunner)
 			id := e.register(t, tok, "r1")
-			body, ct := multipartBody(starterOf(t, "ch1"))
-			req, _ := http.NewRequest("POST", e.url+"/api/v1/submissions", bytes.NewReader(body))
-			req.Header.Set("Content-Type", ct)
-			req.Header.Set("Authorization", "Bearer "+ada)
-			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 202 {
-				t.Fatalf("submit: %v %v", resp, err)
-			}
+			e.submitStarter(t, ada, "ch1")
 			// A claim is small too; a stranger's large claim is refused as
 			// a stranger (401), the token's own as too large.
 			bigClaim := []byte(`{"runner_id": "` + id + `", "wait_s": 0.1, "x": "` + strings.Repeat("x", 128<<10) + `"}`)

@@ -1,7 +1,6 @@
 package httpapi_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"testing"
@@ -25,13 +24,7 @@ func TestClaimAuthenticatesWithAJobQueued(t *testing.T) {
 			ada := e.token(t, "ada", domain.RoleLearner)
 			tok1, tok2 := e.token(t, "runner1", domain.RoleRunner), e.token(t, "runner2", domain.RoleRunner)
 			id1 := e.register(t, tok1, "r1")
-			body, ct := multipartBody(starterOf(t, "ch1"))
-			req, _ := http.NewRequest("POST", e.url+"/api/v1/submissions", bytes.NewReader(body))
-			req.Header.Set("Content-Type", ct)
-			req.Header.Set("Authorization", "Bearer "+ada)
-			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 202 {
-				t.Fatalf("submit: %v %v", resp, err)
-			}
+			e.submitStarter(t, ada, "ch1")
 			claim := runnerproto.ClaimRequest{RunnerID: id1, WaitSeconds: 0.2}
 			for _, c := range []struct {
 				name, token string

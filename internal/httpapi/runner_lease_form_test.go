@@ -31,17 +31,8 @@ func TestClaimNegotiatesTheNotebookForm(t *testing.T) {
 			ada := e.token(t, "ada", domain.RoleLearner)
 			tok := e.token(t, "runner1", domain.RoleRunner)
 			id := e.register(t, tok, "r1")
-			starter := starterOf(t, "ch1")
 			for range 2 {
-				body, ct := multipartBody(starter)
-				req, _ := http.NewRequest("POST", e.url+"/api/v1/submissions", bytes.NewReader(body))
-				req.Header.Set("Content-Type", ct)
-				req.Header.Set("Authorization", "Bearer "+ada)
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil || resp.StatusCode != 202 {
-					t.Fatalf("submit: %v %v", resp, err)
-				}
-				resp.Body.Close()
+				e.submitStarter(t, ada, "ch1")
 			}
 			claim := runnerproto.ClaimRequest{RunnerID: id, WaitSeconds: 0.2}
 			st, plain, hdr := e.call(t, "POST", runnerproto.BasePath+"/jobs/claim", tok, claim)
