@@ -6,6 +6,11 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,6 +101,63 @@ func TestClaimNegotiatesTheNotebookForm(t *testing.T) {
 			}
 			if _, err := rc.Heartbeat(e.ctx, &meta); !errors.Is(err, domain.ErrLeaseLost) {
 				t.Errorf("heartbeat with the released lease: %v, want lease lost", err)
+			}
+		})
+	}
+}
+
+// TestClaimBehindAProxyThatStripsTheLeaseHeader: a reverse proxy between
+// runner and server that drops unknown response headers costs the
+// runner's client one lease (an error, never a lease without its token);
+// from then on it claims in the JSON form, whose leases work through the
+// same proxy.
+func TestClaimBehindAProxyThatStripsTheLeaseHeader(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newLiveEnv(t, d, httpapi.DefaultTimeouts())
+			ada := e.token(t, "ada", domain.RoleLearner)
+			tok := e.token(t, "runner1", domain.RoleRunner)
+			id := e.register(t, tok, "r1")
+			for range 2 {
+				e.submitStarter(t, ada, "ch1")
+			}
+			target, _ := url.Parse(e.url)
+			var mu sync.Mutex
+			var accepts []string
+			proxy := httputil.NewSingleHostReverseProxy(target)
+			inner := proxy.Director
+			proxy.Director = func(r *http.Request) {
+				inner(r)
+				if strings.HasSuffix(r.URL.Path, "/jobs/claim") {
+					mu.Lock()
+					accepts = append(accepts, r.Header.Get("Accept"))
+					mu.Unlock()
+				}
+			}
+			proxy.ModifyResponse = func(r *http.Response) error {
+				r.Header.Del(runnerproto.LeaseMetaHeader)
+				return nil
+			}
+			ps := httptest.NewServer(proxy)
+			defer ps.Close()
+
+			rc := &runnerclient.Client{Server: ps.URL, Token: tok, RunnerID: id, Wait: 200 * time.Millisecond}
+			if l, err := rc.Claim(e.ctx); err == nil || l != nil || !strings.Contains(err.Error(), runnerproto.LeaseMetaHeader) {
+				t.Fatalf("first claim through the stripping proxy: %+v %v, want an error naming the header", l, err)
+			}
+			l, err := rc.Claim(e.ctx)
+			if err != nil || l == nil || l.Token == "" || len(l.Notebook) == 0 || l.Attempt != 1 {
+				t.Fatalf("second claim through the stripping proxy: %+v %v, want a JSON-form lease", l, err)
+			}
+			if cancel, err := rc.Heartbeat(e.ctx, l); err != nil || cancel {
+				t.Errorf("heartbeat through the proxy: %v %v", cancel, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(accepts) != 2 || !strings.HasPrefix(accepts[0], runnerproto.NotebookMediaType) || accepts[1] != "application/json" {
+				t.Errorf("claims' Accept headers %q, want the notebook form then JSON only", accepts)
 			}
 		})
 	}

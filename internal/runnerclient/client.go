@@ -7,10 +7,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/buildinfo"
@@ -30,6 +32,11 @@ type Client struct {
 	// WarmSpares, when set, says what the runner's pre-started kernels
 	// hold now; registration and heartbeats carry it to the server.
 	WarmSpares func() *runnerproto.WarmSpares
+
+	// jsonLeases is set once a notebook-form answer arrived without its
+	// lease header (a proxy between runner and server strips unknown
+	// headers): later claims ask for the JSON form only.
+	jsonLeases atomic.Bool
 }
 
 func (c *Client) warmSpares() *runnerproto.WarmSpares {
@@ -68,8 +75,11 @@ func (c *Client) Claim(ctx context.Context) (*domain.Lease, error) {
 	if wait <= 0 {
 		wait = runnerproto.MaxPoll
 	}
-	resp, data, err := c.send(ctx, "/jobs/claim", "", runnerproto.ClaimRequest{RunnerID: c.RunnerID, WaitSeconds: wait.Seconds()},
-		runnerproto.NotebookMediaType+", application/json;q=0.5")
+	accept := runnerproto.NotebookMediaType + ", application/json;q=0.5"
+	if c.jsonLeases.Load() {
+		accept = "application/json"
+	}
+	resp, data, err := c.send(ctx, "/jobs/claim", "", runnerproto.ClaimRequest{RunnerID: c.RunnerID, WaitSeconds: wait.Seconds()}, accept)
 	if err == errNoContent {
 		return nil, nil
 	}
@@ -77,11 +87,21 @@ func (c *Client) Claim(ctx context.Context) (*domain.Lease, error) {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	l, err := decodeLease(resp.Header, data)
+	if errors.Is(err, errNoLeaseHeader) {
+		// This job's lease is lost to us (no token): the server's reaper
+		// queues it again when the lease expires.
+		c.jsonLeases.Store(true)
+		return nil, fmt.Errorf("claim: %w; asking for the JSON lease form from now on", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("claim: %w", err)
 	}
 	return l, nil
 }
+
+// errNoLeaseHeader: a notebook-form claim answer without
+// runnerproto.LeaseMetaHeader.
+var errNoLeaseHeader = errors.New("the notebook came without its " + runnerproto.LeaseMetaHeader + " header (stripped by a proxy?)")
 
 // decodeLease reads a claim's 200 answer: the notebook as the body with
 // the rest in runnerproto.LeaseMetaHeader, or the whole Lease as JSON.
@@ -96,7 +116,7 @@ func decodeLease(h http.Header, body []byte) (*domain.Lease, error) {
 	}
 	meta := h.Get(runnerproto.LeaseMetaHeader)
 	if meta == "" {
-		return nil, fmt.Errorf("the notebook came without its %s header", runnerproto.LeaseMetaHeader)
+		return nil, errNoLeaseHeader
 	}
 	if err := json.Unmarshal([]byte(meta), &l); err != nil {
 		return nil, fmt.Errorf("decode %s header: %w", runnerproto.LeaseMetaHeader, err)
