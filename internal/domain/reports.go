@@ -47,11 +47,21 @@ type GradebookRow struct {
 	SubmissionID string
 	Status       string
 	GradedAt     *time.Time
+	// ManualWaiting counts the learner's scored submissions to the
+	// exercise (the counted one included) that wait for manual grading.
+	ManualWaiting int
 }
 
 // ManualPending reports whether the counted submission still waits for
 // manual grading (its score is the automatic part's).
 func (r GradebookRow) ManualPending() bool { return r.Status == StatusNeedsManual }
+
+// UncountedManualPending reports whether, under the best-score policy, a
+// submission that does not count now waits for manual grading: once a
+// person grades it, it may become the best and so the counted score.
+func (r GradebookRow) UncountedManualPending() bool {
+	return r.Policy == CountBest && !r.ManualPending() && r.ManualWaiting > 0
+}
 
 // DayCount is the number of submissions created on one UTC day.
 type DayCount struct {

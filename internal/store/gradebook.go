@@ -19,8 +19,8 @@ type GradebookFilter = domain.GradebookFilter
 type GradebookRow = domain.GradebookRow
 
 type gradeAcc struct {
-	attempts     int
-	best, latest GradebookRow
+	attempts, manual int
+	best, latest     GradebookRow
 }
 
 // Gradebook streams one row per learner × exercise, learners by name, to
@@ -141,6 +141,9 @@ func (g *gradebookLearner) add(r GradebookRow) error {
 		a.best = r
 	}
 	a.attempts++
+	if r.Status == domain.StatusNeedsManual {
+		a.manual++
+	}
 	a.latest = r
 	return nil
 }
@@ -161,7 +164,7 @@ func (g *gradebookLearner) flush() error {
 			} else {
 				row = a.best
 			}
-			row.Policy, row.Attempts = policy, a.attempts
+			row.Policy, row.Attempts, row.ManualWaiting = policy, a.attempts, a.manual
 		}
 		if err := g.emit(row); err != nil {
 			return err

@@ -116,3 +116,40 @@ func TestGradebookCountsManualPending(t *testing.T) {
 		}
 	})
 }
+
+// TestGradebookMarksUncountedManualPending: under the best policy a newer
+// submission that scores lower for now but waits for manual grading does
+// not count, yet the row says one waits (it may count once graded); under
+// the latest policy the waiting one counts and is itself pending.
+func TestGradebookMarksUncountedManualPending(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		ada, _, _ := db.CreateUser(ctx, "ada", domain.RoleLearner)
+		bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
+		best := scoreManual(t, db, ada.ID, 1, true, 2) // 3 of 3, graded by a person
+		waiting := scoreManual(t, db, ada.ID, 0, false, 0)
+		bobSub := scoreManual(t, db, bob.ID, 1, true, 1)
+		for _, policy := range []string{store.CountBest, store.CountLatest} {
+			rows := map[string]store.GradebookRow{}
+			f := store.GradebookFilter{Exercises: []string{"lab"}, Counts: func(string) string { return policy }}
+			if err := db.Gradebook(ctx, f, func(r store.GradebookRow) error {
+				rows[r.Learner] = r
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			a, b := rows["ada"], rows["bob"]
+			if a.Attempts != 2 || a.ManualWaiting != 1 || b.ManualWaiting != 0 || b.SubmissionID != bobSub || b.UncountedManualPending() {
+				t.Errorf("%s: ada %+v, bob %+v", policy, a, b)
+			}
+			wantSub, wantUncounted := best, true
+			if policy == store.CountLatest {
+				wantSub, wantUncounted = waiting, false
+			}
+			if a.SubmissionID != wantSub || a.UncountedManualPending() != wantUncounted || a.ManualPending() == wantUncounted {
+				t.Errorf("%s: ada counts %s (pending %v, uncounted pending %v), want %s", policy, a.SubmissionID, a.ManualPending(), a.UncountedManualPending(), wantSub)
+			}
+		}
+	})
+}

@@ -326,13 +326,15 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.Status(http.StatusOK)
 	w := csv.NewWriter(c.Writer)
-	// section and status (issue 18) come last, so the earlier columns keep
-	// their places; status is needs-manual while the counted score is the
-	// automatic part's and a manual question waits for a person.
-	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at", "section", "status"})
+	// section and status (issue 18), then manual_waiting, come last, so the
+	// earlier columns keep their places; status is needs-manual while the
+	// counted score is the automatic part's and a manual question waits for
+	// a person; manual_waiting counts the learner's submissions that wait.
+	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at", "section", "status", "manual_waiting"})
 	n := 0
 	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
-		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, "", csvSafe(r.Section), r.Status}
+		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, "", csvSafe(r.Section), r.Status,
+			strconv.Itoa(r.ManualWaiting)}
 		if r.Attempts > 0 {
 			rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
 			rec[4] = strconv.FormatFloat(r.MaxScore, 'f', -1, 64)

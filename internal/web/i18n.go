@@ -269,6 +269,8 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"gb.extended":             {"extension to", "延期至"},
 	"gb.pending":              {"manual grading pending", "待人工评分"},
 	"gb.pending_title":        {"the automatic part's points; a manual question still waits for a person", "仅含自动评分部分；尚有人工评分题未评"},
+	"gb.pending_other":        {"another submission awaits manual grading", "另有提交待人工评分"},
+	"gb.pending_other_title":  {"the best score counts: once a person grades it, that submission may become the counted one", "按最高分计分：人工评分后，该提交可能成为计分成绩"},
 	"ex.pending":              {"waiting for manual grading (automatic points only)", "人待人工评分（仅计自动评分部分）"},
 	"ext.yours":               {"extended for you; the exercise's deadline is", "已为你延期；练习原截止时间为"},
 	"audit.extension-granted": {"extension granted", "批准延期"},
