@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"strings"
+	"unsafe"
 )
 
 // uploadForm is what POST /api/v1/submissions carries.
@@ -250,6 +251,18 @@ func isTokenByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
+// noZero is an empty slice with room for n bytes, allocated without
+// zeroing them first (strings.Builder's Grow does that): make zeroed the
+// body buffer, as large as the upload, only for Read to overwrite it.
+// Its bytes past its length are old memory, never read: readAtMost
+// returns only what Read wrote.
+func noZero(n int) []byte {
+	var sb strings.Builder
+	sb.Grow(n)
+	sb.WriteByte(0)
+	return unsafe.Slice(unsafe.StringData(sb.String()), n)[:0]
+}
+
 // readAtMost reads all of rd into one buffer, failing with
 // errNotebookTooLarge past max bytes. hint (the request's length, when
 // known) sizes the buffer once: a part is shorter than its request, so
@@ -261,7 +274,7 @@ func readAtMost(rd io.Reader, max, hint int64) ([]byte, error) {
 	if hint > 0 {
 		size = min(hint, max) + 1 // + 1: room to see the end without growing
 	}
-	buf := make([]byte, 0, size)
+	buf := noZero(int(size))
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

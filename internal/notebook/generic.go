@@ -3,6 +3,7 @@ package notebook
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"unsafe"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -18,7 +19,7 @@ import (
 func decodeGeneric(data []byte) (any, error) {
 	p := genericParser{data: data}
 	if validUTF8(data) {
-		p.arena = make([]byte, 0, len(data))
+		p.arena = noZero(len(data))
 	}
 	p.space()
 	v, ok := p.value()
@@ -38,6 +39,33 @@ type genericParser struct {
 	// back, and data is known to be valid UTF-8 (see text). Its bytes are
 	// never changed once written: strings are views of them.
 	arena []byte
+	// bounds, when set, are prescan's, enforced as the values are read
+	// (decodeOnePass); depth and values count as prescan does.
+	bounds        bounds
+	depth, values int
+}
+
+// bounds are the limits of prescan a decode enforces itself (zero: no
+// limit). It counts every string (keys included), number, literal and
+// container as prescan does, and nesting likewise, so it fails wherever
+// prescan would, at the latest; Parse then runs prescan for its error.
+type bounds struct {
+	maxDepth, maxValues, maxCells int
+}
+
+// count counts one value (a string, number, literal or container) and
+// says whether the bound on values still holds.
+func (p *genericParser) count() bool {
+	p.values++
+	return p.bounds.maxValues == 0 || p.values <= p.bounds.maxValues
+}
+
+// open counts a container whose opening byte p is at and steps past it;
+// false: a bound is passed.
+func (p *genericParser) open() bool {
+	p.i++
+	p.depth++
+	return p.count() && (p.bounds.maxDepth == 0 || p.depth <= p.bounds.maxDepth)
 }
 
 func (p *genericParser) space() {
@@ -77,17 +105,20 @@ func (p *genericParser) value() (any, bool) {
 func (p *genericParser) literal(word string) bool {
 	if bytes.HasPrefix(p.data[p.i:], []byte(word)) {
 		p.i += len(word)
-		return true
+		return p.count()
 	}
 	return false
 }
 
 func (p *genericParser) object() (any, bool) {
-	p.i++ // '{'
+	if !p.open() { // '{'
+		return nil, false
+	}
 	m := map[string]any{}
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == '}' {
 		p.i++
+		p.depth--
 		return m, true
 	}
 	for {
@@ -115,17 +146,21 @@ func (p *genericParser) object() (any, bool) {
 			return nil, false
 		}
 		if done {
+			p.depth--
 			return m, true
 		}
 	}
 }
 
 func (p *genericParser) array() (any, bool) {
-	p.i++ // '['
+	if !p.open() { // '['
+		return nil, false
+	}
 	a := []any{}
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == ']' {
 		p.i++
+		p.depth--
 		return a, true
 	}
 	for {
@@ -140,6 +175,7 @@ func (p *genericParser) array() (any, bool) {
 			return nil, false
 		}
 		if done {
+			p.depth--
 			return a, true
 		}
 	}
@@ -184,6 +220,9 @@ func (p *genericParser) str() (any, bool) {
 // than its token has); were it to, append copies it, views already made
 // keep the old bytes, and a run still reads the same.
 func (p *genericParser) text() (string, bool) {
+	if !p.count() {
+		return "", false
+	}
 	if p.arena != nil {
 		a := len(p.arena)
 		var end int
@@ -220,6 +259,18 @@ func (p *genericParser) text() (string, bool) {
 	return p.arenaString(a), true
 }
 
+// noZero is an empty slice with room for n bytes, allocated without
+// zeroing them first (strings.Builder's Grow does that): make zeroed the
+// arena, as large as the upload, only for every byte to be overwritten.
+// Its bytes past its length are old memory: they are only ever written
+// (append) before being read.
+func noZero(n int) []byte {
+	var sb strings.Builder
+	sb.Grow(n)
+	sb.WriteByte(0)
+	return unsafe.Slice(unsafe.StringData(sb.String()), n)[:0]
+}
+
 // arenaString is the arena from offset a on, as a string.
 func (p *genericParser) arenaString(a int) string {
 	if a == len(p.arena) {
@@ -239,6 +290,9 @@ func (p *genericParser) number() (any, bool) {
 
 // skipNumber reads a number token with JSON's grammar.
 func (p *genericParser) skipNumber() bool {
+	if !p.count() {
+		return false
+	}
 	d := p.data
 	i := p.i
 	if i < len(d) && d[i] == '-' {
@@ -302,7 +356,7 @@ func (p *genericParser) skipString() bool {
 	if p.arena != nil {
 		if end, ok := stringFast(p.data[p.i+1:]); ok {
 			p.i += end + 2
-			return true
+			return p.count()
 		}
 	}
 	a := len(p.arena)
@@ -316,10 +370,13 @@ func (p *genericParser) skipString() bool {
 // skipContainer reads an object (members: key, ':', value) or an array
 // as object and array do.
 func (p *genericParser) skipContainer(closing byte, members bool) bool {
-	p.i++ // '{' or '['
+	if !p.open() { // '{' or '['
+		return false
+	}
 	p.space()
 	if p.i < len(p.data) && p.data[p.i] == closing {
 		p.i++
+		p.depth--
 		return true
 	}
 	for {
@@ -343,6 +400,7 @@ func (p *genericParser) skipContainer(closing byte, members bool) bool {
 			return false
 		}
 		if done {
+			p.depth--
 			return true
 		}
 	}

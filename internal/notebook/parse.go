@@ -68,10 +68,7 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	if !validUTF8(data) {
 		return nil, errors.New("notebook is not valid UTF-8")
 	}
-	if err := prescan(data, lim); err != nil {
-		return nil, err
-	}
-	nb, doc, schemaMinor, cellRaw, err := decode(data)
+	nb, doc, schemaMinor, cellRaw, err := decode(data, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +179,18 @@ func (lim Limits) withDefaults() Limits {
 // returns the minor version whose schema applies, and each cell's bytes
 // when it read them in one pass; then the generic form leaves the cells
 // out (nil), for schemaProblems to make as it needs them (cellDoc).
-func decode(data []byte) (*Notebook, any, int, [][]byte, error) {
-	doc, nb, cellRaw, ok := decodeOnePass(data, true, true) // Parse checked the UTF-8
+//
+// The one-pass decode enforces lim's bounds on nesting, values and cells
+// itself; anything it leaves to the two-pass one is first walked by
+// prescan, which refuses what would make decoding it expensive (and
+// names the bound an upload passed).
+func decode(data []byte, lim Limits) (*Notebook, any, int, [][]byte, error) {
+	b := bounds{maxDepth: lim.MaxDepth, maxValues: lim.MaxValues, maxCells: lim.MaxCells}
+	doc, nb, cellRaw, ok := decodeOnePass(data, true, true, b) // Parse checked the UTF-8
 	if !ok {
+		if err := prescan(data, lim); err != nil {
+			return nil, nil, 0, nil, err
+		}
 		var err error
 		if doc, nb, err = decodeTwoPass(data); err != nil {
 			return nil, nil, 0, nil, err

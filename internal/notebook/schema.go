@@ -2,12 +2,11 @@ package notebook
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash"
-	"strconv"
+	"hash/maphash"
 	"strings"
 	"sync"
 
@@ -115,7 +114,6 @@ func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typ
 	shell := shallow(top)
 	shell["cells"] = []any{}
 	add("notebook", s.root.Validate(shell))
-	h, scratch := sha256.New(), make([]byte, 0, 128)
 	for i, raw := range cells {
 		if len(probs) > maxSchemaProblems || skip[i] {
 			continue
@@ -138,7 +136,7 @@ func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typ
 		}
 		var key cleanKey
 		if i < len(cellRaw) {
-			if key = cleanCells.key(h, &scratch, minor, id, cellRaw[i]); cleanCells.has(key) {
+			if key = cleanCells.key(minor, id, cellRaw[i]); cleanCells.has(key) {
 				continue
 			}
 		}
@@ -253,67 +251,86 @@ func docSchemaProblems(doc any) []string {
 }
 
 // cleanCells remembers cells that passed the schema check.
-var cleanCells = &cellMemo{seen: map[cleanKey]struct{}{}}
+var cleanCells = &cellMemo{seed: maphash.MakeSeed(), seen: map[uint64]cleanCell{}}
 
-// cleanKey is the SHA-256 of a cell's minor version, id and bytes: all
-// its generic form, and so its verdict, depends on (fillDocDefaults adds
-// only what the bytes decide; lighten likewise). The zero key is none.
-type cleanKey [sha256.Size]byte
+// cleanKey names a cell by its minor version, id and bytes: all its
+// generic form, and so its verdict, depends on (fillDocDefaults adds
+// only what the bytes decide; lighten likewise). hash only finds the
+// entry: has compares the entry's minor, id and bytes with the cell's,
+// so a hash collision, found or crafted, is a miss, never a cell passed
+// unchecked. The zero key (no raw) is none.
+type cleanKey struct {
+	hash  uint64
+	minor int
+	id    string
+	raw   []byte
+}
 
-// cellMemo is a bounded set of clean cells: when full it starts over, so
-// a flood of distinct cells costs a bounded map and only the memo's use.
+// cleanCell is a remembered cell: its own copy of the bytes, not a view
+// of an upload the memo would keep alive.
+type cleanCell struct {
+	minor   int
+	id, raw string
+}
+
+// cellMemo is a bounded set of clean cells: when full (in cells or in
+// bytes) it starts over, so a flood of distinct cells costs a bounded
+// map and only the memo's use. It was keyed by each cell's SHA-256,
+// which cost as much as the rest of the decode's string handling; a
+// seeded maphash and one comparison of the bytes cost a tenth of it.
 type cellMemo struct {
-	mu   sync.Mutex
-	seen map[cleanKey]struct{}
+	mu    sync.Mutex
+	seed  maphash.Seed
+	seen  map[uint64]cleanCell
+	bytes int // of the remembered cells' raw and id
 }
 
 const (
 	maxMemoCells     = 4096
-	maxMemoCellBytes = 16 << 10 // a larger cell is checked each time: hashing it costs about what checking it does
+	maxMemoBytes     = 8 << 20
+	maxMemoCellBytes = 16 << 10 // a larger cell is checked each time: remembering it costs about what checking it does
 )
 
 // key is the key of a cell with bytes raw and id (as decode gives it:
-// its own or the one AssignIDs gave it) at minor, hashed with h (reset
-// first) through scratch: one hash and one buffer serve a notebook's
-// cells (what is handed to a hash.Hash escapes).
-func (m *cellMemo) key(h hash.Hash, scratch *[]byte, minor int, id string, raw []byte) cleanKey {
-	if len(raw) > maxMemoCellBytes {
+// its own or the one AssignIDs gave it) at minor. It views id and raw.
+func (m *cellMemo) key(minor int, id string, raw []byte) cleanKey {
+	if len(raw) == 0 || len(raw) > maxMemoCellBytes {
 		return cleanKey{}
 	}
-	h.Reset()
-	b := strconv.AppendInt((*scratch)[:0], int64(minor), 10)
-	b = append(b, 0)
-	b = strconv.AppendInt(b, int64(len(id)), 10)
-	b = append(b, ':')
-	b = append(b, id...)
-	b = append(b, 0)
-	h.Write(b)
+	var h maphash.Hash
+	h.SetSeed(m.seed)
+	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(minor)<<32|uint64(len(id)))
+	h.Write(n[:])
+	h.WriteString(id)
 	h.Write(raw)
-	b = h.Sum(b[:0])
-	*scratch = b
-	var k cleanKey
-	copy(k[:], b)
-	return k
+	return cleanKey{hash: h.Sum64(), minor: minor, id: id, raw: raw}
 }
 
 func (m *cellMemo) has(k cleanKey) bool {
-	if k == (cleanKey{}) {
+	if k.raw == nil {
 		return false
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.seen[k]
-	return ok
+	c, ok := m.seen[k.hash]
+	return ok && c.minor == k.minor && c.id == k.id && c.raw == string(k.raw)
 }
 
 func (m *cellMemo) add(k cleanKey) {
-	if k == (cleanKey{}) {
+	if k.raw == nil {
 		return
 	}
+	c := cleanCell{minor: k.minor, id: strings.Clone(k.id), raw: string(k.raw)}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.seen) >= maxMemoCells {
+	if len(m.seen) >= maxMemoCells || m.bytes+len(c.raw)+len(c.id) > maxMemoBytes {
 		clear(m.seen)
+		m.bytes = 0
 	}
-	m.seen[k] = struct{}{}
+	if old, ok := m.seen[k.hash]; ok {
+		m.bytes -= len(old.raw) + len(old.id)
+	}
+	m.seen[k.hash] = c
+	m.bytes += len(c.raw) + len(c.id)
 }

@@ -22,6 +22,9 @@ import (
 // way, whose results and errors are the reference (TestDecodeOnePass).
 // cellRaw holds each cell's own bytes (for schemaProblems' memo).
 //
+// b are prescan's bounds, enforced as the decode goes (!ok past one),
+// so that an upload within them is walked once, not also by prescan.
+//
 // validUTF8 says data was checked to be valid UTF-8 (Parse does that
 // first): its strings are then decoded into one arena (genericParser.text).
 //
@@ -30,10 +33,10 @@ import (
 // not remember the cell (cellMemo), and cellDoc makes it from cellRaw
 // then. Most cells of an upload are remembered: building theirs was
 // most of what the decode allocated.
-func decodeOnePass(data []byte, validUTF8, lazyCells bool) (doc any, nb *Notebook, cellRaw [][]byte, ok bool) {
-	p := typedParser{genericParser: genericParser{data: data}, lazyCells: lazyCells}
+func decodeOnePass(data []byte, validUTF8, lazyCells bool, b bounds) (doc any, nb *Notebook, cellRaw [][]byte, ok bool) {
+	p := typedParser{genericParser: genericParser{data: data, bounds: b}, lazyCells: lazyCells}
 	if validUTF8 {
-		p.arena = make([]byte, 0, len(data))
+		p.arena = noZero(len(data))
 	}
 	p.space()
 	nb = &Notebook{}
@@ -100,10 +103,9 @@ func (p *typedParser) peek() byte {
 // key's value and returns its generic form. A key seen twice fails: the
 // two decodes would merge it differently.
 func (p *typedParser) members(value func(key string) (any, bool)) (map[string]any, bool) {
-	if p.peek() != '{' {
+	if p.peek() != '{' || !p.open() {
 		return nil, false
 	}
-	p.i++
 	var m map[string]any
 	var seen keySet // the keys, when m is not built
 	if !p.skip {
@@ -111,6 +113,7 @@ func (p *typedParser) members(value func(key string) (any, bool)) (map[string]an
 	}
 	if p.peek() == '}' {
 		p.i++
+		p.depth--
 		return m, true
 	}
 	for {
@@ -145,6 +148,7 @@ func (p *typedParser) members(value func(key string) (any, bool)) (map[string]an
 			p.i++
 		case '}':
 			p.i++
+			p.depth--
 			return m, true
 		default:
 			return nil, false
@@ -154,16 +158,16 @@ func (p *typedParser) members(value func(key string) (any, bool)) (map[string]an
 
 // elements reads an array, each element with value.
 func (p *typedParser) elements(value func() (any, bool)) ([]any, bool) {
-	if p.peek() != '[' {
+	if p.peek() != '[' || !p.open() {
 		return nil, false
 	}
-	p.i++
 	var a []any
 	if !p.skip {
 		a = []any{}
 	}
 	if p.peek() == ']' {
 		p.i++
+		p.depth--
 		return a, true
 	}
 	for {
@@ -180,6 +184,7 @@ func (p *typedParser) elements(value func() (any, bool)) ([]any, bool) {
 			p.i++
 		case ']':
 			p.i++
+			p.depth--
 			return a, true
 		default:
 			return nil, false
@@ -396,7 +401,9 @@ func (p *typedParser) cells() ([]any, []*Cell, bool) {
 	p.cellRaw = nil
 	v, ok := p.elements(func() (any, bool) {
 		c := &Cell{}
-		cells = append(cells, c)
+		if cells = append(cells, c); p.bounds.maxCells > 0 && len(cells) > p.bounds.maxCells {
+			return nil, false
+		}
 		start := p.i
 		p.skip = p.lazyCells
 		v, ok := p.cell(c)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -71,11 +72,12 @@ func TestDecodeOnePass(t *testing.T) {
 // json.Unmarshal and reports whether it took d itself.
 func checkOnePass(t *testing.T, d string) bool {
 	t.Helper()
-	doc, nb, cellRaw, ok := decodeOnePass([]byte(d), utf8.ValidString(d), false)
+	doc, nb, cellRaw, ok := decodeOnePass([]byte(d), utf8.ValidString(d), false, bounds{})
 	if !ok {
 		return false
 	}
 	checkLazyCells(t, d, doc, nb, cellRaw)
+	checkBounds(t, d)
 	wantDoc, err := decodeGeneric([]byte(d))
 	if err != nil {
 		t.Fatalf("%.80q: one pass took a document decodeGeneric refuses: %v", d, err)
@@ -115,7 +117,7 @@ func checkOnePass(t *testing.T, d string) bool {
 // each cell's as decode completes the full one.
 func checkLazyCells(t *testing.T, d string, doc any, nb *Notebook, cellRaw [][]byte) {
 	t.Helper()
-	lazyDoc, lazyNB, lazyRaw, ok := decodeOnePass([]byte(d), utf8.ValidString(d), true)
+	lazyDoc, lazyNB, lazyRaw, ok := decodeOnePass([]byte(d), utf8.ValidString(d), true, bounds{})
 	if !ok {
 		t.Fatalf("%.80q: lazy cells: not decoded in one pass", d)
 	}
@@ -208,6 +210,49 @@ func TestSchemaMemoKeepsVerdicts(t *testing.T) {
 		_, err := Parse([]byte(nb), Limits{})
 		if (err == nil) != c.valid {
 			t.Errorf("4.%d: %v, want valid %v", c.minor, err, c.valid)
+		}
+	}
+}
+
+// The memo finds a cell by a hash but passes it only when its minor
+// version, id and bytes are those remembered: a colliding hash is a
+// miss. It keeps its own copy of the bytes, and stays within its bounds.
+func TestSchemaMemoComparesCells(t *testing.T) {
+	t.Parallel()
+	m := &cellMemo{seed: maphash.MakeSeed(), seen: map[uint64]cleanCell{}}
+	raw := []byte(`{"cell_type": "raw", "metadata": {}, "source": "x"}`)
+	k := m.key(4, "a", raw)
+	if m.has(k) {
+		t.Fatal("an empty memo has a cell")
+	}
+	m.add(k)
+	raw[len(raw)-3] = 'y' // the upload's buffer changes: the memo's copy does not
+	if m.has(m.key(4, "a", raw)) {
+		t.Error("the memo passes other bytes")
+	}
+	raw[len(raw)-3] = 'x'
+	if !m.has(m.key(4, "a", raw)) {
+		t.Error("the memo lost a clean cell")
+	}
+	for _, other := range []cleanKey{
+		{hash: k.hash, minor: 4, id: "a", raw: []byte(`{"cell_type": "raw", "metadata": {}, "source": 5}`)},
+		{hash: k.hash, minor: 3, id: "a", raw: raw},
+		{hash: k.hash, minor: 4, id: "b", raw: raw},
+	} {
+		if m.has(other) {
+			t.Errorf("a cell with the same hash passes: %+v", other)
+		}
+	}
+	if k := m.key(4, "a", make([]byte, maxMemoCellBytes+1)); k.raw != nil {
+		t.Error("a cell over maxMemoCellBytes has a key")
+	}
+	big := make([]byte, maxMemoCellBytes)
+	for i := range maxMemoBytes/maxMemoCellBytes + 2 {
+		big[0] = byte(i)
+		big[1] = byte(i >> 8)
+		m.add(m.key(4, "a", big))
+		if m.bytes > maxMemoBytes || len(m.seen) > maxMemoCells {
+			t.Fatalf("the memo holds %d cells, %d bytes", len(m.seen), m.bytes)
 		}
 	}
 }
@@ -318,5 +363,25 @@ func TestGraderMemo(t *testing.T) {
 	again, _ := c.Grader()
 	if *again.Starter != "pass" || again.Manual.Rubric[0].Text != "clear" || again.Manual.Points != 2 || again.Manual.Rubric[0].ID != "r1" {
 		t.Errorf("a caller's change reached the memo: %+v %+v", *again.Starter, *again.Manual)
+	}
+}
+
+// checkBounds checks that decodeOnePass, bounded, takes d exactly when
+// prescan passes it with the same limits: Parse runs prescan only for
+// what the one-pass decode does not take, so an upload it took must be
+// within every bound prescan enforces.
+func checkBounds(t *testing.T, d string) {
+	t.Helper()
+	for _, depth := range []int{1, 2, 3, 4, 6, 64} {
+		for _, values := range []int{1, 2, 5, 10, 30, 100, 1000, DefaultMaxValues} {
+			for _, cells := range []int{1, 2, 5, 2000} {
+				b := bounds{maxDepth: depth, maxValues: values, maxCells: cells}
+				_, _, _, took := decodeOnePass([]byte(d), utf8.ValidString(d), true, b)
+				err := prescan([]byte(d), Limits{MaxDepth: depth, MaxValues: values, MaxCells: cells})
+				if took != (err == nil) {
+					t.Fatalf("%.80q with %+v: one pass took it %t, prescan says %v", d, b, took, err)
+				}
+			}
+		}
 	}
 }
