@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -51,13 +52,18 @@ func TestGCFlagsApplyAndRestore(t *testing.T) {
 	}
 	beforeP, beforeL := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1)
 	debug.SetGCPercent(beforeP)
+	beforeRate := runtime.MemProfileRate
 	restore, err := apply()
 	if err != nil {
 		t.Fatal(err)
 	}
 	p, l := debug.SetGCPercent(-1), debug.SetMemoryLimit(-1) // -1 reads without changing the limit
 	debug.SetGCPercent(p)
+	rate := runtime.MemProfileRate
 	restore()
+	if rate != 0 || runtime.MemProfileRate != beforeRate {
+		t.Errorf("heap profile rate %d while applied, %d after (was %d); want 0, then as it was", rate, runtime.MemProfileRate, beforeRate)
+	}
 	if p != 321 || l != 77<<20 {
 		t.Errorf("applied GOGC %d, limit %d; want 321, %d", p, l, 77<<20)
 	}

@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -79,7 +81,14 @@ const (
 )
 
 // intakeStatement is the Postgres statement that writes r and returns the
-// job's id.
+// job's id, with Postgres's numbered placeholders.
+//
+// The blobs' bytes are its last arguments, the smallest first: pgx
+// encodes the arguments into one buffer that starts at 1 KB and grows as
+// they are appended, copying what it holds each time. With the upload
+// first and the rebuilt notebook after it, that was three copies of the
+// upload per submission; this way the buffer grows once to the small
+// arguments and the smaller blob, then once to the whole message.
 func intakeStatement(r intakeRows) (string, []any) {
 	var sql strings.Builder
 	var args []any
@@ -88,8 +97,8 @@ func intakeStatement(r intakeRows) (string, []any) {
 		if i > 0 {
 			sql.WriteString(", ")
 		}
-		sql.WriteString("(?, ?, ?, ?)")
-		args = append(args, b.SHA256, b.Size, b.Data, b.CreatedAt)
+		sql.WriteString("(?, ?, " + blobDataMark + ", ?)")
+		args = append(args, b.SHA256, b.Size, b.CreatedAt)
 	}
 	s := r.sub
 	sql.WriteString(" ON CONFLICT DO NOTHING), s AS (" + insertSubmissionSQL + ")")
@@ -102,7 +111,52 @@ func intakeStatement(r intakeRows) (string, []any) {
 	sql.WriteString(" " + insertJobSQL + " RETURNING id")
 	args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
 		j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
-	return sql.String(), args
+	return numberBlobsLast(sql.String(), args, r.blobs)
+}
+
+// blobDataMark stands for a blob's bytes in intakeStatement's text until
+// numberBlobsLast numbers it.
+const blobDataMark = "$blob"
+
+// blobOrder is the order of blobs' bytes among intakeStatement's
+// arguments: by size, the smaller first (ties as they are).
+func blobOrder(blobs []blobRow) []int {
+	order := make([]int, len(blobs))
+	for k := range order {
+		order[k] = k
+	}
+	sort.SliceStable(order, func(a, b int) bool { return len(blobs[order[a]].Data) < len(blobs[order[b]].Data) })
+	return order
+}
+
+// numberBlobsLast numbers q's placeholders: each ? in order ($1, $2, …,
+// for args), then each blobDataMark, the bytes of blobs[k] for the k-th,
+// after them in order of size (their arguments appended so).
+func numberBlobsLast(q string, args []any, blobs []blobRow) (string, []any) {
+	order := blobOrder(blobs)
+	rank := make([]int, len(blobs))
+	for r, k := range order {
+		rank[k] = r
+		args = append(args, blobs[k].Data)
+	}
+	small := len(args) - len(blobs)
+	var b strings.Builder
+	b.Grow(len(q) + 64)
+	n, k := 0, 0
+	for i := 0; i < len(q); i++ {
+		switch {
+		case q[i] == '?':
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+		case strings.HasPrefix(q[i:], blobDataMark):
+			b.WriteString("$" + strconv.Itoa(small+rank[k]+1))
+			k++
+			i += len(blobDataMark) - 1
+		default:
+			b.WriteByte(q[i])
+		}
+	}
+	return b.String(), args
 }
 
 // attemptExercise is the exercise id an upload attempt records: printable

@@ -24,7 +24,12 @@ func (db *DB) insertIntakePG(ctx context.Context, r intakeRows) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	name := fmt.Sprintf("npugrade_intake_%d_%t", len(r.blobs), r.attempt)
+	// One prepared statement per shape of the statement's text: how many
+	// blobs, whether an attempt is recorded, the order of their bytes.
+	name := fmt.Sprintf("npugrade_intake_%d_%t_", len(r.blobs), r.attempt)
+	for _, k := range blobOrder(r.blobs) {
+		name += strconv.Itoa(k)
+	}
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
 		return 0, err
@@ -36,7 +41,7 @@ func (db *DB) insertIntakePG(ctx context.Context, r intakeRows) (int64, error) {
 		if !ok {
 			return fmt.Errorf("postgres connection is a %T, not pgx's", driverConn)
 		}
-		sd, err := c.Conn().Prepare(ctx, name, db.bind(query))
+		sd, err := c.Conn().Prepare(ctx, name, query)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,11 @@
 package store
 
 import (
+	"bytes"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -35,5 +40,43 @@ func TestPGParams(t *testing.T) {
 	}
 	if _, _, err := pgParams([]any{3.5}); err == nil {
 		t.Error("a float64 was encoded; want an error")
+	}
+}
+
+// TestIntakeStatementNumbersBlobsLast: intake's statement takes each
+// argument where the plain statement has it, with the blobs' bytes
+// numbered last, the smaller first (whatever their rows' order).
+func TestIntakeStatementNumbersBlobsLast(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	big, small := make([]byte, 300), make([]byte, 20)
+	for _, attempt := range []bool{false, true} {
+		r := intakeRows{blobs: []blobRow{{SHA256: "u", Size: 300, Data: big, CreatedAt: now}, {SHA256: "p", Size: 20, Data: small, CreatedAt: now}},
+			sub: submissionRow{ID: "s1", UserID: 7, ExerciseID: "ch1", NotebookSHA256: "u", CreatedAt: now},
+			job: jobRow{Kind: "grade", PayloadSHA256: "p"}, attempt: attempt}
+		q, args := intakeStatement(r)
+		if strings.Contains(q, "?") || strings.Contains(q, blobDataMark) {
+			t.Fatalf("placeholders left in %s", q)
+		}
+		if n := len(args); !bytes.Equal(args[n-2].([]byte), small) || !bytes.Equal(args[n-1].([]byte), big) {
+			t.Fatalf("the blobs are not the last arguments, smaller first")
+		}
+		// The arguments as the statement reads them, placeholder by
+		// placeholder, are those of its plain form.
+		var got []any
+		for _, m := range regexp.MustCompile(`\$(\d+)`).FindAllStringSubmatch(q, -1) {
+			i, _ := strconv.Atoi(m[1])
+			got = append(got, args[i-1])
+		}
+		want := []any{"u", int64(300), big, now, "p", int64(20), small, now}
+		if len(got) != len(args) || len(got) < len(want) {
+			t.Fatalf("%d placeholders for %d arguments", len(got), len(args))
+		}
+		if !reflect.DeepEqual(got[:len(want)], want) {
+			t.Errorf("the blob rows read %v, want %v", got[:len(want)], want)
+		}
+		if got[len(want)] != "s1" || got[len(got)-1] != args[len(args)-3] {
+			t.Errorf("the submission and job arguments moved: %v", got[len(want):])
+		}
 	}
 }
