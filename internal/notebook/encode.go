@@ -37,7 +37,7 @@ func encode(nb *Notebook, cell func(dst []byte, c *Cell) ([]byte, error)) ([]byt
 			size += len(c.Source) + len(c.Source)/8 + 256
 		}
 	}
-	dst := make([]byte, 0, size)
+	dst := noZero(size) // every byte is appended before it is read
 	dst = append(dst, "{\n \"cells\": "...)
 	switch {
 	case nb.Cells == nil:
