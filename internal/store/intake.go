@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gorm.io/gorm"
@@ -81,7 +82,10 @@ const (
 )
 
 // intakeStatement is the Postgres statement that writes r and returns the
-// job's id, with Postgres's numbered placeholders.
+// job's id, with Postgres's numbered placeholders: its name (one per
+// shape of its text, which depends on nothing else: how many blobs,
+// whether an attempt is recorded, the order of the blobs' bytes), its
+// text (made once per shape) and its arguments.
 //
 // The blobs' bytes are its last arguments, the smallest first: pgx
 // encodes the arguments into one buffer that starts at 1 KB and grows as
@@ -89,32 +93,60 @@ const (
 // first and the rebuilt notebook after it, that was three copies of the
 // upload per submission; this way the buffer grows once to the small
 // arguments and the smaller blob, then once to the whole message.
-func intakeStatement(r intakeRows) (string, []any) {
+func intakeStatement(r intakeRows) (name, query string, args []any) {
+	order := blobOrder(r.blobs)
+	name = "npugrade_intake_" + strconv.Itoa(len(r.blobs)) + "_" + strconv.FormatBool(r.attempt) + "_"
+	for _, k := range order {
+		name += strconv.Itoa(k)
+	}
+	args = make([]any, 0, 4*len(r.blobs)+24)
+	for _, b := range r.blobs {
+		args = append(args, b.SHA256, b.Size, b.CreatedAt)
+	}
+	s := r.sub
+	args = append(args, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status, s.IdempotencyKey, s.Integrity, s.CreatedAt)
+	if r.attempt {
+		args = append(args, s.UserID, attemptExercise(s.ExerciseID), s.CreatedAt)
+	}
+	j := r.job
+	args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
+		j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
+	small := len(args)
+	for _, k := range order {
+		args = append(args, r.blobs[k].Data)
+	}
+	if q, ok := intakeTexts.Load(name); ok {
+		return name, q.(string), args
+	}
+	query = numberBlobsLast(intakeText(r), small, order)
+	intakeTexts.Store(name, query)
+	return name, query, args
+}
+
+// intakeTexts holds intakeStatement's text by its name: building it for
+// every upload was about a tenth of the statement's own CPU.
+var intakeTexts sync.Map
+
+// intakeText is intakeStatement's text with ? placeholders, and
+// blobDataMark for each blob's bytes.
+func intakeText(r intakeRows) string {
 	var sql strings.Builder
-	var args []any
 	sql.WriteString("WITH b AS (INSERT INTO blobs (sha256, size, data, created_at) VALUES ")
-	for i, b := range r.blobs {
+	for i := range r.blobs {
 		if i > 0 {
 			sql.WriteString(", ")
 		}
 		sql.WriteString("(?, ?, " + blobDataMark + ", ?)")
-		args = append(args, b.SHA256, b.Size, b.CreatedAt)
 	}
-	s := r.sub
 	sql.WriteString(" ON CONFLICT DO NOTHING), s AS (" + insertSubmissionSQL + ")")
-	args = append(args, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status, s.IdempotencyKey, s.Integrity, s.CreatedAt)
 	if r.attempt {
 		sql.WriteString(", a AS (" + insertAttemptSQL + ")")
-		args = append(args, s.UserID, attemptExercise(s.ExerciseID), s.CreatedAt)
 	}
-	j := r.job
 	sql.WriteString(" " + insertJobSQL + " RETURNING id")
-	args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
-		j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
-	return numberBlobsLast(sql.String(), args, r.blobs)
+	return sql.String()
 }
 
-// blobDataMark stands for a blob's bytes in intakeStatement's text until
+// blobDataMark stands for a blob's bytes in intakeText until
 // numberBlobsLast numbers it.
 const blobDataMark = "$blob"
 
@@ -130,16 +162,13 @@ func blobOrder(blobs []blobRow) []int {
 }
 
 // numberBlobsLast numbers q's placeholders: each ? in order ($1, $2, …,
-// for args), then each blobDataMark, the bytes of blobs[k] for the k-th,
-// after them in order of size (their arguments appended so).
-func numberBlobsLast(q string, args []any, blobs []blobRow) (string, []any) {
-	order := blobOrder(blobs)
-	rank := make([]int, len(blobs))
+// the first small arguments), then each blobDataMark, the bytes of the
+// k-th blob, after them as order places them.
+func numberBlobsLast(q string, small int, order []int) string {
+	rank := make([]int, len(order))
 	for r, k := range order {
 		rank[k] = r
-		args = append(args, blobs[k].Data)
 	}
-	small := len(args) - len(blobs)
 	var b strings.Builder
 	b.Grow(len(q) + 64)
 	n, k := 0, 0
@@ -156,7 +185,7 @@ func numberBlobsLast(q string, args []any, blobs []blobRow) (string, []any) {
 			b.WriteByte(q[i])
 		}
 	}
-	return b.String(), args
+	return b.String()
 }
 
 // attemptExercise is the exercise id an upload attempt records: printable

@@ -19,16 +19,10 @@ import (
 // ~500 KB of garbage and one more copy of the blobs, a quarter of this
 // statement's CPU.
 func (db *DB) insertIntakePG(ctx context.Context, r intakeRows) (int64, error) {
-	query, args := intakeStatement(r)
+	name, query, args := intakeStatement(r)
 	values, formats, err := pgParams(args)
 	if err != nil {
 		return 0, err
-	}
-	// One prepared statement per shape of the statement's text: how many
-	// blobs, whether an attempt is recorded, the order of their bytes.
-	name := fmt.Sprintf("npugrade_intake_%d_%t_", len(r.blobs), r.attempt)
-	for _, k := range blobOrder(r.blobs) {
-		name += strconv.Itoa(k)
 	}
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
@@ -65,30 +59,50 @@ func (db *DB) insertIntakePG(ctx context.Context, r intakeRows) (int64, error) {
 }
 
 // pgParams encodes a statement's arguments for pgconn: []byte as binary
-// (a bytea's binary form is its bytes), everything else as text; a nil
-// pointer is NULL.
+// (a bytea's binary form is its bytes), everything else as text, all the
+// text into one buffer; a nil pointer is NULL.
 func pgParams(args []any) (values [][]byte, formats []int16, err error) {
 	values, formats = make([][]byte, len(args)), make([]int16, len(args))
+	size := 0
+	for _, a := range args {
+		switch v := a.(type) {
+		case string:
+			size += len(v)
+		case *string:
+			if v != nil {
+				size += len(*v)
+			}
+		default:
+			size += 40 // a number or a time
+		}
+	}
+	// Never nil, so that "" is an empty value, not NULL. Were it to grow,
+	// the values cut before keep the bytes they have.
+	buf := make([]byte, 0, size)
 	for i, a := range args {
+		start := len(buf)
 		switch v := a.(type) {
 		case []byte:
 			values[i], formats[i] = v, 1
+			continue
 		case string:
-			values[i] = append([]byte{}, v...) // never nil: "" is not NULL
+			buf = append(buf, v...)
 		case *string:
-			if v != nil {
-				values[i] = append([]byte{}, *v...)
+			if v == nil {
+				continue
 			}
+			buf = append(buf, *v...)
 		case int:
-			values[i] = strconv.AppendInt(nil, int64(v), 10)
+			buf = strconv.AppendInt(buf, int64(v), 10)
 		case int64:
-			values[i] = strconv.AppendInt(nil, v, 10)
+			buf = strconv.AppendInt(buf, v, 10)
 		case time.Time:
 			// Microseconds, truncated as pgx's own encoding does.
-			values[i] = v.UTC().Truncate(time.Microsecond).AppendFormat(nil, "2006-01-02 15:04:05.999999Z07:00")
+			buf = v.UTC().Truncate(time.Microsecond).AppendFormat(buf, "2006-01-02 15:04:05.999999Z07:00")
 		default:
 			return nil, nil, fmt.Errorf("intake argument %d: no Postgres text encoding for %T", i, a)
 		}
+		values[i] = buf[start:len(buf):len(buf)]
 	}
 	return values, formats, nil
 }

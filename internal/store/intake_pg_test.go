@@ -54,9 +54,18 @@ func TestIntakeStatementNumbersBlobsLast(t *testing.T) {
 		r := intakeRows{blobs: []blobRow{{SHA256: "u", Size: 300, Data: big, CreatedAt: now}, {SHA256: "p", Size: 20, Data: small, CreatedAt: now}},
 			sub: submissionRow{ID: "s1", UserID: 7, ExerciseID: "ch1", NotebookSHA256: "u", CreatedAt: now},
 			job: jobRow{Kind: "grade", PayloadSHA256: "p"}, attempt: attempt}
-		q, args := intakeStatement(r)
+		name, q, args := intakeStatement(r)
 		if strings.Contains(q, "?") || strings.Contains(q, blobDataMark) {
 			t.Fatalf("placeholders left in %s", q)
+		}
+		if q != numberBlobsLast(intakeText(r), len(args)-2, []int{1, 0}) {
+			t.Fatalf("the text remembered for %s is another:\n%s", name, q)
+		}
+		// Another shape: another name and text.
+		swapped := r
+		swapped.blobs = []blobRow{r.blobs[1], r.blobs[0]}
+		if name2, q2, _ := intakeStatement(swapped); name2 == name || q2 == q {
+			t.Errorf("the blobs in the other order share the statement %s", name)
 		}
 		if n := len(args); !bytes.Equal(args[n-2].([]byte), small) || !bytes.Equal(args[n-1].([]byte), big) {
 			t.Fatalf("the blobs are not the last arguments, smaller first")
