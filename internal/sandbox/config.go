@@ -107,6 +107,12 @@ type Config struct {
 	// bwrap resolves the bind sources itself, so they cannot live under a
 	// 0700 job dir. Keep the path short (unix socket paths are <108 bytes).
 	BaseDir string
+	// Zygote, when set, starts environment kernels on the fork path
+	// (zygote.go): forked from a process that imported torch once, into a
+	// sandbox built exactly as on the exec path. Where the fork path is
+	// unsupported (not root, no RootFS, no cgroup) kernels start on the
+	// exec path and the zygote logs why once.
+	Zygote *Zygote `json:"-"`
 }
 
 // DefaultConfig returns the production defaults.

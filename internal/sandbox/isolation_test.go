@@ -263,9 +263,13 @@ func testForkBomb(t *testing.T, mode func(*Config)) {
 func TestKillAllInsideDoesNotHurtHost(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
+	testKillAllInside(t, nil)
+}
+
+func testKillAllInside(t *testing.T, mode func(*Config)) {
 	// A host process owned by the kernel uid, outside the sandbox: the
 	// learner must not be able to signal it even though the uid matches.
-	k, _, _ := prepare(t, testConfig(t, nil))
+	k, _, _ := prepare(t, testConfig(t, mode))
 	victim := startVictim(t, k.Limits.UID, k.Limits.GID)
 	out, _, _ := runPy(t, k, 30*time.Second, `
 import os, signal
@@ -292,7 +296,11 @@ for target in (os.getppid(), 1, -1):
 func TestCloseLeavesNothing(t *testing.T) {
 	requireSandbox(t)
 	t.Parallel()
-	cfg := testConfig(t, nil)
+	testCloseLeavesNothing(t, nil)
+}
+
+func testCloseLeavesNothing(t *testing.T, mode func(*Config)) {
+	cfg := testConfig(t, mode)
 	k, jobDir, _ := prepare(t, cfg)
 	// Daemonised processes that try to outlive the job: double fork,
 	// setsid, ignore SIGTERM/SIGHUP.

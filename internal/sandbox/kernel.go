@@ -53,7 +53,8 @@ type Kernel struct {
 	launch    string // wrapper script path
 	pidFile   string
 	cg        *jobCgroup
-	mounted   bool // WorkDir is a tmpfs we mounted
+	mounted   bool     // WorkDir is a tmpfs we mounted
+	fork      []string // the launcher's argv on the fork path (zygote.go); nil: exec path
 	closeOnce sync.Once
 	closeErr  error
 	mu        sync.Mutex
@@ -161,7 +162,7 @@ func (c Config) PrepareKernel(ctx context.Context, jobDir string) (_ *Kernel, er
 			}
 		}
 	}
-	if err := k.writeLauncher(tools); err != nil {
+	if err := k.writeLauncher(ctx, tools); err != nil {
 		return nil, err
 	}
 	slog.Debug("sandbox: kernel prepared", "job", k.id, "limits", k.Limits)
@@ -280,7 +281,7 @@ func (k *Kernel) applyLimits(root bool) {
 
 // writeLauncher writes the generated /etc files, the wrapper script and
 // the kernelspec, and fills in Env and Args for nbconvert.
-func (k *Kernel) writeLauncher(tools toolPaths) error {
+func (k *Kernel) writeLauncher(ctx context.Context, tools toolPaths) error {
 	if err := writeEtc(k.etcDir(), k.Limits.UID, k.Limits.GID); err != nil {
 		return err
 	}
@@ -289,8 +290,15 @@ func (k *Kernel) writeLauncher(tools toolPaths) error {
 	if err := os.WriteFile(k.launch, []byte(k.script(tools, k.etcDir())), 0o700); err != nil {
 		return fmt.Errorf("write wrapper script: %w", err)
 	}
+	argv := []string{"/bin/sh", k.launch, "{connection_file}"}
+	if k.cfg.Zygote != nil && k.cfg.Mode == ModeBwrap {
+		k.useFork(ctx)
+		if k.fork != nil {
+			argv = append(append([]string{}, k.fork...), "{connection_file}")
+		}
+	}
 	spec := map[string]any{
-		"argv":         []string{"/bin/sh", k.launch, "{connection_file}"},
+		"argv":         argv,
 		"display_name": "Python 3 (npugrade sandbox)",
 		"language":     "python",
 		// "message": nbclient's interrupt is an interrupt_request on the
@@ -497,7 +505,21 @@ func (k *Kernel) script(t toolPaths, etcDir string) string {
 		quote(filepath.Join(etcDir, "passwd")), quote(filepath.Join(etcDir, "group")),
 		quote(filepath.Join(etcDir, "hostname")), quote(filepath.Join(etcDir, "hosts")))
 	tail := quoteAll([]string{"--remount-ro", "/", "--chdir", SandboxHome, "--"})
-	w(`if [ "$conn" = "-" ]; then`)
+	// The fork path (zygote.go): "@ CONNECTION_FILE|-" runs a placeholder
+	// that says "ready" once the sandbox is complete and lives until its
+	// stdin (a pipe the zygote's helper holds) closes; zlaunch.py reads the
+	// sandbox's pid 1 from fd 10 and the zygote forks the kernel into its
+	// namespaces.
+	placeholder := quoteAll([]string{"--info-fd", "10", "--remount-ro", "/", "--chdir", SandboxHome, "--", "/bin/sh", "-c", "echo ready; read -r _; exit 0"})
+	w(`if [ "$conn" = "@" ]; then`)
+	w(`  if [ "${1:--}" = "-" ]; then`)
+	w(`    set -- %s`, placeholder)
+	w("  else")
+	w(`    exec 3<"$1"`)
+	w(`    set -- --size 1048576 --tmpfs %s --perms 0600 --file 3 %s %s`,
+		quote(filepath.Dir(sandboxConnFile)), quote(sandboxConnFile), placeholder)
+	w("  fi")
+	w(`elif [ "$conn" = "-" ]; then`)
 	w(`  [ $# -gt 0 ] || { echo "usage: $0 CONNECTION_FILE | - PROGRAM [ARGS...]" >&2; exit 2; }`)
 	w(`  set -- %s "$@"`, tail)
 	w("else")
@@ -528,8 +550,15 @@ func (k *Kernel) script(t toolPaths, etcDir string) string {
 // Command returns a command that runs name with args inside this job's
 // sandbox (same cgroup, limits, work dir and environment as the kernel).
 // The tests use it; the executor may use it for non-kernel steps.
+//
+// On the fork path, `Python -c CODE` runs in a process forked from the
+// zygote, as the kernel is (the isolation tests use it to probe the fork
+// path); other programs are exec'd in the sandbox as on the exec path.
 func (k *Kernel) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{k.launch, "-", name}, args...)...)
+	if k.fork != nil && name == k.cfg.Python && len(args) >= 2 && args[0] == "-c" {
+		cmd = exec.CommandContext(ctx, k.fork[0], append(append(append([]string{}, k.fork[1:]...), "-", "-c"), args[1:]...)...)
+	}
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Dir = "/"
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

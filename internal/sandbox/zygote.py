@@ -1,0 +1,287 @@
+"""npugrade kernel zygote: a fork server for sandboxed Jupyter kernels.
+
+Embedded in the npugrade binary (internal/sandbox, zygote.go) and run by the
+runner in a grading environment's root filesystem, as
+
+    python3 zygote.py CONFIG_JSON        (fd 3: a listening SOCK_SEQPACKET socket)
+
+CONFIG_JSON: {"uid": U, "gid": G, "preload": [modules]}. It starts as root
+with only CAP_SETUID/CAP_SETGID, drops to the kernel uid at once (no
+capability left), imports the preload modules and what ipykernel needs, and
+then only forks. It never runs learner code and never sees a job's files,
+tokens or answers: what it holds is what every kernel would import anyway.
+
+For each connection (from zlaunch.py, run as root by the job's driver; the
+socket's directory is root-only) it forks an intermediate process that
+receives the request and, by SCM_RIGHTS, a pidfd of the job sandbox's
+bubblewrap pid 1, a directory fd of that sandbox's root, the write end of
+the pipe that keeps the sandbox's placeholder alive, and stdin/out/err. The
+intermediate sets the rlimits, enters every namespace of the sandbox
+(setns on the pidfd: user, mount, pid, net, ipc, uts, cgroup), chroots to
+its root and forks the kernel, which is thereby inside the sandbox's PID
+namespace. It replies the kernel's pid; the launcher moves the kernel into
+the job's cgroup and says "g", and only then the kernel starts a session, drops every capability (bounding,
+ambient, permitted, effective, inheritable), sets no_new_privs, closes every
+inherited fd, takes the sandbox's environment and cwd and runs ipykernel
+(or, for tests, a `python -c` program). The intermediate waits for it,
+reports its exit status and exits, which closes the placeholder's pipe: the
+sandbox's pid 1 then exits and the kernel's leftovers die with the PID
+namespace, exactly as when the kernel is bwrap's own child.
+"""
+
+import ctypes
+import gc
+import importlib
+import importlib.util
+import json
+import os
+import resource
+import signal
+import socket
+import struct
+import sys
+import traceback
+
+# The script's directory is not the kernel's business (ipykernel_launcher
+# drops sys.path[0] the same way).
+del sys.path[0]
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+ALL_NS = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def prctl(op, arg=0):
+    if libc.prctl(ctypes.c_int(op), ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+        e = ctypes.get_errno()
+        raise OSError(e, "prctl(%d, %d): %s" % (op, arg, os.strerror(e)))
+
+
+class CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_capabilities():
+    """Empties every capability set of this process, for good."""
+    last = int(open("/proc/sys/kernel/cap_last_cap").read())
+    for cap in range(last + 1):
+        prctl(PR_CAPBSET_DROP, cap)
+    prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    hdr = CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (CapData * 2)()
+    if libc.capset(ctypes.byref(hdr), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+    prctl(PR_SET_NO_NEW_PRIVS, 1)
+    caps = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("Cap"):
+                k, v = line.split(":")
+                caps[k] = int(v, 16)
+    if any(caps.values()) or len(caps) < 5:
+        raise RuntimeError("capabilities left after the drop: %r" % caps)
+
+
+def preload(modules):
+    failed = []
+    for m in modules:
+        try:
+            if importlib.util.find_spec(m.split(".")[0]) is not None:
+                importlib.import_module(m)
+        except BaseException as e:  # a broken optional module must not stop the zygote
+            failed.append("%s: %s: %s" % (m, type(e).__name__, e))
+    return failed
+
+
+def startup_imports():
+    """The modules every kernel imports at start: ipykernel, its debugger,
+    and the plain imports among the environment's IPython exec_lines (the
+    grading environment makes kernels import its backend stand-in)."""
+    import ast
+
+    failed = preload(["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger", "IPython"])
+    try:
+        from traitlets.config.loader import PyFileConfigLoader
+
+        cfg = PyFileConfigLoader("ipython_kernel_config.py", "/etc/ipython").load_config()
+        lines = list(cfg.InteractiveShellApp.get("exec_lines", []))
+    except Exception:
+        lines = []
+    for line in lines:
+        try:
+            tree = ast.parse(line)
+        except SyntaxError:
+            continue
+        names = []
+        for node in tree.body:
+            if isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.append(node.module)
+        failed += preload(names)
+    return failed
+
+
+def recv_request(conn):
+    pid, uid, gid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i")))
+    if uid != 0:
+        raise PermissionError("request from uid %d" % uid)
+    msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 8)
+    if len(fds) != 6:
+        raise ValueError("want 6 descriptors, got %d" % len(fds))
+    return json.loads(msg), fds
+
+
+def intermediate(lsock, conn):
+    lsock.close()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    req, fds = recv_request(conn)
+    pidfd, rootfd, death = fds[:3]
+    stdio = fds[3:]
+    for name, val in (req.get("rlimits") or {}).items():
+        resource.setrlimit(getattr(resource, "RLIMIT_" + name), (val, val))
+    os.setns(pidfd, ALL_NS)
+    os.fchdir(rootfd)
+    os.chroot(".")
+    os.close(pidfd)
+    os.close(rootfd)
+    go_r, go_w = os.pipe()
+    kid = os.fork()
+    if kid == 0:
+        code = 1
+        try:
+            os.close(go_w)
+            # Nothing runs before the launcher has moved this process
+            # into the job's cgroup.
+            if os.read(go_r, 1) == b"g":
+                code = kernel(req, stdio)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            except Exception:
+                pass
+            os._exit(code)
+    os.close(go_r)
+    for fd in stdio:
+        os.close(fd)
+    # This process stays out of the job's cgroup: when the cgroup is
+    # killed it is alive to reap the kernel, so that the sandbox's pid 1
+    # is not left waiting for a zombie whose parent died with it.
+    conn.sendall(json.dumps({"pid": kid}).encode())
+    if conn.recv(16) == b"g":
+        os.write(go_w, b"g")
+    os.close(go_w)
+    _, status = os.waitpid(kid, 0)
+    try:
+        conn.sendall(json.dumps({"status": status}).encode())
+    except OSError:
+        pass
+    return 0  # exiting closes death: the sandbox's placeholder ends
+
+
+def kernel(req, stdio):
+    """Runs in the sandbox's namespaces; becomes the job's kernel."""
+    os.setsid()
+    uid, gid = req["uid"], req["gid"]
+    os.setresgid(gid, gid, gid)
+    os.setresuid(uid, uid, uid)
+    if os.getgroups():
+        raise RuntimeError("supplementary groups left: %r" % os.getgroups())
+    drop_capabilities()
+    prctl(PR_SET_DUMPABLE, 1)  # as after a plain exec of the kernel
+    for i, fd in enumerate(stdio):
+        os.dup2(fd, i)
+    os.closerange(3, 1 << 16)
+    os.umask(0o077)
+    os.environ.clear()
+    os.environ.update(req["env"])
+    os.chdir(req["cwd"])
+    # python -m puts the cwd first on sys.path: the learner's own modules.
+    sys.path.insert(0, os.getcwd())
+    if "numpy" in sys.modules:
+        # The zygote's seed would be every kernel's (random reseeds itself at fork).
+        sys.modules["numpy"].random.seed()
+    sys.argv = list(req["argv"])
+    if req["mode"] == "run":  # python -c CODE (the sandbox's tests)
+        code = sys.argv[1]
+        sys.argv = ["-c"] + sys.argv[2:]
+        exec(compile(code, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
+        return 0
+    from ipykernel import kernelapp
+
+    sys.argv = [sys.executable] + sys.argv
+    kernelapp.launch_new_instance(argv=sys.argv[1:])
+    return 0
+
+
+def serve(lsock):
+    # Intermediates are reaped by the kernel (their status goes to the launcher).
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    while True:
+        conn, _ = lsock.accept()
+        try:
+            pid = os.fork()
+        except OSError:
+            traceback.print_exc()
+            conn.close()
+            continue
+        if pid == 0:
+            code = 125
+            try:
+                code = intermediate(lsock, conn)
+            except BaseException:
+                traceback.print_exc()
+            os._exit(code)
+        conn.close()
+
+
+def main():
+    cfg = json.loads(sys.argv[1])
+    os.setgroups([])
+    os.setresgid(cfg["gid"], cfg["gid"], cfg["gid"])
+    os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    lsock = socket.socket(fileno=3)
+    failed = preload(cfg.get("preload") or []) + startup_imports()
+    try:
+        import torch._dynamo
+
+        torch._dynamo.list_backends()  # entry-point discovery, no compile
+    except Exception:
+        pass
+    for f in failed:
+        print("zygote: preload: " + f, file=sys.stderr, flush=True)
+    gc.collect()
+    gc.freeze()  # forks then share these pages instead of copying them at the next collection
+    threads = len(os.listdir("/proc/self/task"))
+    if threads != 1:
+        print("zygote: %d threads before forking (want 1)" % threads, file=sys.stderr, flush=True)
+    os.write(1, b"ready\n")
+    serve(lsock)
+
+
+if __name__ == "__main__":
+    main()
