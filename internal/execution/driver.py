@@ -8,6 +8,7 @@ runner, OUTSIDE the sandbox: only the kernel it starts is confined. Usage:
 
     python3 -I driver.py CONFIG.json          (cold: one process per job)
     python3 -I driver.py --warm CONFIG.json   (warm: started before the job)
+    python3 -I driver.py --zygote             (forks warm drivers, see zygote())
 
 A warm driver starts the kernel (and imports CONFIG's "preload" modules in
 it, into sys.modules only), writes {"ready": true} to fd 4, then reads one
@@ -401,8 +402,108 @@ async def ensure(x):
     return x
 
 
+def zygote(lfd):
+    """Fork-server mode (driver.py --zygote, fd lfd: a listening
+    SOCK_SEQPACKET socket in a root-only directory): nbformat, nbclient,
+    nbconvert and jupyter_client are imported once; each warm driver is
+    forked from here instead of starting Python and importing them again.
+    A request is a JSON object {"argv", "cwd", "env"} with the driver's fds
+    3, 4 and its log (stdout and stderr) attached (SCM_RIGHTS). The reply
+    is {"pid": N} and, when that driver exits, {"status": S}.
+
+    It holds no job data: each child gets its job's config, pipes and
+    environment only after the fork. No event loop, ZeroMQ context or
+    thread exists here before a fork."""
+    import selectors
+    import socket
+    import struct
+
+    import jupyter_client.manager  # noqa: F401 (imported once, here)
+    import jupyter_client.provisioning  # noqa: F401
+    import zmq.asyncio  # noqa: F401
+
+    lsock = socket.socket(fileno=lfd)
+    sel = selectors.DefaultSelector()
+    sel.register(lsock, selectors.EVENT_READ)
+    children = {}  # pidfd -> (pid, conn)
+    os.write(1, b"ready\n")
+    while True:
+        for key, _ in sel.select():
+            if key.fileobj is lsock:
+                conn, _ = lsock.accept()
+                uid = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+                try:
+                    msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 4)
+                    req = json.loads(msg)
+                    if uid != os.geteuid() or len(fds) != 3:
+                        raise ValueError("bad request")
+                    pid = os.fork()
+                except Exception:
+                    traceback.print_exc()
+                    conn.close()
+                    continue
+                if pid == 0:
+                    code = 2
+                    try:
+                        code = forked_driver(req, fds, lsock, conn, sel, children)
+                    except SystemExit as e:
+                        code = e.code if isinstance(e.code, int) else 2
+                    except BaseException:
+                        traceback.print_exc()
+                    finally:
+                        os._exit(code)
+                for fd in fds:
+                    os.close(fd)
+                pidfd = os.pidfd_open(pid)
+                children[pidfd] = (pid, conn)
+                sel.register(pidfd, selectors.EVENT_READ)
+                conn.sendall(json.dumps({"pid": pid}).encode())
+            else:
+                pidfd = key.fileobj
+                sel.unregister(pidfd)
+                pid, conn = children.pop(pidfd)
+                os.close(pidfd)
+                _, status = os.waitpid(pid, 0)
+                try:
+                    conn.sendall(json.dumps({"status": status}).encode())
+                except OSError:
+                    pass
+                conn.close()
+
+
+def forked_driver(req, fds, lsock, conn, sel, children):
+    """In a child of the zygote: becomes one warm driver."""
+    import ctypes
+    import signal
+
+    sel.close()
+    lsock.close()
+    conn.close()
+    for pidfd in children:
+        os.close(pidfd)
+    os.setsid()
+    # Dies with the zygote, which dies with the runner.
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(fds[2], 1)
+    os.dup2(fds[2], 2)
+    os.dup2(fds[0], 3)
+    os.dup2(fds[1], 4)
+    os.closerange(5, 1 << 16)
+    os.chdir(req["cwd"])
+    os.environ.clear()
+    os.environ.update(req["env"])
+    sys.argv = [sys.argv[0]] + list(req["argv"])
+    sys.stdout = os.fdopen(1, "w", buffering=1)
+    sys.stderr = os.fdopen(2, "w", buffering=1)
+    return main()
+
+
 def main():
     args = sys.argv[1:]
+    if args[:1] == ["--zygote"]:
+        return zygote(3)
     warm_mode = args[:1] == ["--warm"]
     if warm_mode:
         args = args[1:]

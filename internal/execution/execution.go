@@ -116,7 +116,10 @@ type Executor struct {
 	// sandbox: bubblewrap and cgroups, or its "none" backend). It is
 	// required: running learner code unisolated is chosen, never a default.
 	Isolation domain.Isolation
-	Log       *slog.Logger
+	// DriverZygote, when set, forks warm drivers instead of starting
+	// Python for each (driverzygote.go).
+	DriverZygote *DriverZygote `json:"-"`
+	Log          *slog.Logger
 }
 
 // Options are per-job settings.
@@ -334,7 +337,8 @@ func (e *Executor) jobConfig(dc *driverConfig, opt Options) {
 
 // driverProc is a running driver.
 type driverProc struct {
-	cmd    *exec.Cmd
+	pid    int
+	forked bool // forked by the DriverZygote (not our child)
 	log    *tailBuffer
 	exited chan struct{} // closed when the driver has exited
 	err    error         // its exit status, once exited
@@ -344,8 +348,16 @@ type driverProc struct {
 	rbuf []byte
 }
 
-// startDriver starts the driver on j's config.
+// startDriver starts the driver on j's config: a warm one forked from
+// the DriverZygote when there is one (falling back to exec, once logged).
 func (e *Executor) startDriver(j *job, warm bool) (*driverProc, error) {
+	if warm && e.DriverZygote != nil {
+		p, err := e.forkDriver(j)
+		if err == nil {
+			return p, nil
+		}
+		e.DriverZygote.fallBack(err)
+	}
 	args := []string{"-I", j.driverPath()}
 	if warm {
 		args = append(args, "--warm")
@@ -357,7 +369,7 @@ func (e *Executor) startDriver(j *job, warm bool) (*driverProc, error) {
 	// A learner process that outlives the kernel keeps our pipes open; do
 	// not wait for it longer than this.
 	cmd.WaitDelay = 2 * time.Second
-	p := &driverProc{cmd: cmd, log: &tailBuffer{max: 64 << 10}, exited: make(chan struct{})}
+	p := &driverProc{log: &tailBuffer{max: 64 << 10}, exited: make(chan struct{})}
 	cmd.Stdout = p.log
 	cmd.Stderr = p.log
 	var theirs []*os.File
@@ -384,6 +396,7 @@ func (e *Executor) startDriver(j *job, warm bool) (*driverProc, error) {
 		p.closePipes()
 		return nil, fmt.Errorf("start execution driver: %w", err)
 	}
+	p.pid = cmd.Process.Pid
 	go func() {
 		p.err = cmd.Wait()
 		close(p.exited)
@@ -392,8 +405,19 @@ func (e *Executor) startDriver(j *job, warm bool) (*driverProc, error) {
 }
 
 // kill SIGKILLs the driver's process group (the sandboxed kernel, in its
-// own session, goes with the sandbox's cgroup in job.close).
-func (p *driverProc) kill() { _ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL) }
+// own session, goes with the sandbox's cgroup in job.close). A forked
+// driver, once it has exited, was reaped by the zygote: its pid may name
+// another process by now, so it is left alone.
+func (p *driverProc) kill() {
+	if p.forked {
+		select {
+		case <-p.exited:
+			return
+		default:
+		}
+	}
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+}
 
 func (p *driverProc) closePipes() {
 	if p.req != nil {

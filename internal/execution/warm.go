@@ -174,7 +174,7 @@ func background(j *job, p *driverProc, on bool, log *slog.Logger) {
 		}
 		return
 	}
-	if err := renice(p.cmd.Process.Pid, on); err != nil {
+	if err := renice(p.pid, on); err != nil {
 		log.Debug("warm kernel: CPU priority of the driver", "background", on, "err", err)
 	}
 	if !on {
@@ -235,7 +235,7 @@ func (w *Warm) Age() time.Duration { return time.Since(w.started) }
 // driver's resident memory plus its isolated kernel's (as the isolation
 // backend counts it; 0 where it cannot tell).
 func (w *Warm) Memory() int64 {
-	return rss(w.p.cmd.Process.Pid) + w.j.kernel.MemoryInUse()
+	return rss(w.p.pid) + w.j.kernel.MemoryInUse()
 }
 
 // rss is a process's resident memory in bytes (0 once it is gone).

@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -54,6 +55,7 @@ type Zygote struct {
 	proc     *zygoteProc
 	fellBack sync.Once
 	closed   bool
+	forks    atomic.Int64
 }
 
 type zygoteProc struct {
@@ -284,6 +286,9 @@ func (p *zygoteProc) stop() {
 	_ = os.RemoveAll(p.dir)
 }
 
+// Kernels is how many kernels were set up on the fork path.
+func (z *Zygote) Kernels() int64 { return z.forks.Load() }
+
 // Close stops the zygote; kernels forked from it are unaffected.
 func (z *Zygote) Close() {
 	z.mu.Lock()
@@ -381,6 +386,7 @@ func (k *Kernel) useFork(ctx context.Context) {
 		cfg.Zygote.fallBack(err)
 		return
 	}
+	cfg.Zygote.forks.Add(1)
 	k.fork = []string{cfg.Zygote.hostPython(), "-I", "-S", filepath.Join(p.dir, "zlaunch.py"), p.sock, path, k.launch}
 }
 
