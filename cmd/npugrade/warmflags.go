@@ -10,6 +10,7 @@ import (
 	"github.com/npugrade/npugrade/internal/execution"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerproto"
+	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
 // warmFlags registers --warm, --warm-spares and --preload (serve, runner
@@ -21,6 +22,7 @@ import (
 func warmFlags(fs *flag.FlagSet) func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func()) {
 	warm := fs.Bool("warm", true, "keep sandboxed kernels started ahead of the next jobs in every slot (false: start one per job, for debugging)")
 	spares := fs.Int("warm-spares", 1, "pre-started kernels kept ready per slot; the next one starts while a job executes (each holds a kernel's memory: logged as 'warm spares ready'; 0: none, start one per job)")
+	forkServer := fs.Bool("fork-server", true, "start warm kernels and drivers as forks of a zygote that imported torch and nbclient once, in milliseconds instead of seconds of CPU (needs root and a grading environment; elsewhere, or with false, each starts from scratch)")
 	preload := fs.String("preload", "auto", "comma-separated modules imported in a pre-started kernel before it takes a job (auto: torch, plus torch_npu on NPU profiles and torch.compile's Dynamo, AOTAutograd and Inductor modules in a grading environment; modules not installed are skipped)")
 	return func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func()) {
 		if !*warm || *spares <= 0 {
@@ -29,10 +31,39 @@ func warmFlags(fs *flag.FlagSet) func(ex *execution.Executor, slots int, log *sl
 		if log == nil {
 			log = slog.Default()
 		}
-		p := &execution.Pool{Exec: ex, Size: max(slots, 1) * *spares, PerSlot: *spares, Preload: preloadModules(*preload, ex.Profile, sandboxConfig(ex) != nil && sandboxConfig(ex).RootFS != ""), Log: log}
+		mods := preloadModules(*preload, ex.Profile, sandboxConfig(ex) != nil && sandboxConfig(ex).RootFS != "")
+		var zygotes []execution.Zygote
+		if *forkServer {
+			ex, zygotes = forkPath(ex, mods, log)
+		}
+		p := &execution.Pool{Exec: ex, Size: max(slots, 1) * *spares, PerSlot: *spares, Preload: mods, Zygotes: zygotes, Log: log}
 		p.Start(context.Background())
-		return p, p.Close
+		return p, func() {
+			p.Close()
+			for _, z := range zygotes {
+				z.Close()
+			}
+		}
 	}
+}
+
+// forkPath returns a copy of ex whose warm kernels and drivers are forked
+// from zygotes (one of each per pool: slots pinned to different NPUs have
+// different sandboxes), and the zygotes. The sandbox falls back to
+// starting kernels from scratch, and says why once, where the fork path
+// is unsupported (not root, no grading environment).
+func forkPath(ex *execution.Executor, preload []string, log *slog.Logger) (*execution.Executor, []execution.Zygote) {
+	sb := sandboxConfig(ex)
+	if sb == nil || sb.Mode != sandbox.ModeBwrap {
+		return ex, nil
+	}
+	kz := &sandbox.Zygote{Preload: preload, Log: log}
+	dz := &execution.DriverZygote{Log: log}
+	c := *sb
+	c.Zygote = kz
+	e := *ex
+	e.Isolation, e.DriverZygote = &c, dz
+	return &e, []execution.Zygote{kz, dz}
 }
 
 // preloadModules is the --preload list for a profile. In a grading

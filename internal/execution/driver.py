@@ -418,10 +418,28 @@ def zygote(lfd):
     import socket
     import struct
 
-    import jupyter_client.manager  # noqa: F401 (imported once, here)
-    import jupyter_client.provisioning  # noqa: F401
-    import zmq.asyncio  # noqa: F401
+    import importlib
 
+    # What a warm driver imports on its way to "ready": jupyter_client's
+    # kernel start looks for the native kernel's spec, which imports
+    # ipykernel and IPython (0.15 s of each fork's CPU otherwise).
+    for m in ("jupyter_client.manager", "jupyter_client.asynchronous", "jupyter_client.provisioning.local_provisioner",
+              "jupyter_client.kernelspec", "ipykernel.kernelspec", "zmq.asyncio"):
+        try:
+            importlib.import_module(m)
+        except Exception:
+            pass
+    try:
+        from jupyter_client.provisioning import KernelProvisionerFactory
+
+        KernelProvisionerFactory.instance()  # scans the entry points once
+    except Exception:
+        pass
+    nbformat.validate(nbformat.v4.new_notebook())  # compiles the schema once
+    import gc
+
+    gc.collect()
+    gc.freeze()
     lsock = socket.socket(fileno=lfd)
     sel = selectors.DefaultSelector()
     sel.register(lsock, selectors.EVENT_READ)

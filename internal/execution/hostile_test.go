@@ -451,7 +451,7 @@ func hasMarker(c *notebook.Cell) bool {
 
 // shortTemp is a short 0711 temp dir: the sandbox's socket paths must stay
 // under 108 bytes, and the unprivileged bwrap must traverse it.
-func shortTemp(t *testing.T) string {
+func shortTemp(t testing.TB) string {
 	t.Helper()
 	d, err := os.MkdirTemp("", "npx")
 	if err != nil {
@@ -462,7 +462,7 @@ func shortTemp(t *testing.T) string {
 	return d
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -373,7 +373,10 @@ type Pool struct {
 	// one of them late: in turn, the first is ready soonest. Fewer than
 	// the cores would leave a core idle while slots wait for spares.
 	Starts int
-	Log    *slog.Logger
+	// Zygotes are the fork servers the spares start from (their memory
+	// is the spares' too; see SpareMemory).
+	Zygotes []Zygote
+	Log     *slog.Logger
 
 	mu        sync.Mutex
 	started   bool
@@ -459,9 +462,30 @@ func (p *Pool) WaitReady(ctx context.Context) bool {
 	return true
 }
 
+// Zygote is a fork server whose memory the spares share
+// (sandbox.Zygote, DriverZygote).
+type Zygote interface {
+	Memory() int64
+	Close()
+}
+
+// ZygoteMemory is the resident memory of the pool's zygotes, in bytes:
+// pages every spare forked from them shares.
+func (p *Pool) ZygoteMemory() int64 {
+	var n int64
+	for _, z := range p.Zygotes {
+		n += z.Memory()
+	}
+	return n
+}
+
 // SpareMemory is the memory the environments waiting for a job hold now,
-// in bytes (see Warm.Memory).
+// in bytes (see Warm.Memory), plus the zygotes they were forked from.
 func (p *Pool) SpareMemory() int64 {
+	return p.spareMemory() + p.ZygoteMemory()
+}
+
+func (p *Pool) spareMemory() int64 {
 	p.mu.Lock()
 	ws := make([]*Warm, 0, len(p.spares))
 	for w := range p.spares {
@@ -494,9 +518,9 @@ func (p *Pool) waiting(w *Warm, on bool) {
 	p.reported = p.reported || report
 	p.mu.Unlock()
 	if report {
-		mem := p.SpareMemory()
-		p.Log.Info("warm spares ready", "spares", max(p.Size, 1), "memory", domain.FormatSize(mem),
-			"memory_per_spare", domain.FormatSize(mem/int64(max(p.Size, 1))), "memory_bytes", mem)
+		mem, zmem := p.spareMemory(), p.ZygoteMemory()
+		p.Log.Info("warm spares ready", "spares", max(p.Size, 1), "memory", domain.FormatSize(mem+zmem),
+			"memory_per_spare", domain.FormatSize(mem/int64(max(p.Size, 1))), "zygote_memory", domain.FormatSize(zmem), "memory_bytes", mem+zmem)
 	}
 }
 

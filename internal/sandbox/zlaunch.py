@@ -57,6 +57,11 @@ def ppid(pid):
 
 
 def main():
+    import ctypes
+
+    # Dies with the driver (as the exec path's wrapper does, through
+    # bwrap --die-with-parent); the sandbox's bwrap dies with this.
+    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
     sock_path, req_path, wrapper = sys.argv[1:4]
     rest = sys.argv[4:]
     with open(req_path) as f:

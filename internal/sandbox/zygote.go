@@ -67,6 +67,8 @@ type zygoteProc struct {
 	ready  chan struct{}
 	err    error // why it is not ready, once ready is closed
 	exited chan struct{}
+	// lifeline: the zygote exits when it closes (see zygote.py serve).
+	lifeline *os.File
 }
 
 // Supported tells whether cfg can use the fork path: the runner is root
@@ -199,6 +201,15 @@ func (z *Zygote) start(cfg Config) (*zygoteProc, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The zygote exits when this pipe's write end (ours) closes: when
+	// stop() closes it or this process dies.
+	lifeR, lifeW, err := os.Pipe()
+	if err != nil {
+		infoW.Close()
+		return nil, err
+	}
+	p.lifeline = lifeW
+	defer lifeR.Close()
 	defer infoR.Close()
 	out, outW, err := os.Pipe()
 	if err != nil {
@@ -213,11 +224,11 @@ func (z *Zygote) start(cfg Config) (*zygoteProc, error) {
 	}
 	conf, _ := json.Marshal(map[string]any{"uid": cfg.UID, "gid": cfg.GID, "preload": z.Preload})
 	args := append(zygoteBwrapArgs(cfg), "--ro-bind", filepath.Join(dir, "zygote.py"), "/run/npugrade-zygote/zygote.py",
-		"--remount-ro", "/", "--chdir", "/", "--info-fd", "4", "--", cfg.Python, "/run/npugrade-zygote/zygote.py", string(conf))
+		"--remount-ro", "/", "--chdir", "/", "--info-fd", "5", "--", cfg.Python, "/run/npugrade-zygote/zygote.py", string(conf))
 	p.cmd = exec.Command(bwrap, args...)
 	p.cmd.Env = []string{}
 	p.cmd.Dir = "/"
-	p.cmd.ExtraFiles = []*os.File{lf, infoW} // fds 3 and 4
+	p.cmd.ExtraFiles = []*os.File{lf, lifeR, infoW} // fds 3, 4 and 5
 	p.cmd.Stdout = outW
 	p.cmd.Stderr = &logWriter{log: z.log()}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -277,6 +288,9 @@ func (p *zygoteProc) waitReady(out *os.File, log *slog.Logger) {
 }
 
 func (p *zygoteProc) stop() {
+	if p.lifeline != nil {
+		p.lifeline.Close()
+	}
 	if p.cmd != nil && p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}
@@ -331,8 +345,11 @@ func zygoteBwrapArgs(cfg Config) []string {
 	for _, k := range keys {
 		a = append(a, "--setenv", k, env[k])
 	}
+	// bwrap as root creates the parents of mount points 0700: the
+	// zygote, once the kernel uid, must traverse /etc (/etc/alternatives).
+	a = append(a, "--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/run")
 	a = append(a, systemBinds(cfg)...)
-	a = append(a, "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/dev/shm")
+	a = append(a, "--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--tmpfs", "/dev/shm")
 	for _, d := range cfg.Devices {
 		a = append(a, "--dev-bind", d, d)
 	}

@@ -3,7 +3,8 @@
 Embedded in the npugrade binary (internal/sandbox, zygote.go) and run by the
 runner in a grading environment's root filesystem, as
 
-    python3 zygote.py CONFIG_JSON        (fd 3: a listening SOCK_SEQPACKET socket)
+    python3 zygote.py CONFIG_JSON        (fd 3: a listening SOCK_SEQPACKET socket,
+                                          fd 4: a pipe whose end means "exit")
 
 CONFIG_JSON: {"uid": U, "gid": G, "preload": [modules]}. It starts as root
 with only CAP_SETUID/CAP_SETGID, drops to the kernel uid at once (no
@@ -36,6 +37,7 @@ import importlib.util
 import json
 import os
 import resource
+import select
 import signal
 import socket
 import struct
@@ -55,7 +57,6 @@ CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
 ALL_NS = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP
 
-PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_SET_NO_NEW_PRIVS = 38
@@ -237,10 +238,15 @@ def kernel(req, stdio):
     return 0
 
 
-def serve(lsock):
+def serve(lsock, lifeline):
     # Intermediates are reaped by the kernel (their status goes to the launcher).
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     while True:
+        ready, _, _ = select.select([lsock, lifeline], [], [])
+        if lifeline in ready:
+            # The runner is gone (a parent-death signal would not do: the
+            # dying root parent may not signal this uid without CAP_KILL).
+            os._exit(0)
         conn, _ = lsock.accept()
         try:
             pid = os.fork()
@@ -251,6 +257,7 @@ def serve(lsock):
         if pid == 0:
             code = 125
             try:
+                os.close(lifeline)
                 code = intermediate(lsock, conn)
             except BaseException:
                 traceback.print_exc()
@@ -263,7 +270,6 @@ def main():
     os.setgroups([])
     os.setresgid(cfg["gid"], cfg["gid"], cfg["gid"])
     os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     lsock = socket.socket(fileno=3)
     failed = preload(cfg.get("preload") or []) + startup_imports()
     try:
@@ -280,7 +286,7 @@ def main():
     if threads != 1:
         print("zygote: %d threads before forking (want 1)" % threads, file=sys.stderr, flush=True)
     os.write(1, b"ready\n")
-    serve(lsock)
+    serve(lsock, 4)
 
 
 if __name__ == "__main__":
