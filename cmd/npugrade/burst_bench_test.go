@@ -22,15 +22,15 @@ import (
 // NPUGRADE_BENCH_SPARES, e.g. "1,5"), and prints graded submissions per
 // minute, the ratio of two slots to one (target: at least 1.8), the
 // memory the spares hold and the load average. Each burst starts once
-// every spare is ready. On 2 cores one spare per slot hardly reaches
-// 1.8: with a start costing s of CPU (about 4.5 s: Python, the driver,
-// the kernel importing torch and Dynamo) and a job e (about 1.2 s: its
-// cells, the driver's messages and saves), one slot grades a job per s
-// while its next spare starts on the other core, two slots share both
-// cores for 8 starts and 10 jobs: a ratio of about 2(9s+e)/(8s+10e),
-// 1.8 only once e is at most 0.225·s (about 1 s). With 5 per slot the spares
-// cover the burst and the refills, in the idle scheduling class, wait
-// for the CPU the jobs leave.
+// every spare is ready. On 2 cores the ratio is set by the CPU of a
+// spare's start s and of a job e: one slot grades a job per max(s, e)
+// (its next spare starts on the other core), two slots share both cores
+// for 10 jobs and 8 starts, (10e+8s)/2. Started from scratch (s about
+// 3.5 s: Python, the driver, the kernel importing torch and Dynamo; e
+// about 1.2 s) that is 2(9s+e)/(8s+10e), about 1.7; forked from the
+// zygotes (--fork-server, the default; s about 0.17 s) it is
+// 20e/(10e+8s), 1.8 once s is at most 0.14e. BenchmarkSpareCPU
+// (internal/execution) measures s and e.
 func BenchmarkBurst(b *testing.B) {
 	dir := envtest.RequireCPU(b)
 	const burst = 10

@@ -45,6 +45,41 @@
 // interrupt_mode "message": a SIGINT to the wrapper's process group (the
 // default "signal" mode) would kill the outer bwrap and with it the kernel.
 //
+// # The fork path (zygote.go)
+//
+// With Config.Zygote, environment kernels are not exec'd but forked from a
+// zygote: one Python per environment that imported torch, Dynamo,
+// AOTAutograd, Inductor, ipykernel and the environment's startup imports
+// once. The sandbox itself is built exactly as above (the same wrapper,
+// cgroup, rlimits, uid and bwrap namespaces and mounts) around a
+// placeholder; the zygote's helper enters its namespaces (setns on a
+// pidfd of the sandbox's pid 1, then chroot to its root) and forks the
+// kernel, which the launcher moves into the job's cgroup before it runs a
+// single instruction of its own. The kernel drops every capability
+// (bounding, ambient and the rest; no_new_privs), closes every inherited
+// fd, starts a session and takes the sandbox's environment and cwd; it
+// dies with the sandbox's PID namespace like an exec'd kernel.
+//
+// What changes: every forked kernel starts as a copy of the zygote's
+// memory, so (1) nothing secret may ever be in the zygote: it runs no job
+// code, gets no job's files, token or notebook, has a cleared
+// environment and no network; (2) kernels share the zygote's address
+// layout (ASLR is per zygote, not per kernel): a learner learns nothing
+// about other jobs from it, but an exploit for a memory bug in the
+// interpreter gets the same addresses in every kernel; (3) pages shared
+// with the zygote are charged to the zygote's cgroup, not the job's, so a
+// job's memory limit counts what its kernel changed (more room than on
+// the exec path, never less); (4) the zygote runs the environment's
+// Python outside any job sandbox, as the kernel uid with no capability,
+// in its own mount, IPC, UTS and network namespaces but the host's user
+// and PID namespaces (which it needs to enter the jobs' sandboxes; as the
+// owner of their user namespaces it can enter any of them). An
+// environment whose Python is malicious could therefore interfere with
+// other jobs' kernels: environments are trusted (built or imported by an
+// administrator), learners are not. Its socket is in a root-only
+// directory; it serves only root. The zygote and its helpers are outside
+// every job's PID namespace: a learner cannot signal or ptrace them.
+//
 // # Not covered
 //
 // No seccomp filter beyond bwrap's defaults; kernel exploits are out of

@@ -4,8 +4,10 @@ Embedded in the npugrade binary (internal/sandbox) and run, as root, by the
 job's driver (jupyter_client runs it as the kernel) with the host's
 python3 -I -S:
 
-    zlaunch.py SOCKET REQUEST.json WRAPPER CONNECTION_FILE    (a kernel)
-    zlaunch.py SOCKET REQUEST.json WRAPPER - -c CODE          (tests: python -c)
+    zlaunch.py SOCKET REQUEST.json PROCS WRAPPER CONNECTION_FILE    (a kernel)
+    zlaunch.py SOCKET REQUEST.json PROCS WRAPPER - -c CODE          (tests: python -c)
+
+PROCS: the job cgroup's cgroup.procs files, comma-separated.
 
 It starts the job's sandbox exactly as the exec path does (the generated
 wrapper: cgroup, rlimits, uid, bwrap with every namespace and mount), but
@@ -19,33 +21,35 @@ group (the kernel's kill) kills the sandbox's outer bwrap, whose PID
 namespace takes the kernel with it.
 """
 
-import json
 import os
 import socket
-import subprocess
 import sys
+
+# Only os, socket and sys: this runs once per kernel, and json, subprocess
+# and ctypes would double its CPU. The request file goes to the zygote as
+# it is; the zygote's replies are "pid N" and "status N".
 
 INFO_FD = 10  # the wrapper passes it to bwrap --info-fd
 
 
 def fail(msg):
-    sys.stderr.write("npugrade zygote launcher: %s\n" % msg)
-    sys.stderr.flush()
+    os.write(2, ("npugrade zygote launcher: %s\n" % msg).encode())
     return 125
 
 
-def read_info(fd):
+def child_pid(fd):
+    """bwrap's --info-fd JSON: {"child-pid": N, ...}."""
     buf = b""
-    while True:
+    while b"}" not in buf:
         b = os.read(fd, 4096)
         if not b:
             break
         buf += b
-        try:
-            return json.loads(buf)
-        except ValueError:
-            continue
-    raise RuntimeError("bwrap said nothing on its info fd")
+    _, _, rest = buf.partition(b'"child-pid"')
+    digits = rest.lstrip(b" \t\n:").split(b",")[0].split(b"}")[0].strip()
+    if not digits.isdigit():
+        raise RuntimeError("bwrap said %r on its info fd" % buf[:200])
+    return int(digits)
 
 
 def ppid(pid):
@@ -57,71 +61,74 @@ def ppid(pid):
 
 
 def main():
-    import ctypes
-
-    # Dies with the driver (as the exec path's wrapper does, through
-    # bwrap --die-with-parent); the sandbox's bwrap dies with this.
-    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
-    sock_path, req_path, wrapper = sys.argv[1:4]
-    rest = sys.argv[4:]
-    with open(req_path) as f:
-        req = json.load(f)
-    if rest[:1] == ["-"]:
-        req["mode"], req["argv"] = "run", rest[1:]
-    else:
-        req["mode"] = "kernel"
+    # The sandbox dies with this process (bwrap --die-with-parent); this
+    # process exits when the sandbox does, which its job's Close (or the
+    # zygote's exit) brings about.
+    sock_path, req_path, procs, wrapper = sys.argv[1:5]
+    rest = sys.argv[5:]
+    with open(req_path, "rb") as f:
+        req = f.read()
+    run = rest[:1] == ["-"]
+    header = ["run"] + rest[1:] if run else ["kernel"]
     death_r, death_w = os.pipe()
     info_r, info_w = os.pipe()
-    if info_w != INFO_FD:
-        os.dup2(info_w, INFO_FD)
-        os.close(info_w)
-    conn = rest[0] if req["mode"] == "kernel" else "-"
     ready_r, ready_w = os.pipe()
-    p = subprocess.Popen(["/bin/sh", wrapper, "@", conn], stdin=death_r, stdout=ready_w, pass_fds=(INFO_FD,))
-    os.close(death_r)
-    os.close(INFO_FD)
-    os.close(ready_w)
+    os.dup2(info_w, INFO_FD)  # inheritable
+    if info_w != INFO_FD:
+        os.close(info_w)
+    conn = "-" if run else rest[0]
+    pid = os.posix_spawn("/bin/sh", ["/bin/sh", wrapper, "@", conn], os.environ,
+                         file_actions=[(os.POSIX_SPAWN_DUP2, death_r, 0), (os.POSIX_SPAWN_DUP2, ready_w, 1)])
+    for fd in (death_r, INFO_FD, ready_w):
+        os.close(fd)
+
+    def abort(msg):
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+        os.waitpid(pid, 0)
+        return fail(msg)
+
     try:
-        pid1 = int(read_info(info_r)["child-pid"])
+        pid1 = child_pid(info_r)
         # bwrap reports its pid 1 before building the sandbox: the
         # placeholder's word says the mounts are done.
         if os.read(ready_r, 64) != b"ready\n":
             raise RuntimeError("the sandbox's placeholder did not start")
-        os.close(ready_r)
         pidfd = os.pidfd_open(pid1)
         rootfd = os.open("/proc/%d/root" % pid1, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         # The pid cannot have been reused once the pidfd is open; before,
         # it is still our sandbox's only if its parent is our bwrap.
-        if ppid(pid1) != p.pid:
+        if ppid(pid1) != pid:
             raise RuntimeError("sandbox pid 1 (%d) is gone" % pid1)
     except Exception as e:
-        p.kill()
-        p.wait()
-        return fail("start the sandbox: %s" % e)
+        return abort("start the sandbox: %s" % e)
     os.close(info_r)
+    os.close(ready_r)
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(float(req.get("timeout") or 120))
+    s.settimeout(180)
     try:
         s.connect(sock_path)
-        socket.send_fds(s, [json.dumps(req).encode()], [pidfd, rootfd, death_w, 0, 1, 2])
-        os.close(death_w)
-        os.close(pidfd)
-        os.close(rootfd)
-        kernel = int(json.loads(s.recv(4096))["pid"])
-        for f in req.get("procs") or []:
+        msg = req.strip() + b"\n" + "\0".join(header).encode()
+        socket.send_fds(s, [msg], [pidfd, rootfd, death_w, 0, 1, 2])
+        for fd in (death_w, pidfd, rootfd):
+            os.close(fd)
+        reply = s.recv(64).split()
+        if reply[:1] != [b"pid"]:
+            raise RuntimeError("zygote said %r" % reply)
+        for f in procs.split(",") if procs else []:
             with open(f, "w") as cg:
-                cg.write(str(kernel))
+                cg.write(reply[1].decode())
         s.send(b"g")
         s.settimeout(None)
-        reply = s.recv(4096)
+        reply = s.recv(64).split()
     except Exception as e:
-        p.kill()
-        p.wait()
-        return fail("zygote: %s" % e)
-    p.wait()
-    if not reply:
-        return 128 + 9  # the intermediate was killed (the job's cgroup)
-    status = json.loads(reply)["status"]
+        return abort("zygote: %s" % e)
+    os.waitpid(pid, 0)
+    if reply[:1] != [b"status"]:
+        return 128 + 9  # the zygote's helper was killed
+    status = int(reply[1])
     if os.WIFSIGNALED(status):
         return 128 + os.WTERMSIG(status)
     return os.WEXITSTATUS(status)

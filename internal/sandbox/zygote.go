@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -360,7 +361,7 @@ func zygoteBwrapArgs(cfg Config) []string {
 }
 
 // forkRequest is what the launcher sends the zygote for one kernel
-// (zlaunch.py adds mode and argv).
+// (zlaunch.py adds mode and argv; Procs also go on its command line).
 type forkRequest struct {
 	Procs   []string          `json:"procs"` // the job cgroup's cgroup.procs files
 	Env     map[string]string `json:"env"`
@@ -369,7 +370,6 @@ type forkRequest struct {
 	UID     int               `json:"uid"`
 	GID     int               `json:"gid"`
 	Argv    []string          `json:"argv"`
-	Timeout int               `json:"timeout"`
 }
 
 // useFork sets the kernel up for the fork path when cfg allows it: the
@@ -392,7 +392,7 @@ func (k *Kernel) useFork(ctx context.Context) {
 		return
 	}
 	req := forkRequest{Procs: k.cg.procsFiles(), Env: cfg.kernelEnv(), Cwd: SandboxHome, UID: k.Limits.UID, GID: k.Limits.GID,
-		Argv: []string{"-f", sandboxConnFile}, Timeout: int(zygoteReadyTimeout / time.Second),
+		Argv:    []string{"-f", sandboxConnFile},
 		Rlimits: map[string]int64{"CORE": 0, "FSIZE": cfg.FileSizeLimit}}
 	if cfg.CPUTimeLimit > 0 {
 		req.Rlimits["CPU"] = int64((cfg.CPUTimeLimit + time.Second - 1) / time.Second)
@@ -404,7 +404,7 @@ func (k *Kernel) useFork(ctx context.Context) {
 		return
 	}
 	cfg.Zygote.forks.Add(1)
-	k.fork = []string{cfg.Zygote.hostPython(), "-I", "-S", filepath.Join(p.dir, "zlaunch.py"), p.sock, path, k.launch}
+	k.fork = []string{cfg.Zygote.hostPython(), "-I", "-S", filepath.Join(p.dir, "zlaunch.py"), p.sock, path, strings.Join(req.Procs, ","), k.launch}
 }
 
 // logWriter logs what the zygote writes to stderr, a line at a time.

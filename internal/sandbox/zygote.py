@@ -148,7 +148,14 @@ def recv_request(conn):
     msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 8)
     if len(fds) != 6:
         raise ValueError("want 6 descriptors, got %d" % len(fds))
-    return json.loads(msg), fds
+    # The request file (one line of JSON), then mode and argv, NUL-separated.
+    body, _, header = msg.partition(b"\n")
+    req = json.loads(body)
+    words = header.decode().split("\0")
+    req["mode"] = words[0]
+    if req["mode"] == "run":
+        req["argv"] = words[1:]
+    return req, fds
 
 
 def intermediate(lsock, conn):
@@ -191,13 +198,13 @@ def intermediate(lsock, conn):
     # This process stays out of the job's cgroup: when the cgroup is
     # killed it is alive to reap the kernel, so that the sandbox's pid 1
     # is not left waiting for a zombie whose parent died with it.
-    conn.sendall(json.dumps({"pid": kid}).encode())
+    conn.sendall(b"pid %d" % kid)
     if conn.recv(16) == b"g":
         os.write(go_w, b"g")
     os.close(go_w)
     _, status = os.waitpid(kid, 0)
     try:
-        conn.sendall(json.dumps({"status": status}).encode())
+        conn.sendall(b"status %d" % status)
     except OSError:
         pass
     return 0  # exiting closes death: the sandbox's placeholder ends
