@@ -89,10 +89,15 @@ func (c Config) forkSupported() error {
 	return nil
 }
 
-// fallBack logs once why a kernel takes the exec path.
-func (z *Zygote) fallBack(err error) {
+// fallBack logs once why a kernel takes the exec path: a warning when
+// the fork path should have worked, information when it is unsupported.
+func (z *Zygote) fallBack(err error, unsupported bool) {
 	z.fellBack.Do(func() {
-		z.log().Warn("sandbox: kernels start on the exec path, not forked from a zygote", "reason", err)
+		level := slog.LevelWarn
+		if unsupported {
+			level = slog.LevelInfo
+		}
+		z.log().Log(context.Background(), level, "sandbox: kernels start on the exec path, not forked from a zygote", "reason", err)
 	})
 }
 
@@ -381,14 +386,13 @@ func (k *Kernel) useFork(ctx context.Context) {
 	if err == nil && k.cg == nil {
 		err = errors.New("no job cgroup (the fork path needs one)")
 	}
-	var p *zygoteProc
-	if err == nil {
-		p, err = cfg.Zygote.socket(ctx, cfg)
-	}
 	if err != nil {
-		if cfg.Zygote != nil {
-			cfg.Zygote.fallBack(err)
-		}
+		cfg.Zygote.fallBack(err, true)
+		return
+	}
+	p, err := cfg.Zygote.socket(ctx, cfg)
+	if err != nil {
+		cfg.Zygote.fallBack(err, false)
 		return
 	}
 	req := forkRequest{Procs: k.cg.procsFiles(), Env: cfg.kernelEnv(), Cwd: SandboxHome, UID: k.Limits.UID, GID: k.Limits.GID,
@@ -400,7 +404,7 @@ func (k *Kernel) useFork(ctx context.Context) {
 	b, _ := json.Marshal(req)
 	path := filepath.Join(k.priv, "fork.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
-		cfg.Zygote.fallBack(err)
+		cfg.Zygote.fallBack(err, false)
 		return
 	}
 	cfg.Zygote.forks.Add(1)
