@@ -271,42 +271,46 @@ func (e *Executor) forkDriver(j *job) (*driverProc, error) {
 	_ = conn.SetDeadline(time.Time{})
 	z.forks.Add(1)
 	p := &driverProc{pid: reply.Pid, forked: true, log: &tailBuffer{max: 64 << 10}, exited: make(chan struct{}), req: mine[0], resp: mine[1]}
-	logR := mine[2]
+	go p.awaitForked(conn, mine[2])
+	return p, nil
+}
+
+// awaitForked copies a forked driver's log and closes p.exited once the
+// zygote has reported its exit status (or died).
+func (p *driverProc) awaitForked(conn *net.UnixConn, logR *os.File) {
+	defer conn.Close()
 	copied := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(p.log, logR)
 		close(copied)
 	}()
-	go func() {
-		defer conn.Close()
-		n, err := conn.Read(buf)
-		var st struct {
-			Status *int `json:"status"`
+	buf := make([]byte, 4096)
+	n, err := conn.Read(buf)
+	var st struct {
+		Status *int `json:"status"`
+	}
+	if err == nil {
+		err = json.Unmarshal(buf[:n], &st)
+	}
+	switch ws := syscall.WaitStatus(0); {
+	case err != nil || st.Status == nil:
+		p.err = fmt.Errorf("driver zygote: lost the driver's exit status: %v", err)
+	default:
+		ws = syscall.WaitStatus(*st.Status)
+		if ws.Signaled() {
+			p.err = fmt.Errorf("signal: %v", ws.Signal())
+		} else if ws.ExitStatus() != 0 {
+			p.err = fmt.Errorf("exit status %d", ws.ExitStatus())
 		}
-		if err == nil {
-			err = json.Unmarshal(buf[:n], &st)
-		}
-		switch ws := syscall.WaitStatus(0); {
-		case err != nil || st.Status == nil:
-			p.err = fmt.Errorf("driver zygote: lost the driver's exit status: %v", err)
-		default:
-			ws = syscall.WaitStatus(*st.Status)
-			if ws.Signaled() {
-				p.err = fmt.Errorf("signal: %v", ws.Signal())
-			} else if ws.ExitStatus() != 0 {
-				p.err = fmt.Errorf("exit status %d", ws.ExitStatus())
-			}
-		}
-		// As exec.Cmd's WaitDelay: a learner process holding the log
-		// open does not keep the job waiting.
-		select {
-		case <-copied:
-		case <-time.After(2 * time.Second):
-		}
-		logR.Close()
-		close(p.exited)
-	}()
-	return p, nil
+	}
+	// As exec.Cmd's WaitDelay: a learner process holding the log open
+	// does not keep the job waiting.
+	select {
+	case <-copied:
+	case <-time.After(2 * time.Second):
+	}
+	logR.Close()
+	close(p.exited)
 }
 
 // envMap turns KEY=VALUE entries into a map (later entries win, as in

@@ -72,7 +72,7 @@ type zygoteProc struct {
 	lifeline *os.File
 }
 
-// Supported tells whether cfg can use the fork path: the runner is root
+// forkSupported tells whether c can use the fork path: the runner is root
 // (the zygote starts as root to drop to the kernel uid, the launcher joins
 // the job's cgroup), bubblewrap isolation of a grading environment.
 func (c Config) forkSupported() error {
@@ -127,7 +127,7 @@ func zygoteKey(cfg Config, preload []string) string {
 	return string(b)
 }
 
-// socket returns the path of a ready zygote's socket for cfg, starting it
+// socket returns a ready zygote for cfg, starting it
 // (and waiting for its imports) when needed.
 func (z *Zygote) socket(ctx context.Context, cfg Config) (*zygoteProc, error) {
 	z.mu.Lock()
