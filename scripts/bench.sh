@@ -27,6 +27,9 @@ NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1 go test -run '
 # --warm-spares 1, 2 and 5 (NPUGRADE_BENCH_SPARES=1,5 picks others); prints graded/min, the
 # ratio of 2 slots to 1 (target >= 1.8), the spares' memory and the load average.
 NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1 go test -run '^$' -bench 'BenchmarkBurst' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-burst.txt
+# What sets that ratio: the CPU of a warm spare's start and of a job, started from scratch
+# (exec) and forked from the zygotes (fork, --fork-server), and the ratio they predict.
+NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1 go test -run '^$' -bench 'BenchmarkSpareCPU' -benchtime 3x -timeout 20m ./internal/execution/ | tee out/bench-spare-cpu.txt
 go test -run '^$' -bench 'BenchmarkExecute' -benchtime 3x -timeout 20m ./internal/execution/ | tee out/bench-execute.txt
 go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-units.txt
 # Claim latency p50/p99: 10,000 queued jobs, 64 concurrent long-polling runners, Postgres.
