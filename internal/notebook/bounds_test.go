@@ -48,3 +48,25 @@ func TestStringEnd(t *testing.T) {
 		}
 	}
 }
+
+// An upload large enough to hold more values than allowed is refused by
+// prescan before anything is decoded: the one-pass decode, which
+// enforces the bounds itself, would build every value up to the bound
+// first (a hostile upload of megabytes then cost tens of MB). A smaller
+// one is decoded at once, and refused as prescan would refuse it.
+func TestLargeUploadsPrescannedFirst(t *testing.T) {
+	lim := Limits{MaxValues: 1000}
+	over := `{"cells": [], "metadata": {"x": [` + strings.Repeat("0,", 3000) + `0]}, "nbformat": 4, "nbformat_minor": 5}`
+	var err error
+	allocs := testing.AllocsPerRun(5, func() { _, err = Parse([]byte(over), lim) })
+	if err == nil || !strings.Contains(err.Error(), "more than 1000 JSON values") {
+		t.Fatalf("Parse: %v, want the values bound", err)
+	}
+	if allocs > 50 {
+		t.Errorf("refusing %d bytes over the values bound took %.0f allocations: decoded before prescan", len(over), allocs)
+	}
+	cells := `{"cells": [` + strings.Repeat(`{"cell_type": "raw", "metadata": {}, "source": ""},`, 5) + `{}], "metadata": {}, "nbformat": 4, "nbformat_minor": 4}`
+	if _, err := Parse([]byte(cells), Limits{MaxCells: 5}); err == nil || !strings.Contains(err.Error(), "more than 5 cells") {
+		t.Errorf("Parse of 6 cells with a bound of 5: %v", err)
+	}
+}

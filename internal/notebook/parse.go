@@ -183,13 +183,27 @@ func (lim Limits) withDefaults() Limits {
 // The one-pass decode enforces lim's bounds on nesting, values and cells
 // itself; anything it leaves to the two-pass one is first walked by
 // prescan, which refuses what would make decoding it expensive (and
-// names the bound an upload passed).
+// names the bound an upload passed). A document large enough to hold
+// more values than allowed (each takes two bytes or more, with its
+// separator) is walked by prescan first all the same: the one-pass
+// decode would build every value up to the bound before failing, and a
+// hostile upload of many megabytes would cost that much more than its
+// refusal did. Below that size no bound can make it build more than an
+// upload within them.
 func decode(data []byte, lim Limits) (*Notebook, any, int, [][]byte, error) {
+	scanned := int64(len(data)) >= 2*int64(lim.MaxValues)
+	if scanned {
+		if err := prescan(data, lim); err != nil {
+			return nil, nil, 0, nil, err
+		}
+	}
 	b := bounds{maxDepth: lim.MaxDepth, maxValues: lim.MaxValues, maxCells: lim.MaxCells}
 	doc, nb, cellRaw, ok := decodeOnePass(data, true, true, b) // Parse checked the UTF-8
 	if !ok {
-		if err := prescan(data, lim); err != nil {
-			return nil, nil, 0, nil, err
+		if !scanned {
+			if err := prescan(data, lim); err != nil {
+				return nil, nil, 0, nil, err
+			}
 		}
 		var err error
 		if doc, nb, err = decodeTwoPass(data); err != nil {
