@@ -287,7 +287,7 @@ type cellMemo struct {
 
 const (
 	maxMemoCells     = 4096
-	maxMemoBytes     = 8 << 20
+	maxMemoBytes     = 2 << 20  // the course's cells come to well under 1 MiB; a flood of others keeps no more
 	maxMemoCellBytes = 16 << 10 // a larger cell is checked each time: remembering it costs about what checking it does
 )
 
