@@ -36,13 +36,14 @@ type DriverZygote struct {
 }
 
 type driverZygoteProc struct {
-	dir    string // root-only: the socket and driver.py
-	sock   string
-	ln     *net.UnixListener
-	cmd    *exec.Cmd
-	ready  chan struct{}
-	err    error
-	exited chan struct{}
+	dir     string // root-only: the socket and driver.py
+	sock    string
+	ln      *net.UnixListener
+	cmd     *exec.Cmd
+	ready   chan struct{}
+	err     error
+	exited  chan struct{}
+	stopped atomic.Bool // stop was called: its exit is expected
 }
 
 // driverZygoteTimeout bounds the zygote's start and each fork's reply.
@@ -117,7 +118,9 @@ func (z *DriverZygote) start(python string) (*driverZygoteProc, error) {
 	}
 	p.cmd = exec.Command(python, "-I", script, "--zygote")
 	p.cmd.Dir = "/"
-	p.cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1"}
+	// PYDEVD_DISABLE_FILE_VALIDATION: ipykernel's spec imports debugpy,
+	// which warns about frozen modules otherwise.
+	p.cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYDEVD_DISABLE_FILE_VALIDATION=1"}
 	p.cmd.ExtraFiles = []*os.File{lf} // fd 3
 	p.cmd.Stdout = outW
 	tail := &tailBuffer{max: 8 << 10}
@@ -130,9 +133,9 @@ func (z *DriverZygote) start(python string) (*driverZygoteProc, error) {
 		return nil, fmt.Errorf("start driver zygote: %w", err)
 	}
 	go func() {
-		_ = p.cmd.Wait()
-		if s := tail.String(); s != "" {
-			z.log().Warn("driver zygote exited", "log", lastLine(s))
+		err := p.cmd.Wait()
+		if !p.stopped.Load() {
+			z.log().Warn("driver zygote exited", "err", err, "log", lastLine(tail.String()))
 		}
 		close(p.exited)
 	}()
@@ -166,6 +169,7 @@ func (z *DriverZygote) start(python string) (*driverZygoteProc, error) {
 }
 
 func (p *driverZygoteProc) stop() {
+	p.stopped.Store(true)
 	if p.cmd != nil && p.cmd.Process != nil {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,7 @@ const (
 type Warm struct {
 	e       *Executor
 	key     string
+	preload []string // what it was started with (key)
 	j       *job
 	p       *driverProc
 	started time.Time
@@ -104,6 +106,11 @@ func (e *Executor) prestart(ctx context.Context, preload []string, promote <-cha
 		}
 	}()
 	j.dc.Preload = preload
+	if pk, ok := j.kernel.(preloader); ok && len(preload) > 0 && covers(pk.Preloaded(), preload) {
+		// Forked from a zygote that imported them: nothing to do but
+		// check that the kernel answers.
+		j.dc.Preload = nil
+	}
 	cfgJSON, _ := json.Marshal(j.dc)
 	if err := os.WriteFile(j.configPath(), cfgJSON, 0o600); err != nil {
 		return nil, fmt.Errorf("write job files: %w", err)
@@ -147,7 +154,21 @@ func (e *Executor) prestart(ctx context.Context, preload []string, promote <-cha
 		p.closePipes()
 		return nil, fmt.Errorf("start warm execution environment: %v: %s", err, lastLine(p.log.String()))
 	}
-	return &Warm{e: e, key: key, j: j, p: p, started: time.Now()}, nil
+	return &Warm{e: e, key: key, preload: preload, j: j, p: p, started: time.Now()}, nil
+}
+
+// preloader is an isolated kernel that starts with modules imported
+// (sandbox.Kernel on the fork path).
+type preloader interface{ Preloaded() []string }
+
+// covers tells whether have holds every module of want.
+func covers(have, want []string) bool {
+	for _, m := range want {
+		if !slices.Contains(have, m) {
+			return false
+		}
+	}
+	return true
 }
 
 // backgrounder is an isolated kernel whose CPU priority can be lowered
@@ -284,7 +305,7 @@ func (w *Warm) Execute(ctx context.Context, nbBytes []byte, opt Options) (domain
 		return res, fmt.Errorf("%w: its driver exited while waiting: %s", ErrStale, lastLine(w.p.log.String()))
 	default:
 	}
-	if w.key != w.e.key(w.j.dc.Preload) {
+	if w.key != w.e.key(w.preload) {
 		return res, fmt.Errorf("%w: the runner's configuration changed since it was started", ErrStale)
 	}
 	opt = opt.withDefaults()

@@ -55,6 +55,7 @@ type Kernel struct {
 	cg        *jobCgroup
 	mounted   bool     // WorkDir is a tmpfs we mounted
 	fork      []string // the launcher's argv on the fork path (zygote.go); nil: exec path
+	preloaded []string // on the fork path: the modules the zygote imported
 	closeOnce sync.Once
 	closeErr  error
 	mu        sync.Mutex

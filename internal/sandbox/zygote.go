@@ -68,6 +68,8 @@ type zygoteProc struct {
 	ready  chan struct{}
 	err    error // why it is not ready, once ready is closed
 	exited chan struct{}
+	// preloaded: the preload modules the zygote imported (once ready).
+	preloaded []string
 	// lifeline: the zygote exits when it closes (see zygote.py serve).
 	lifeline *os.File
 }
@@ -268,7 +270,8 @@ func (p *zygoteProc) waitReady(out *os.File, log *slog.Logger) {
 	line := make(chan error, 1)
 	go func() {
 		s, err := bufio.NewReader(out).ReadString('\n')
-		if err == nil && s != "ready\n" {
+		rest, ok := strings.CutPrefix(s, "ready ")
+		if err == nil && (!ok || json.Unmarshal([]byte(rest), &p.preloaded) != nil) {
 			err = fmt.Errorf("said %q", s)
 		}
 		line <- err
@@ -408,8 +411,13 @@ func (k *Kernel) useFork(ctx context.Context) {
 		return
 	}
 	cfg.Zygote.forks.Add(1)
+	k.preloaded = p.preloaded
 	k.fork = []string{cfg.Zygote.hostPython(), "-I", "-S", filepath.Join(p.dir, "zlaunch.py"), p.sock, path, strings.Join(req.Procs, ","), k.launch}
 }
+
+// Preloaded names the modules a kernel on the fork path has imported
+// before it starts (nil on the exec path): the zygote's.
+func (k *Kernel) Preloaded() []string { return k.preloaded }
 
 // logWriter logs what the zygote writes to stderr, a line at a time.
 type logWriter struct {

@@ -292,7 +292,10 @@ def main():
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:
         print("zygote: %d threads before forking (want 1)" % threads, file=sys.stderr, flush=True)
-    os.write(1, b"ready\n")
+    # The preload modules every forked kernel has (the driver need not
+    # import them again): those that are now in sys.modules.
+    loaded = [m for m in cfg.get("preload") or [] if m in sys.modules]
+    os.write(1, ("ready " + json.dumps(loaded) + "\n").encode())
     serve(lsock, 4)
 
 
