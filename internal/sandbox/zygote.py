@@ -289,9 +289,13 @@ def main():
         print("zygote: preload: " + f, file=sys.stderr, flush=True)
     gc.collect()
     gc.freeze()  # forks then share these pages instead of copying them at the next collection
+    # Threads (an OpenMP pool, a ZeroMQ I/O thread) and ZeroMQ contexts do
+    # not survive a fork: none may exist here.
     threads = len(os.listdir("/proc/self/task"))
-    if threads != 1:
-        print("zygote: %d threads before forking (want 1)" % threads, file=sys.stderr, flush=True)
+    zmq = sys.modules.get("zmq")
+    if threads != 1 or (zmq is not None and getattr(zmq.Context, "_instance", None) is not None):
+        print("zygote: %d threads or a ZeroMQ context before forking" % threads, file=sys.stderr, flush=True)
+        sys.exit(1)
     # The preload modules every forked kernel has (the driver need not
     # import them again): those that are now in sys.modules.
     loaded = [m for m in cfg.get("preload") or [] if m in sys.modules]
