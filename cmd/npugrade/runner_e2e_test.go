@@ -79,7 +79,7 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 			victim.wait(t, 10*time.Second)
 			t.Logf("killed %s holding job %d (submission %s) at %s", slowJob.RunnerID, slowJob.ID, slowID, time.Since(start).Round(time.Millisecond))
 			// A replacement keeps two runners working; it registers anew.
-			startRunnerProc(t, bin, s.url, victimTok, victim.name+"2", "--slots", "2")
+			replacement := startRunnerProc(t, bin, s.url, victimTok, victim.name+"2", "--slots", "2")
 
 			for _, id := range ids {
 				sub := waitGraded(t, s, ada, id)
@@ -123,10 +123,19 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 			if len(dup) > 0 || scored != int64(n) {
 				t.Fatalf("cell results: %d submissions scored (want %d), duplicates %v", scored, n, dup)
 			}
+			// The survivor may have graded everything before the replacement
+			// (which starts its spares first) registered.
 			var runners []RunnerJSONView
-			getJSON(t, s.url+"/api/v1/runners", staff, &runners)
+			for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+				runners = nil
+				getJSON(t, s.url+"/api/v1/runners", staff, &runners)
+				if len(runners) == 3 || time.Now().After(deadline) {
+					break
+				}
+			}
 			if len(runners) != 3 {
-				t.Fatalf("GET /api/v1/runners: %d runners, want 3 (two and a replacement): %+v", len(runners), runners)
+				t.Fatalf("GET /api/v1/runners: %d runners, want 3 (two and a replacement): %+v; the replacement's log:\n%s",
+					len(runners), runners, replacement.log.String())
 			}
 			t.Logf("%s: %d submissions graded exactly once over 2 runner processes (one SIGKILLed mid-job) in %s",
 				d, n, elapsed.Round(time.Millisecond))
