@@ -115,12 +115,21 @@ func (e *Executor) prestart(ctx context.Context, preload []string, promote <-cha
 	if err := os.WriteFile(j.configPath(), cfgJSON, 0o600); err != nil {
 		return nil, fmt.Errorf("write job files: %w", err)
 	}
-	background(j, nil, true, e.Log)
+	// A start forked from the zygotes costs a few tens of milliseconds of
+	// CPU: it runs at normal priority, so that the spare is ready when
+	// its slot's job ends. In the background it would wait for CPU that
+	// the jobs of the other slots leave idle, and a slot would wait for it.
+	quick := e.DriverZygote != nil && isForked(j.kernel)
+	if !quick {
+		background(j, nil, true, e.Log)
+	}
 	p, err := e.startDriver(j, true)
 	if err != nil {
 		return nil, err
 	}
-	background(j, p, true, e.Log)
+	if !quick {
+		background(j, p, true, e.Log)
+	}
 	ready := make(chan struct{})
 	promoted := make(chan struct{})
 	go func() {
@@ -155,6 +164,13 @@ func (e *Executor) prestart(ctx context.Context, preload []string, promote <-cha
 		return nil, fmt.Errorf("start warm execution environment: %v: %s", err, lastLine(p.log.String()))
 	}
 	return &Warm{e: e, key: key, preload: preload, j: j, p: p, started: time.Now()}, nil
+}
+
+// isForked tells whether the isolated kernel starts forked from a
+// zygote (sandbox.Kernel on the fork path).
+func isForked(k domain.IsolatedKernel) bool {
+	f, ok := k.(interface{ Forked() bool })
+	return ok && f.Forked()
 }
 
 // preloader is an isolated kernel that starts with modules imported

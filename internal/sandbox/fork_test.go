@@ -1,10 +1,15 @@
 package sandbox
 
 import (
+	"bufio"
+	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 var (
@@ -66,6 +71,39 @@ except OSError as e:
 			if !strings.Contains(out, want) {
 				t.Errorf("forked process: want %q", want)
 			}
+		}
+	})
+	t.Run("dies-with-its-driver", func(t *testing.T) {
+		// The launcher's parent (the job's driver) dies: the launcher,
+		// the sandbox and the forked kernel go with it, as an exec'd
+		// kernel goes with its bwrap (--die-with-parent).
+		t.Parallel()
+		k, _, _ := prepare(t, testConfig(t, mode))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		inner := k.Command(ctx, hostPython, "-c", "import time; print('up', flush=True); time.sleep(600)")
+		driver := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", `"$@" & wait`, "sh"}, inner.Args...)...)
+		out, err := driver.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := driver.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if line, _ := bufio.NewReader(out).ReadString('\n'); line != "up\n" {
+			t.Fatalf("forked process did not start: %q", line)
+		}
+		if n := len(k.cg.pids()); n < 3 {
+			t.Fatalf("%d processes in the job cgroup, want the sandbox and the kernel", n)
+		}
+		_ = driver.Process.Signal(syscall.SIGKILL)
+		_ = driver.Wait()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(k.cg.pids()) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("processes %v outlived the driver", k.cg.pids())
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	})
 	t.Run("nothing-carries-over", func(t *testing.T) {

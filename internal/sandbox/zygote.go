@@ -415,6 +415,9 @@ func (k *Kernel) useFork(ctx context.Context) {
 	k.fork = []string{cfg.Zygote.hostPython(), "-I", "-S", filepath.Join(p.dir, "zlaunch.py"), p.sock, path, strings.Join(req.Procs, ","), k.launch}
 }
 
+// Forked tells whether the kernel starts on the fork path.
+func (k *Kernel) Forked() bool { return k.fork != nil }
+
 // Preloaded names the modules a kernel on the fork path has imported
 // before it starts (nil on the exec path): the zygote's.
 func (k *Kernel) Preloaded() []string { return k.preloaded }
