@@ -85,7 +85,9 @@ func (e *Executor) key(preload []string) string {
 // at the lowest CPU priority (see background) until it is ready, or until
 // promote is closed (a job waits for it; nil: never) or it has taken
 // backgroundLimit: a start that someone waits for, or that other work
-// on the host starves, gets its full share.
+// on the host starves, gets its full share. A start forked from the
+// zygotes (DriverZygote and a sandbox on the fork path) is cheap and runs
+// at normal priority throughout.
 func (e *Executor) Prestart(ctx context.Context, preload []string, promote <-chan struct{}) (*Warm, error) {
 	return e.prestart(ctx, preload, promote, nil)
 }
