@@ -2,7 +2,9 @@ package execution_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -125,15 +127,28 @@ func selfCPUCgroup(b *testing.B) cpuCgroup {
 	cleanup := func(root string, dirs ...string) {
 		b.Cleanup(func() {
 			_ = os.WriteFile(filepath.Join(root, "cgroup.procs"), []byte(strconv.Itoa(os.Getpid())), 0o644)
+			// The zygotes' processes die of their SIGKILL a moment later.
 			for _, d := range dirs {
-				_ = os.Remove(d)
+				for i := 0; i < 30; i++ {
+					if err := os.Remove(d); err == nil || errors.Is(err, fs.ErrNotExist) {
+						break
+					}
+					time.Sleep(100 * time.Millisecond)
+				}
 			}
 		})
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/cpuacct/cpuacct.usage"); err == nil {
 		dir := filepath.Join("/sys/fs/cgroup/cpuacct", name)
 		move(dir)
-		cleanup("/sys/fs/cgroup/cpuacct", dir)
+		// The jobs' cgroups went below name in every v1 hierarchy.
+		var dirs []string
+		hs, _ := os.ReadDir("/sys/fs/cgroup")
+		for _, h := range hs {
+			base := filepath.Join("/sys/fs/cgroup", h.Name(), name)
+			dirs = append(dirs, filepath.Join(base, "jobs"), base)
+		}
+		cleanup("/sys/fs/cgroup/cpuacct", dirs...)
 		return cpuCgroup{file: filepath.Join(dir, "cpuacct.usage"), jobs: name + "/jobs"}
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
