@@ -1,7 +1,7 @@
 package execution
 
 import (
-	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/npugrade/npugrade/internal/forkserver"
 )
 
 // DriverZygote forks warm drivers from one driver.py --zygote process that
@@ -27,23 +29,9 @@ import (
 type DriverZygote struct {
 	Log *slog.Logger
 
-	mu       sync.Mutex
-	python   string
-	proc     *driverZygoteProc
-	closed   bool
+	srv      forkserver.Server
 	fellBack sync.Once
 	forks    atomic.Int64
-}
-
-type driverZygoteProc struct {
-	dir     string // root-only: the socket and driver.py
-	sock    string
-	ln      *net.UnixListener
-	cmd     *exec.Cmd
-	ready   chan struct{}
-	err     error
-	exited  chan struct{}
-	stopped atomic.Bool // stop was called: its exit is expected
 }
 
 // driverZygoteTimeout bounds the zygote's start and each fork's reply.
@@ -56,127 +44,26 @@ func (z *DriverZygote) log() *slog.Logger {
 	return slog.Default()
 }
 
-// get returns a ready zygote running python, starting one when needed.
-func (z *DriverZygote) get(python string) (*driverZygoteProc, error) {
-	z.mu.Lock()
-	if z.closed {
-		z.mu.Unlock()
-		return nil, errors.New("driver zygote closed")
-	}
-	p := z.proc
-	if p != nil {
-		select {
-		case <-p.exited:
-			p = nil
-		default:
-			if z.python != python {
-				p.stop()
-				p = nil
-			}
+// get returns a ready zygote running python, starting one when none
+// runs, the last one died or python changed.
+func (z *DriverZygote) get(python string) (*forkserver.Proc, error) {
+	return z.srv.Get(context.Background(), python, func() forkserver.Spec {
+		return forkserver.Spec{
+			Name:      "driver zygote",
+			DirPrefix: "npugrade-driver-",
+			Files:     []forkserver.File{{Name: "driver.py", Data: driverPy}},
+			Command: func(dir string) (*exec.Cmd, error) {
+				cmd := exec.Command(python, "-I", filepath.Join(dir, "driver.py"), "--zygote")
+				cmd.Dir = "/"
+				// PYDEVD_DISABLE_FILE_VALIDATION: ipykernel's spec imports debugpy,
+				// which warns about frozen modules otherwise.
+				cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYDEVD_DISABLE_FILE_VALIDATION=1"}
+				return cmd, nil
+			},
+			ReadyTimeout: driverZygoteTimeout,
+			Log:          z.log(),
 		}
-	}
-	if p == nil {
-		var err error
-		if p, err = z.start(python); err != nil {
-			z.mu.Unlock()
-			return nil, err
-		}
-		z.proc, z.python = p, python
-	}
-	z.mu.Unlock()
-	<-p.ready
-	return p, p.err
-}
-
-func (z *DriverZygote) start(python string) (*driverZygoteProc, error) {
-	dir, err := os.MkdirTemp("", "npugrade-driver-") // 0700: only root may connect
-	if err != nil {
-		return nil, fmt.Errorf("driver zygote: %w", err)
-	}
-	p := &driverZygoteProc{dir: dir, sock: filepath.Join(dir, "s"), ready: make(chan struct{}), exited: make(chan struct{})}
-	ok := false
-	defer func() {
-		if !ok {
-			p.stop()
-		}
-	}()
-	script := filepath.Join(dir, "driver.py")
-	if err := os.WriteFile(script, driverPy, 0o600); err != nil {
-		return nil, fmt.Errorf("driver zygote: %w", err)
-	}
-	if p.ln, err = net.ListenUnix("unixpacket", &net.UnixAddr{Name: p.sock, Net: "unixpacket"}); err != nil {
-		return nil, fmt.Errorf("driver zygote socket: %w", err)
-	}
-	lf, err := p.ln.File()
-	if err != nil {
-		return nil, err
-	}
-	defer lf.Close()
-	out, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	p.cmd = exec.Command(python, "-I", script, "--zygote")
-	p.cmd.Dir = "/"
-	// PYDEVD_DISABLE_FILE_VALIDATION: ipykernel's spec imports debugpy,
-	// which warns about frozen modules otherwise.
-	p.cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C.UTF-8", "PYTHONDONTWRITEBYTECODE=1", "PYDEVD_DISABLE_FILE_VALIDATION=1"}
-	p.cmd.ExtraFiles = []*os.File{lf} // fd 3
-	p.cmd.Stdout = outW
-	tail := &tailBuffer{max: 8 << 10}
-	p.cmd.Stderr = tail
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = p.cmd.Start()
-	outW.Close()
-	if err != nil {
-		out.Close()
-		return nil, fmt.Errorf("start driver zygote: %w", err)
-	}
-	go func() {
-		err := p.cmd.Wait()
-		if !p.stopped.Load() {
-			z.log().Warn("driver zygote exited", "err", err, "log", lastLine(tail.String()))
-		}
-		close(p.exited)
-	}()
-	go func() {
-		defer out.Close()
-		line := make(chan error, 1)
-		go func() {
-			s, err := bufio.NewReader(out).ReadString('\n')
-			if err == nil && s != "ready\n" {
-				err = fmt.Errorf("said %q", s)
-			}
-			line <- err
-		}()
-		select {
-		case err := <-line:
-			if err != nil {
-				p.err = fmt.Errorf("driver zygote did not start: %w: %s", err, lastLine(tail.String()))
-			}
-		case <-time.After(driverZygoteTimeout):
-			p.err = errors.New("driver zygote did not start in time")
-		case <-p.exited:
-			p.err = fmt.Errorf("driver zygote exited at start: %s", lastLine(tail.String()))
-		}
-		if p.err != nil {
-			p.stop()
-		}
-		close(p.ready)
-	}()
-	ok = true
-	return p, nil
-}
-
-func (p *driverZygoteProc) stop() {
-	p.stopped.Store(true)
-	if p.cmd != nil && p.cmd.Process != nil {
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if p.ln != nil {
-		p.ln.Close()
-	}
-	_ = os.RemoveAll(p.dir)
+	})
 }
 
 // Drivers is how many drivers were forked.
@@ -184,15 +71,7 @@ func (z *DriverZygote) Drivers() int64 { return z.forks.Load() }
 
 // Close stops the zygote and, with it, the drivers forked from it that
 // are still running (they die with it).
-func (z *DriverZygote) Close() {
-	z.mu.Lock()
-	defer z.mu.Unlock()
-	z.closed = true
-	if z.proc != nil {
-		z.proc.stop()
-		z.proc = nil
-	}
-}
+func (z *DriverZygote) Close() { z.srv.Close() }
 
 // Memory is the zygote's resident memory (shared with the drivers forked
 // from it), 0 when none runs.
@@ -200,13 +79,7 @@ func (z *DriverZygote) Memory() int64 {
 	if z == nil {
 		return 0
 	}
-	z.mu.Lock()
-	p := z.proc
-	z.mu.Unlock()
-	if p == nil || p.cmd == nil || p.cmd.Process == nil {
-		return 0
-	}
-	return rss(p.cmd.Process.Pid)
+	return z.srv.Memory()
 }
 
 // forkDriver starts j's warm driver as a fork of the zygote: the same
@@ -243,36 +116,25 @@ func (e *Executor) forkDriver(j *job) (*driverProc, error) {
 			f.Close()
 		}
 	}
-	conn, err := net.DialUnix("unixpacket", nil, &net.UnixAddr{Name: zp.sock, Net: "unixpacket"})
-	if err != nil {
-		closeMine()
-		return nil, fmt.Errorf("driver zygote: %w", err)
-	}
 	msg, _ := json.Marshal(map[string]any{"argv": []string{"--warm", j.configPath()}, "cwd": filepath.Join(j.dir, "work"), "env": envMap(j.env)})
-	rights := syscall.UnixRights(int(theirs[0].Fd()), int(theirs[1].Fd()), int(theirs[2].Fd()))
+	conn, b, err := zp.Request(msg, theirs, driverZygoteTimeout)
 	var reply struct {
 		Pid    int  `json:"pid"`
 		Status *int `json:"status"`
 	}
-	buf := make([]byte, 4096)
-	_ = conn.SetDeadline(time.Now().Add(driverZygoteTimeout))
-	_, _, err = conn.WriteMsgUnix(msg, rights, nil)
-	var n int
 	if err == nil {
-		n, err = conn.Read(buf)
-	}
-	if err == nil {
-		err = json.Unmarshal(buf[:n], &reply)
+		err = json.Unmarshal(b, &reply)
 	}
 	if err == nil && reply.Pid <= 0 {
 		err = errors.New("no pid in the reply")
 	}
 	if err != nil {
-		conn.Close()
+		if conn != nil {
+			conn.Close()
+		}
 		closeMine()
 		return nil, fmt.Errorf("driver zygote: %w", err)
 	}
-	_ = conn.SetDeadline(time.Time{})
 	z.forks.Add(1)
 	p := &driverProc{pid: reply.Pid, forked: true, log: &tailBuffer{max: 64 << 10}, exited: make(chan struct{}), req: mine[0], resp: mine[1]}
 	go p.awaitForked(conn, mine[2])

@@ -407,6 +407,20 @@ func quoteAll(args []string) string {
 	return strings.Join(q, " ")
 }
 
+// setenvArgs are bwrap's --setenv options for env, in a stable order.
+func setenvArgs(env map[string]string) []string {
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	a := make([]string, 0, 3*len(keys))
+	for _, k := range keys {
+		a = append(a, "--setenv", k, env[k])
+	}
+	return a
+}
+
 // bwrapArgs are the fixed sandbox arguments. The file descriptors are
 // opened by the wrapper (as the runner) so that the unprivileged bwrap
 // never needs to traverse the runner's private directories: 4 work dir,
@@ -430,15 +444,7 @@ func (k *Kernel) bwrapArgs() []string {
 		"--hostname", sandboxHostname,
 		"--clearenv",
 	)
-	env := cfg.kernelEnv()
-	keys := make([]string, 0, len(env))
-	for key := range env {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		a = append(a, "--setenv", key, env[key])
-	}
+	a = append(a, setenvArgs(cfg.kernelEnv())...)
 	a = append(a, systemBinds(cfg)...)
 	a = append(a,
 		"--proc", "/proc",
