@@ -175,10 +175,12 @@ func (a *serveApp) run(ctx context.Context, o serveOptions, ln net.Listener, std
 	runCtx, stopRun := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopRun()
 	var wg sync.WaitGroup
-	wg.Add(3)
+	wg.Add(4)
 	go func() { defer wg.Done(); a.q.RunReaper(runCtx, *o.leaseTTL/4+time.Second) }()
 	// On Postgres, long polls wake on other servers' enqueues too (LISTEN/NOTIFY).
 	go func() { defer wg.Done(); a.q.Listen(runCtx) }()
+	// On Postgres, token checks are kept while changes to them are heard.
+	go func() { defer wg.Done(); a.db.ListenAuth(runCtx, a.log) }()
 	// Events (graded, failed, regrade applied) leave the outbox after their
 	// commit; the log is their notifier until an LMS or webhook one is added.
 	deliverer := &events.Deliverer{DB: a.db, Notifier: events.Log(a.log.With("component", "events")), Log: a.log}

@@ -17,7 +17,8 @@ import (
 // when a submission arrives through server A (a Postgres notification,
 // not B's 30 s safety-net re-query); a learner's upload limit (8 per 10
 // minutes) counts uploads through both servers; with a runner process on each server,
-// submissions sent through both are graded exactly once.
+// submissions sent through both are graded exactly once; a revocation
+// counts on both servers, which keep token checks in memory.
 func TestTwoServersOnOnePostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("executes notebooks in runner processes")
@@ -136,4 +137,25 @@ func TestTwoServersOnOnePostgres(t *testing.T) {
 		t.Fatalf("cell results: %d submissions scored (want %d), duplicates %v", scored, len(subs), dup)
 	}
 	t.Logf("%d submissions through two servers graded exactly once; jobs per runner: %v", len(subs), byRunner)
+
+	// 4. Both servers keep ada's token check by now; a revocation by
+	// another process (`npugrade user revoke`) reaches both by
+	// notification. The wait is the notification's delivery.
+	if code, _, errb := runCLI(t, "user", "revoke", "ada", "--db", dbURL); code != 0 {
+		t.Fatalf("user revoke ada: exit %d: %s", code, errb)
+	}
+	revoked := time.Now()
+	for _, s := range []*server{a, b} {
+		for accepted := 0; ; accepted++ {
+			resp, _ := request(t, "GET", s.url+"/api/v1/submissions", ada, nil, "", nil)
+			if resp.StatusCode == 401 {
+				t.Logf("%s refused the revoked token %v after the revocation (%d requests accepted before)", s.url, time.Since(revoked), accepted)
+				break
+			}
+			if resp.StatusCode != 200 || time.Since(revoked) > 5*time.Second {
+				t.Fatalf("%s answered %d to the revoked token %v after the revocation", s.url, resp.StatusCode, time.Since(revoked))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 }

@@ -57,7 +57,9 @@ type logState struct {
 // User returns the user of token, presented from addr for path. Bad
 // tokens count against addr; an address over the limit is refused
 // whatever its token. The limit and the token are read in one statement
-// (store.Authenticate): one round trip per request.
+// (store.Authenticate): one round trip per request, none on Postgres
+// while the server keeps the check (forgotten at any change to it, on
+// every server).
 func (g *Guard) User(ctx context.Context, addr, path, token string) (domain.User, error) {
 	_, w := g.Limits()
 	a, err := g.DB.Authenticate(ctx, token, addr, w)

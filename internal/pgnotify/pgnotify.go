@@ -40,16 +40,37 @@ type Listener struct {
 	OnDisconnect func(err error)
 	Log          *slog.Logger
 
-	// KeepAlive is how long the connection may be silent before the
-	// listener pings it (a peer that vanished without a reset is only
-	// noticed this way); 0 means 30 s.
+	// KeepAlive is how often the listener pings the connection (a peer
+	// that vanished without a reset is only noticed this way, and a
+	// ping is what Fresh rests on); 0 means 30 s.
 	KeepAlive time.Duration
 
 	listening atomic.Bool
+	// confirmed is when (since epoch) the last successful LISTEN or ping
+	// was sent: every notification committed before it has been handed
+	// to OnNotify.
+	confirmed atomic.Int64
 }
+
+// epoch makes confirmed a monotonic reading (a wall clock set back must
+// not make an old ping look recent).
+var epoch = time.Now()
 
 // Listening reports whether the LISTEN is in place now.
 func (l *Listener) Listening() bool { return l.listening.Load() }
+
+// Fresh reports whether the LISTEN is in place and the listener proved,
+// less than within ago, that every notification committed until then has
+// reached OnNotify: Postgres delivers a listening session's notifications
+// in commit order and before it answers the session's next command, so a
+// ping that succeeded proves it for what committed before it was sent.
+// A caller that trusts a cache only while Fresh holds serves nothing that
+// went stale more than within ago, even when the connection died
+// silently and no error has shown it yet. Pings go every KeepAlive, so
+// within should be more than that.
+func (l *Listener) Fresh(within time.Duration) bool {
+	return l.listening.Load() && time.Since(epoch)-time.Duration(l.confirmed.Load()) < within
+}
 
 // backoff bounds between reconnection attempts.
 const (
@@ -116,9 +137,11 @@ func (l *Listener) session(ctx context.Context) error {
 		defer cancel()
 		_ = conn.Close(closeCtx)
 	}()
+	sent := time.Since(epoch)
 	if _, err := conn.Exec(ctx, "LISTEN "+quoteIdent(l.Channel)).ReadAll(); err != nil {
 		return fmt.Errorf("listen %s: %w", l.Channel, err)
 	}
+	l.confirmed.Store(int64(sent))
 	l.listening.Store(true)
 	if l.OnConnect != nil {
 		l.OnConnect()
@@ -128,25 +151,32 @@ func (l *Listener) session(ctx context.Context) error {
 		keep = 30 * time.Second
 	}
 	for {
-		waitCtx, cancel := context.WithTimeout(ctx, keep)
-		err := conn.WaitForNotification(waitCtx)
-		cancel()
-		if err == nil {
-			continue
+		// Ping every KeepAlive, notifications or not: a stream of them
+		// must not starve the pings Fresh rests on.
+		due := time.Duration(l.confirmed.Load()) + keep - time.Since(epoch)
+		if due > 0 {
+			waitCtx, cancel := context.WithTimeout(ctx, due)
+			err := conn.WaitForNotification(waitCtx)
+			cancel()
+			if err == nil {
+				continue
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
+				return fmt.Errorf("wait for notifications: %w", err)
+			}
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if !errors.Is(err, context.DeadlineExceeded) && !pgconn.Timeout(err) {
-			return fmt.Errorf("wait for notifications: %w", err)
-		}
-		// Silent for KeepAlive: make sure the server is still there.
+		// Make sure the server is still there and has sent everything.
+		sent := time.Since(epoch)
 		pingCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = conn.Ping(pingCtx)
+		err := conn.Ping(pingCtx)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("ping: %w", err)
 		}
+		l.confirmed.Store(int64(sent))
 	}
 }
 

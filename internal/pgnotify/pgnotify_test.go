@@ -51,8 +51,8 @@ func TestListenerReconnects(t *testing.T) {
 		}
 	}
 	expect("first")
-	if !l.Listening() {
-		t.Fatal("Listening() is false while listening")
+	if !l.Listening() || !l.Fresh(time.Hour) {
+		t.Fatal("Listening() or Fresh(an hour) is false while listening")
 	}
 	// End the listener's session from the server side.
 	if err := db.RawExec(context.Background(),
@@ -61,4 +61,34 @@ func TestListenerReconnects(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("after reconnect")
+}
+
+// TestListenerFresh: Fresh holds only within the given time of the last
+// LISTEN or ping, and not at all once the listener stopped.
+func TestListenerFresh(t *testing.T) {
+	t.Parallel()
+	url := storetest.URL(t, "postgres")
+	connected := make(chan struct{}, 1)
+	l := &pgnotify.Listener{DSN: url, Channel: "fresh", KeepAlive: time.Hour, OnConnect: func() { connected <- struct{}{} }}
+	if l.Fresh(time.Hour) {
+		t.Fatal("Fresh before listening")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	select {
+	case <-connected:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the listener did not connect")
+	}
+	time.Sleep(100 * time.Millisecond)
+	// No ping for an hour: the LISTEN, at least 100 ms ago, is the last proof.
+	if l.Fresh(50*time.Millisecond) || !l.Fresh(time.Hour) {
+		t.Fatalf("Fresh(50ms) %v, Fresh(1h) %v; want false, true", l.Fresh(50*time.Millisecond), l.Fresh(time.Hour))
+	}
+	cancel()
+	<-done
+	if l.Fresh(time.Hour) {
+		t.Fatal("Fresh after the listener stopped")
+	}
 }

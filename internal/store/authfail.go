@@ -62,6 +62,7 @@ ON CONFLICT (addr) DO UPDATE SET
 		}
 		return tx.g.Where("addr = ?", addr).Take(&row).Error
 	})
+	db.auth.forget() // kept checks hold the address's failures
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("count a failed authentication of %s: %w", addr, err)
 	}
@@ -71,7 +72,9 @@ ON CONFLICT (addr) DO UPDATE SET
 // PruneAuthFailures forgets the addresses whose window ended before
 // window ago.
 func (db *DB) PruneAuthFailures(ctx context.Context, window time.Duration) error {
-	if err := db.gorm.WithContext(ctx).Where("window_start < ?", db.Now().Add(-window)).Delete(&authFailureRow{}).Error; err != nil {
+	err := db.gorm.WithContext(ctx).Where("window_start < ?", db.Now().Add(-window)).Delete(&authFailureRow{}).Error
+	db.auth.forget()
+	if err != nil {
 		return fmt.Errorf("prune failed authentications: %w", err)
 	}
 	return nil

@@ -5,3 +5,11 @@ package store
 func (db *DB) MarkFailed(submissionID, message string) error {
 	return db.markFailed(db.gorm, submissionID, message)
 }
+
+// AuthKept is how many token checks db keeps, and whether it would serve
+// them now (its listener fresh).
+func (db *DB) AuthKept() (int, bool) {
+	db.auth.mu.Lock()
+	defer db.auth.mu.Unlock()
+	return len(db.auth.entries), db.auth.fresh != nil && db.auth.fresh()
+}

@@ -107,6 +107,7 @@ func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []Ros
 		}
 		return nil
 	})
+	db.auth.forget() // roles changed at once here; other servers at its notification
 	return res, err
 }
 

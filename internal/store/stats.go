@@ -194,6 +194,7 @@ func (db *DB) RevokeToken(ctx context.Context, tokenID int64) error {
 		return domain.Errorf(domain.ENOTFOUND, "token %d not found", tokenID)
 	}
 	err := db.gorm.WithContext(ctx).Model(&tokenRow{}).Where("id = ? AND revoked_at IS NULL", tokenID).Update("revoked_at", db.Now()).Error
+	db.auth.forget() // at once here; other servers at its notification
 	if err != nil {
 		return fmt.Errorf("revoke token %d: %w", tokenID, err)
 	}

@@ -45,6 +45,9 @@ type DB struct {
 	// lookup, claim) go to it directly, without gorm's statement building
 	// and reflection (most of their server CPU, see make bench).
 	sql *sql.DB
+
+	// auth keeps token checks on Postgres while ListenAuth runs.
+	auth authCache
 }
 
 // DefaultPoolSize is the Postgres connection pool's default size: at

@@ -61,7 +61,9 @@ func translate(err error) error {
 // RawExec runs a hand-written statement. Tests seed and alter tables with
 // it; code outside package store never calls it (TestStoreIsSealed).
 func (db *DB) RawExec(ctx context.Context, sql string, args ...any) error {
-	return translate(db.gorm.WithContext(ctx).Exec(sql, args...).Error)
+	err := db.gorm.WithContext(ctx).Exec(sql, args...).Error
+	db.auth.forget() // it may have changed a token or a user
+	return translate(err)
 }
 
 // RawExec runs a hand-written statement inside tx (tests only, as DB.RawExec).

@@ -63,6 +63,7 @@ func (db *DB) RevokeTokens(ctx context.Context, userID int64) error {
 	now := db.Now()
 	err := db.gorm.WithContext(ctx).Model(&tokenRow{}).
 		Where("user_id = ? AND revoked_at IS NULL", userID).Update("revoked_at", now).Error
+	db.auth.forget() // at once here; other servers at its notification
 	if err != nil {
 		return fmt.Errorf("revoke tokens of user %d: %w", userID, err)
 	}
@@ -132,7 +133,8 @@ func (db *DB) authArgs(vals map[string]any, token, addr string, window time.Dura
 	vals["hash"], vals["addr"], vals["wstart"] = hash, addr, db.Now().Add(-window)
 }
 
-// check is the TokenCheck s read; it records the token's use when due.
+// check is the TokenCheck s read; it records the token's use when due
+// (and notes it in s).
 func (db *DB) check(ctx context.Context, s *authScan, counted bool) TokenCheck {
 	var out TokenCheck
 	if counted && s.fails.Valid {
@@ -154,23 +156,47 @@ func (db *DB) check(ctx context.Context, s *authScan, counted bool) TokenCheck {
 		_ = db.gorm.WithContext(ctx).Model(&tokenRow{}).
 			Where("id = ? AND (last_used_at IS NULL OR last_used_at < ?)", s.tid.Int64, now.Add(-tokenUseResolution)).
 			Update("last_used_at", now).Error
+		// Written, or another server wrote it: a kept check does not ask
+		// again within the resolution.
+		s.used = sql.NullTime{Time: now, Valid: true}
 	}
 	return out
 }
 
 // Authenticate resolves token and, when addr is not empty, counts the
-// failed authentications from addr within window, in one statement. The
-// token is looked up on every call, so a revocation counts at once on
-// every server. An empty or unknown token is a TokenCheck with Valid
+// failed authentications from addr within window, in one statement. On
+// Postgres the check of a valid token is kept in memory while this
+// server listens for changes to it (authCache), and forgotten at any, so
+// a revocation counts at once on every server. An empty or unknown token is a TokenCheck with Valid
 // false, not an error.
 func (db *DB) Authenticate(ctx context.Context, token, addr string, window time.Duration) (TokenCheck, error) {
 	vals := map[string]any{}
 	db.authArgs(vals, token, addr, window)
+	counted := addr != "" && window > 0
+	key := authKey{hash: vals["hash"].(string), addr: vals["addr"].(string), window: window}
+	if s, ok := db.auth.get(key); ok {
+		// The lookup left out a window over at its time; this one may
+		// have ended since.
+		if s.fails.Valid && !s.start.Time.After(db.Now().Add(-window)) {
+			s.fails.Valid = false
+		}
+		used := s.used
+		out := db.check(ctx, &s, counted)
+		if s.used != used {
+			db.auth.touch(key, s.used)
+		}
+		return out, nil
+	}
+	gen := db.auth.begin()
 	var s authScan
 	if err := db.sql.QueryRowContext(ctx, db.text(authenticateSQL), authenticateSQL.args(vals)...).Scan(s.dest()...); err != nil {
 		return TokenCheck{}, fmt.Errorf("look up token: %w", translate(err))
 	}
-	return db.check(ctx, &s, addr != "" && window > 0), nil
+	out := db.check(ctx, &s, counted)
+	if out.Valid {
+		db.auth.put(gen, key, s)
+	}
+	return out, nil
 }
 
 // tokenUseResolution is how stale tokens.last_used_at may be.

@@ -1,0 +1,5 @@
+-- Postgres notifies every server of changes to token checks from this
+-- version on (issue 15). SQLite keeps no token checks in memory: its
+-- servers look every token up (another process, such as `npugrade user`,
+-- may revoke one). The version is kept so both dialects count the same
+-- migrations.
