@@ -66,6 +66,14 @@ func (z *DriverZygote) get(python string) (*forkserver.Proc, error) {
 	})
 }
 
+// prestart starts the zygote in the background, so that a pool's first
+// spare does not start it only after its kernel zygote is ready (both
+// start at once, each on a core); a failure shows on the first warm
+// driver, which starts it again.
+func (z *DriverZygote) prestart(python string) {
+	go func() { _, _ = z.get(python) }()
+}
+
 // Drivers is how many drivers were forked.
 func (z *DriverZygote) Drivers() int64 { return z.forks.Load() }
 

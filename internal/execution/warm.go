@@ -456,6 +456,9 @@ func (p *Pool) Start(ctx context.Context) {
 		starts = max(1, runtime.NumCPU())
 	}
 	p.starting = make(chan struct{}, starts)
+	if z := p.Exec.DriverZygote; z != nil {
+		z.prestart(p.Exec.python())
+	}
 	n := max(p.Size, 1)
 	p.wg.Add(n)
 	for i := 0; i < n; i++ {
