@@ -138,7 +138,8 @@ func spec(t *testing.T, mode string) Spec {
 			if !ok {
 				return nil, errors.New("not ready")
 			}
-			return h, json.Unmarshal([]byte(rest), &h)
+			err := json.Unmarshal([]byte(rest), &h)
+			return h, err
 		},
 		ReadyTimeout: time.Minute,
 		Log:          slog.New(slog.NewTextHandler(io.Discard, nil)),

@@ -173,7 +173,8 @@ func (z *Zygote) spec(cfg Config) forkserver.Spec {
 			if !ok {
 				return nil, errors.New("not ready")
 			}
-			return preloaded, json.Unmarshal([]byte(rest), &preloaded)
+			err := json.Unmarshal([]byte(rest), &preloaded)
+			return preloaded, err
 		},
 		ReadyTimeout: zygoteReadyTimeout,
 		LogStderr:    true,
