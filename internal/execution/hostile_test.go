@@ -161,7 +161,12 @@ func hostileCorpus() []hostileCase {
 func TestMain(m *testing.M) {
 	// A secret in the runner's own environment: no kernel may see it.
 	os.Setenv(runnerSecretEnv, runnerSecret)
-	os.Exit(m.Run())
+	code := m.Run()
+	if testKZ != nil { // their directories stay unless they are closed
+		testKZ.Close()
+		testDZ.Close()
+	}
+	os.Exit(code)
 }
 
 // requireExecution skips where the sandbox or the driver's Python is

@@ -17,6 +17,16 @@ var (
 	testZygote     *Zygote
 )
 
+// TestMain closes the shared zygote, which removes its directory (the
+// process would die with the test binary, the directory would stay).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if testZygote != nil {
+		testZygote.Close()
+	}
+	os.Exit(code)
+}
+
 // forkMode runs kernels in the cpu grading environment on the fork path:
 // forked from one zygote shared by the package's tests (it dies with the
 // test binary).
