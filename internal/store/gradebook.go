@@ -39,7 +39,7 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 	if len(exercises) == 0 {
 		return nil
 	}
-	q, args := gradebookQuery(f)
+	q, args := gradebookQuery(f, db.Dialect == "postgres")
 	rows, err := db.gorm.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
 		return fmt.Errorf("gradebook query: %w", err)
@@ -64,7 +64,7 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 // gradebookQuery selects every learner (filtered by name and section; the
 // first MaxLearners when set) with their scored submissions (of one exercise,
 // when filtered), a learner's rows together, in submission order.
-func gradebookQuery(f GradebookFilter) (string, []any) {
+func gradebookQuery(f GradebookFilter, postgres bool) (string, []any) {
 	where, whereArgs := "u.role = ?", []any{string(domain.RoleLearner)}
 	if f.Learner != "" {
 		where += ` AND LOWER(u.name) LIKE ? ESCAPE '\'`
@@ -76,18 +76,28 @@ func gradebookQuery(f GradebookFilter) (string, []any) {
 	}
 	// Scored submissions: graded, and those graded for their automatic
 	// part that wait for manual grading (marked so by their status).
-	join, joinArgs := "LEFT JOIN submissions s ON s.user_id = u.id AND s.status IN ('"+domain.StatusGraded+"', '"+domain.StatusNeedsManual+"')", []any{}
+	scored, scoredArgs := "s.user_id = u.id AND s.status IN ('"+domain.StatusGraded+"', '"+domain.StatusNeedsManual+"')", []any{}
 	if f.ExerciseID != "" {
-		join += " AND s.exercise_id = ?"
-		joinArgs = append(joinArgs, f.ExerciseID)
+		scored += " AND s.exercise_id = ?"
+		scoredArgs = append(scoredArgs, f.ExerciseID)
 	}
 	const cols = "SELECT u.id, u.name, u.section, s.id, s.exercise_id, s.status, s.score, s.max_score, s.graded_at FROM "
 	const order = " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"
-	if f.MaxLearners > 0 {
-		page := "(SELECT u.id, u.name, u.section FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ?) u "
-		return cols + page + join + order, append(append(whereArgs, f.MaxLearners), joinArgs...)
+	if f.MaxLearners <= 0 {
+		return cols + "users u LEFT JOIN submissions s ON " + scored + " WHERE " + where + order, append(scoredArgs, whereArgs...)
 	}
-	return cols + "users u " + join + " WHERE " + where + order, append(joinArgs, whereArgs...)
+	page := "(SELECT u.id, u.name, u.section FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ?) u "
+	args := append(append(whereArgs, f.MaxLearners), scoredArgs...)
+	if !postgres {
+		return cols + page + "LEFT JOIN submissions s ON " + scored + order, args
+	}
+	// On Postgres each learner of the page reads its own submissions by
+	// the (user_id, ...) index. As a plain join the planner may instead
+	// hash all of them (a scan of every submission: 0.5-0.65 s at
+	// 500,000, the page's 130 ms otherwise); OFFSET 0 keeps it from
+	// pulling the subquery up into that join.
+	return cols + page + "LEFT JOIN LATERAL (SELECT s.id, s.exercise_id, s.status, s.score, s.max_score, s.graded_at, s.created_at FROM submissions s WHERE " +
+		scored + " OFFSET 0) s ON TRUE" + order, args
 }
 
 // scanGradebookRow reads one row; a learner without submissions has an
