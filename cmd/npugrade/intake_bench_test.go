@@ -69,7 +69,8 @@ func intakeN() int {
 // each), side by side with the database alone running the rows intake's
 // transaction writes (the upload and the rebuilt notebook as blobs, the
 // submission, its job): pgbench on Postgres, the same driver in a Go loop
-// on SQLite. It prints submissions/s, p50/p99 and the ratio. Run it with
+// on SQLite. It prints submissions/s, p50/p99 and the ratio, and on
+// Postgres the floor under intake (intakeFloor) against both. Run it with
 // -benchtime 1x; -cpuprofile profiles the server (it runs in the test
 // process).
 func BenchmarkIntakeVsDatabase(b *testing.B) {
@@ -91,6 +92,10 @@ func BenchmarkIntakeVsDatabase(b *testing.B) {
 			report("postgres", clients, srv, "pgbench (the server's bytes)", same)
 			repeat := pgbenchIntake(b, pgbench, dbURL, clients, n, pgbenchScript, "-D", fmt.Sprintf("size=%d", len(nb)))
 			report("postgres", clients, srv, "pgbench (md5 repeats, the old baseline)", repeat)
+			// After pgbench, which copies the server's own rows.
+			floor := intakeFloor(b, dbURL, clients, nb, marker, n)
+			report("postgres", clients, floor, "pgbench (the floor: HTTP, hashes, the statement)", same)
+			report("postgres", clients, srv, "the floor", floor)
 		}
 	})
 	b.Run("sqlite", func(b *testing.B) {
@@ -118,59 +123,7 @@ func intakeServer(b *testing.B, dbURL string, clients int, nb, marker []byte, n 
 	url, stop := startServerDirect(b, dbURL, "--local-runner", "0", "--upload-limit", "0",
 		"--gc-percent", strconv.Itoa(defaultGCPercent), "--gc-memory-limit", defaultMemoryLimit)
 	defer stop()
-	var pg *backendCPU
-	blobs0 := blobsSize(b, dbURL)
-	if strings.HasPrefix(dbURL, "postgres") {
-		pg = watchBackends(dbURL)
-	}
-	cpu0, gc0 := selfCPU(), gcCPU()
-	form := newUploadBody(nb, marker)
-	// A write buffer the size of a request, headers included: the
-	// request goes out in one write, not 34 of 4 KB.
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, WriteBufferSize: len(form.form) + 4096},
-		Timeout: time.Minute}
-	var next atomic.Int64
-	lat := make([][]time.Duration, clients)
-	var failed atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			form := form.forClient()
-			for {
-				i := next.Add(1)
-				if i > int64(n) {
-					return
-				}
-				// Each upload is distinct, as learners' are: no blob is
-				// deduplicated away.
-				t0 := time.Now()
-				if code := form.post(client, url, tokens[c], fmt.Sprintf("%-*d", form.marker, i)); code != http.StatusAccepted {
-					failed.Add(1)
-					continue
-				}
-				lat[c] = append(lat[c], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	r := intakeRun{selfCPU: (selfCPU() - cpu0) / time.Duration(n), gcCPU: (gcCPU() - gc0) / time.Duration(n)}
-	if pg != nil {
-		r.pgCPU = pg.Stop() / time.Duration(n)
-	}
-	r.blobBytes = (blobsSize(b, dbURL) - blobs0) / int64(n)
-	if f := failed.Load(); f > 0 {
-		b.Errorf("%d of %d uploads failed", f, n)
-	}
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
-	r.n, r.rate, r.p50, r.p99 = len(all), float64(len(all))/el.Seconds(), percentile(all, 0.5), percentile(all, 0.99)
-	return r
+	return postUploads(b, dbURL, url, tokens, nb, marker, n, 0)
 }
 
 // uploadBody is the multipart body of POST /api/v1/submissions with the
