@@ -14,7 +14,8 @@ import (
 // token checks (ListenAuth) keeps valid tokens' checks and skips the
 // lookup, and forgets them at every change made by anyone: a token
 // revoked or a user's role changed by another process (the CLI, another
-// server), an address's failures counted, its own revocations at once.
+// server), an address's failures counted (that address's checks alone),
+// its own revocations at once.
 // Without the listener nothing is kept (SQLite: never).
 func TestAuthKeptChecks(t *testing.T) {
 	t.Parallel()
@@ -54,7 +55,7 @@ func TestAuthKeptChecks(t *testing.T) {
 					if a := check(token, "10.0.0.1"); !a.Valid || a.User.ID != u.ID {
 						t.Fatalf("check = %+v", a)
 					}
-					if n, fresh := srv.AuthKept(); n == 1 && fresh {
+					if _, fresh := srv.AuthKept(); fresh && srv.AuthKeptAddrs()["10.0.0.1"] {
 						return
 					}
 					if time.Now().After(deadline) {
@@ -105,6 +106,28 @@ func TestAuthKeptChecks(t *testing.T) {
 			forgotten("a failure counted")
 			if a := check(token, "10.0.0.1"); !a.Valid || a.Failures != 1 {
 				t.Fatalf("after a failure: %+v", a)
+			}
+			// Another address's failures forget that address's checks
+			// alone (migration 00022): a guesser does not make this
+			// server look every token up again.
+			kept()
+			check(token, "10.0.0.2")
+			if n, _ := srv.AuthKept(); n != 2 {
+				t.Fatalf("%d checks kept, want 2 (two addresses)", n)
+			}
+			if _, _, err := other.RecordAuthFailure(ctx, "10.0.0.2", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			for deadline := time.Now().Add(10 * time.Second); srv.AuthKeptAddrs()["10.0.0.2"]; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("a failure of 10.0.0.2 did not forget its check within 10 s")
+				}
+			}
+			if addrs := srv.AuthKeptAddrs(); !addrs["10.0.0.1"] || len(addrs) != 1 {
+				t.Fatalf("after 10.0.0.2's failure the kept checks are of %v, want 10.0.0.1's alone", addrs)
+			}
+			if a := check(token, "10.0.0.2"); !a.Valid || a.Failures != 1 {
+				t.Fatalf("10.0.0.2 after its failure: %+v", a)
 			}
 			// A revocation by another process (npugrade user, another server).
 			kept()

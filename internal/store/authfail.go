@@ -62,7 +62,7 @@ ON CONFLICT (addr) DO UPDATE SET
 		}
 		return tx.g.Where("addr = ?", addr).Take(&row).Error
 	})
-	db.auth.forget() // kept checks hold the address's failures
+	db.auth.forgetAddr(addr) // kept checks hold the address's failures
 	if err != nil {
 		return 0, time.Time{}, fmt.Errorf("count a failed authentication of %s: %w", addr, err)
 	}

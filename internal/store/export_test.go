@@ -11,5 +11,18 @@ func (db *DB) MarkFailed(submissionID, message string) error {
 func (db *DB) AuthKept() (int, bool) {
 	db.auth.mu.Lock()
 	defer db.auth.mu.Unlock()
-	return len(db.auth.entries), db.auth.fresh != nil && db.auth.fresh()
+	return db.auth.n, db.auth.fresh != nil && db.auth.fresh()
+}
+
+// AuthKeptAddrs is the client addresses of the token checks kept.
+func (db *DB) AuthKeptAddrs() map[string]bool {
+	db.auth.mu.Lock()
+	defer db.auth.mu.Unlock()
+	out := map[string]bool{}
+	for addr, byKey := range db.auth.entries {
+		if len(byKey) > 0 {
+			out[addr] = true
+		}
+	}
+	return out
 }

@@ -1,0 +1,3 @@
+-- Postgres notifies an address's counted failures by address from this
+-- version on (issue 15). SQLite keeps no token checks in memory; the
+-- version is kept so both dialects count the same migrations.
