@@ -22,12 +22,15 @@ namespace takes the kernel with it.
 """
 
 import os
-import socket
 import sys
 
-# Only os, socket, sys (and ctypes): this runs once per kernel, and json
-# and subprocess would double its CPU. The request file goes to the zygote as
-# it is; the zygote's replies are "pid N" and "status N".
+import _socket
+
+# Only C modules beyond os and sys: this runs once per warm spare, and its
+# imports were most of its CPU (socket's and ctypes' Python layers cost
+# 10 ms of the 19 a launch took; json and subprocess would double it). The
+# request file goes to the zygote as it is; the zygote's replies are
+# "pid N" and "status N".
 
 INFO_FD = 10  # the wrapper passes it to bwrap --info-fd
 
@@ -60,13 +63,35 @@ def ppid(pid):
     return -1
 
 
-def main():
-    import ctypes  # 2 ms; json, subprocess would be 15
+def prctl(*args):
+    """libc's prctl through _ctypes alone (ctypes' own module is 5 ms)."""
+    import _ctypes
 
+    class c_int(_ctypes._SimpleCData):
+        _type_ = "i"
+
+    class Func(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = c_int
+
+    class libc:
+        _handle = _ctypes.dlopen(None)
+
+    return Func(("prctl", libc))(*args)
+
+
+def send_fds(s, msg, fds):
+    """socket.send_fds on a bare _socket.socket: one SCM_RIGHTS message."""
+    data = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+    return s.sendmsg([msg], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, data)])
+
+
+def main():
     # Dies with the driver (as the exec path's bwrap does, by
     # --die-with-parent); the sandbox dies with this (its bwrap's
     # --die-with-parent), and with the sandbox the kernel.
-    ctypes.CDLL(None).prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+    if prctl(1, 9, 0, 0, 0) != 0:  # PR_SET_PDEATHSIG, SIGKILL
+        return fail("prctl(PR_SET_PDEATHSIG) failed")
     if os.getppid() == 1:
         return fail("the driver is gone")
     sock_path, req_path, procs, wrapper = sys.argv[1:5]
@@ -111,12 +136,12 @@ def main():
         return abort("start the sandbox: %s" % e)
     os.close(info_r)
     os.close(ready_r)
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_SEQPACKET)
     s.settimeout(180)
     try:
         s.connect(sock_path)
         msg = req.strip() + b"\n" + "\0".join(header).encode()
-        socket.send_fds(s, [msg], [pidfd, rootfd, death_w, 0, 1, 2])
+        send_fds(s, msg, [pidfd, rootfd, death_w, 0, 1, 2])
         for fd in (death_w, pidfd, rootfd):
             os.close(fd)
         reply = s.recv(64).split()
