@@ -406,7 +406,8 @@ async def warm(cfg, chan):
     startup = int(cfg.get("startup_timeout") or 60)
     try:
         async with client.async_setup_kernel():
-            await kernel_info(client, startup)
+            # The setup has waited for the kernel's kernel_info reply; a
+            # preload is checked with another one after it.
             if cfg.get("preload"):
                 try:
                     await preload(client, cfg["preload"], startup)

@@ -114,11 +114,15 @@ def preload(modules):
 
 def startup_imports():
     """The modules every kernel imports at start: ipykernel, its debugger,
-    and the plain imports among the environment's IPython exec_lines (the
-    grading environment makes kernels import its backend stand-in)."""
+    what its start imports lazily, and the plain imports among the
+    environment's IPython exec_lines (the grading environment makes
+    kernels import its backend stand-in)."""
     import ast
 
-    failed = preload(["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger", "IPython"])
+    # tornado.platform.asyncio, completerlib and faulthandler: what
+    # ipykernel's start imports lazily (each kernel paid for it).
+    failed = preload(["ipykernel.kernelapp", "ipykernel.ipkernel", "ipykernel.zmqshell", "ipykernel.debugger", "IPython",
+                      "tornado.platform.asyncio", "IPython.core.completerlib", "faulthandler"])
     try:
         from traitlets.config.loader import PyFileConfigLoader
 
