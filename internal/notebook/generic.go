@@ -211,8 +211,9 @@ func (p *genericParser) str() (any, bool) {
 // text reads a string token; escapes and bytes the fast readers leave
 // alone (surrogates, invalid UTF-8) are decoded by encoding/json.
 //
-// With an arena, data was checked to be valid UTF-8 as a whole, so no
-// string is checked again, and each string is decoded into the arena
+// With an arena, data is valid UTF-8 or refused: each string is checked
+// as it is decoded (appendString), one that is not UTF-8 fails the
+// decode (the caller names the problem), and each string is decoded into the arena
 // right after the previous one, as a view of it instead of an allocation
 // of its own: the strings of a JSON list read one after another are
 // then one run of the arena (multiline joins them for free). Made as
@@ -246,6 +247,8 @@ func (p *genericParser) text() (string, bool) {
 		if s, ok := unquoteFast(tok); ok {
 			return s, true
 		}
+	} else if !validUTF8(tok) {
+		return "", false // with an arena, data is UTF-8 or refused
 	}
 	var s string
 	if json.Unmarshal(tok, &s) != nil {

@@ -41,6 +41,8 @@ func DefaultLimits() Limits {
 // ErrTooLarge is returned (wrapped) when the document exceeds MaxBytes.
 var ErrTooLarge = errors.New("notebook too large")
 
+var errNotUTF8 = errors.New("notebook is not valid UTF-8")
+
 // validCellID is nbformat 4.5's pattern for a cell id,
 // ^[a-zA-Z0-9-_]+$ of 1–64 characters, checked without a regexp: it runs
 // for every cell of every upload.
@@ -64,9 +66,6 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 	lim = lim.withDefaults()
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), lim.MaxBytes)
-	}
-	if !validUTF8(data) {
-		return nil, errors.New("notebook is not valid UTF-8")
 	}
 	nb, doc, schemaMinor, cellRaw, err := decode(data, lim)
 	if err != nil {
@@ -190,16 +189,28 @@ func (lim Limits) withDefaults() Limits {
 // hostile upload of many megabytes would cost that much more than its
 // refusal did. Below that size no bound can make it build more than an
 // upload within them.
+//
+// Bytes that are not UTF-8 are refused as such before any other problem
+// is named. The one-pass decode checks them as it reads its strings
+// (outside strings, any such byte is a syntax error): the upload is
+// checked in a pass of its own only when that decode fails, or prescan
+// does.
 func decode(data []byte, lim Limits) (*Notebook, any, int, [][]byte, error) {
 	scanned := int64(len(data)) >= 2*int64(lim.MaxValues)
 	if scanned {
 		if err := prescan(data, lim); err != nil {
+			if !validUTF8(data) {
+				return nil, nil, 0, nil, errNotUTF8
+			}
 			return nil, nil, 0, nil, err
 		}
 	}
 	b := bounds{maxDepth: lim.MaxDepth, maxValues: lim.MaxValues, maxCells: lim.MaxCells}
-	doc, nb, cellRaw, ok := decodeOnePass(data, true, true, b) // Parse checked the UTF-8
+	doc, nb, cellRaw, ok := decodeOnePass(data, true, true, b)
 	if !ok {
+		if !validUTF8(data) {
+			return nil, nil, 0, nil, errNotUTF8
+		}
 		if !scanned {
 			if err := prescan(data, lim); err != nil {
 				return nil, nil, 0, nil, err

@@ -25,8 +25,10 @@ import (
 // b are prescan's bounds, enforced as the decode goes (!ok past one),
 // so that an upload within them is walked once, not also by prescan.
 //
-// validUTF8 says data was checked to be valid UTF-8 (Parse does that
-// first): its strings are then decoded into one arena (genericParser.text).
+// validUTF8 says data must be valid UTF-8: its strings are then checked
+// as they are decoded into one arena (genericParser.text), and one that
+// is not UTF-8 fails the decode (!ok), for decode to say so; without
+// it, such bytes decode as encoding/json decodes them.
 //
 // With lazyCells, the generic form of each cell is left out (a nil in
 // the cells list): a cell's is needed only where the schema check does

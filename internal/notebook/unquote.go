@@ -162,22 +162,21 @@ func joinLinesFast(b []byte) (s string, ok bool) {
 }
 
 // appendString appends the string whose contents start at s[0] (just
-// past its opening quote) decoded, for a document already known to be
-// valid UTF-8: unlike unquoteFast it checks no UTF-8 of its own (a run
-// between two ASCII bytes of valid UTF-8 is itself valid). It finds the
-// closing quote as it goes (end, its index in s) instead of in a pass
-// of its own. ok is false where unquoteFast's would be — a control
-// byte, a surrogate or a malformed escape, left to encoding/json — and
-// where no quote ends the string.
+// past its opening quote) decoded. It finds the closing quote as it goes
+// (end, its index in s) and checks the UTF-8 of the text it passes
+// (plainEnd), so Parse need not check the whole upload in a pass of its
+// own. ok is false where unquoteFast's would be — a control byte, a
+// surrogate, a malformed escape or bytes that are not UTF-8, left to
+// encoding/json and the caller — and where no quote ends the string.
 func appendString(dst, s []byte) (out []byte, end int, ok bool) {
-	i := 0
+	i, run := 0, 0 // run: where the text not yet appended starts
 	for {
-		k := indexStringByte(s[i:])
-		if k < 0 {
+		k, valid := plainEnd(s, i)
+		if !valid || k >= len(s) {
 			return dst, 0, false
 		}
-		dst = append(dst, s[i:i+k]...)
-		i += k
+		dst = append(dst, s[run:k]...)
+		i = k
 		switch s[i] {
 		case '"':
 			return dst, i, true
@@ -207,12 +206,12 @@ func appendString(dst, s []byte) (out []byte, end int, ok bool) {
 				return dst, 0, false // surrogates: encoding/json's rules
 			}
 			dst = utf8.AppendRune(dst, r)
-			i += 6
-			continue
+			i += 4
 		default:
 			return dst, 0, false
 		}
 		i += 2
+		run = i
 	}
 }
 
@@ -221,11 +220,11 @@ func appendString(dst, s []byte) (out []byte, end int, ok bool) {
 func stringFast(s []byte) (end int, ok bool) {
 	i := 0
 	for {
-		k := indexStringByte(s[i:])
-		if k < 0 {
+		k, valid := plainEnd(s, i)
+		if !valid || k >= len(s) {
 			return 0, false
 		}
-		i += k
+		i = k
 		switch s[i] {
 		case '"':
 			return i, true
@@ -251,27 +250,70 @@ func stringFast(s []byte) (end int, ok bool) {
 	}
 }
 
-// indexStringByte is the index of the first quote, backslash or
-// control byte of b, or -1. It tests eight bytes at a time: most of an
-// upload's bytes are the text of strings with few escapes.
-func indexStringByte(b []byte) int {
+// plainEnd is the index of the first quote, backslash or control byte
+// of s at or after i (len(s) if none), and whether the text before it
+// is valid UTF-8 (when not, the index is where the check failed). Most
+// of an upload's bytes are the text of strings, ASCII with some Chinese:
+// it tests eight bytes at a time for any of those bytes or a non-ASCII
+// one, checks the runes it stops at, and goes back to eight at a time.
+func plainEnd(s []byte, i int) (int, bool) {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		bs, qs := x^('\\'*ones), x^('"'*ones)
-		// A byte below 0x20, or a zero byte of bs or qs (a backslash or
-		// a quote of x): exact for "any byte", which is all this asks.
-		if ((x-0x20*ones)&^x|(bs-ones)&^bs|(qs-ones)&^qs)&highs != 0 {
+	for i < len(s) {
+		for ; i+8 <= len(s); i += 8 {
+			x := binary.LittleEndian.Uint64(s[i:])
+			// The high bit of a byte below 0x20, of a quote or backslash
+			// (x^c-1 borrows), or of a non-ASCII byte. A borrow reaches
+			// only bytes after a flagged one: the first flagged is exact.
+			m := ((x - 0x20*ones) | ((x ^ '"'*ones) - ones) | ((x ^ '\\'*ones) - ones) | x) & highs
+			if m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
+		}
+		if i >= len(s) {
 			break
 		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c == '"' || c == '\\' || c < 0x20 {
-			return i
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c == '"' || c == '\\' || c < 0x20 {
+				return i, true
+			}
+			i++
+			continue
+		}
+		for i < len(s) && s[i] >= utf8.RuneSelf {
+			n := runeLen(s, i)
+			if n == 0 {
+				return i, false
+			}
+			i += n
 		}
 	}
-	return -1
+	return len(s), true
+}
+
+// runeLen is the length of the valid UTF-8 rune s[i] starts (not
+// ASCII), or 0 if it is not one. Three-byte runes (Chinese) are checked
+// here, the others by utf8.DecodeRune.
+func runeLen(s []byte, i int) int {
+	if c := s[i]; c >= 0xE0 && c < 0xF0 && i+2 < len(s) {
+		lo, hi := byte(0x80), byte(0xBF)
+		switch c {
+		case 0xE0:
+			lo = 0xA0 // no overlong forms
+		case 0xED:
+			hi = 0x9F // no surrogates
+		}
+		if c1, c2 := s[i+1], s[i+2]; c1 < lo || c1 > hi || c2&0xC0 != 0x80 {
+			return 0
+		}
+		return 3
+	}
+	r, size := utf8.DecodeRune(s[i:])
+	if r == utf8.RuneError && size == 1 {
+		return 0
+	}
+	return size
 }
 
 // validUTF8 is utf8.Valid(p). utf8.Valid tests eight ASCII bytes at a

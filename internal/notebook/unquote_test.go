@@ -63,16 +63,16 @@ func FuzzUnquoteFast(f *testing.F) {
 	})
 }
 
-// appendString reads what encoding/json reads from a string token of a
-// valid UTF-8 document, up to the quote that ends it, or steps aside;
-// it leaves what dst held before. stringFast agrees with it.
+// appendString reads what encoding/json reads from a string token, up
+// to the quote that ends it, or steps aside (always where the token is
+// not UTF-8); it leaves what dst held before. stringFast agrees with it.
 func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{`a\nb`, `\u00e9 填充`, `\ud83d\ude00`, `x\\y\"`, "tab\there", `\u12`, `\`, `\u12"`, strings.Repeat(`填充 pad\n`, 9)} {
+	for _, s := range []string{`a\nb`, `\u00e9 填充`, `\ud83d\ude00`, `x\\y\"`, "tab\there", `\u12`, `\`, `\u12"`, strings.Repeat(`填充 pad\n`, 9), "a\xffb", "12345678\xe5\xa1"} {
 		f.Add(s, `, "next": "x"}`)
 	}
 	f.Fuzz(func(t *testing.T, in, after string) {
-		if !utf8.ValidString(in) || stringEnd([]byte(`"`+in+`"`), 1) != len(in)+1 {
-			return // not the contents of one token of a valid document
+		if stringEnd([]byte(`"`+in+`"`), 1) != len(in)+1 {
+			return // not the contents of one token
 		}
 		data := []byte(in + `"` + after)
 		got, end, ok := appendString([]byte("prefix"), data)
@@ -81,6 +81,9 @@ func FuzzAppendString(f *testing.F) {
 		}
 		if !ok {
 			return
+		}
+		if !utf8.ValidString(in) {
+			t.Fatalf("%q: not UTF-8, taken", in)
 		}
 		if !strings.HasPrefix(string(got), "prefix") || end != len(in) {
 			t.Fatalf("%q: %q, ends at %d", in, got, end)
@@ -95,26 +98,33 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
-// indexStringByte finds the first quote, backslash or control byte
-// wherever it is in the eight-byte words it tests, next to every kind
-// of byte.
-func TestIndexStringByte(t *testing.T) {
+// plainEnd finds the first quote, backslash or control byte wherever
+// it is in the eight-byte words it tests, next to every kind of byte
+// and rune, and refuses what is not UTF-8 before it, not after.
+func TestPlainEnd(t *testing.T) {
 	t.Parallel()
-	for _, fill := range []byte{'a', ' ', 0x7f, 0x80, 0xe5, 0xff, '!', '#', '[', ']', 0x5b, 0x5d, 0xdc, 0xa2} {
+	for _, fill := range []string{"a", " ", "\x7f", "!", "#", "[", "]", "é", "填", "😀", "\xef\xbf\xbd", "a填"} {
 		for n := 0; n <= 19; n++ {
-			b := bytes.Repeat([]byte{fill}, n)
-			if got := indexStringByte(b); got != -1 {
-				t.Fatalf("%d × %#x: %d, want -1", n, fill, got)
+			b := []byte(strings.Repeat(fill, n))
+			if got, ok := plainEnd(b, 0); got != len(b) || !ok {
+				t.Fatalf("%d × %q: %d, %v, want %d", n, fill, got, ok, len(b))
 			}
-			for pos := 0; pos < n; pos++ {
+			for pos := 0; pos < len(b); pos += len(fill) {
 				for _, sp := range []byte{'\\', '"', 0, 0x1f, '\n', '\t'} {
-					c := bytes.Clone(b)
-					c[pos] = sp
-					if pos+1 < n {
-						c[pos+1] = '\\' // a later one does not count
+					c := append(append(bytes.Clone(b[:pos]), sp), b[pos:]...)
+					c = append(c, '\\') // a later one does not count
+					if got, ok := plainEnd(c, 0); got != pos || !ok {
+						t.Fatalf("%q: %d, %v, want %d", c, got, ok, pos)
 					}
-					if got := indexStringByte(c); got != pos {
-						t.Fatalf("%q: %d, want %d", c, got, pos)
+					for _, bad := range []string{"\xff", "\xe5\xa1", "\xed\xa0\x80", "\xc0\xaf", "\x80"} {
+						d := append(append(bytes.Clone(b[:pos]), bad...), c[pos:]...)
+						if _, ok := plainEnd(d, 0); ok {
+							t.Fatalf("%q: not UTF-8, taken", d)
+						}
+						d = append(bytes.Clone(c), bad...)
+						if got, ok := plainEnd(d, 0); got != pos || !ok {
+							t.Fatalf("%q: %d, %v, want %d", d, got, ok, pos)
+						}
 					}
 				}
 			}
