@@ -63,14 +63,22 @@ func validCellID(id string) bool {
 // Parse decodes and validates a notebook. A notebook with several problems
 // returns a *multierror.Error listing all of them.
 func Parse(data []byte, lim Limits) (*Notebook, error) {
+	return parse(data, lim, true)
+}
+
+// parse is Parse; without native, every cell goes to the schema's
+// validator (nativeValid and rootNative vouch for nothing), as the
+// tests compare.
+func parse(data []byte, lim Limits, native bool) (*Notebook, error) {
 	lim = lim.withDefaults()
 	if int64(len(data)) > lim.MaxBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(data), lim.MaxBytes)
 	}
-	nb, doc, schemaMinor, cellRaw, err := decode(data, lim)
+	d, err := decode(data, lim)
 	if err != nil {
 		return nil, err
 	}
+	nb := d.nb
 	var errs problems
 	if nb.NBFormat != 4 {
 		errs.add(fmt.Errorf("nbformat %d is not supported (only 4.%d–4.%d)", nb.NBFormat, lim.MinMinor, lim.MaxMinor))
@@ -141,7 +149,7 @@ func Parse(data []byte, lim Limits) (*Notebook, error) {
 		badCells[prev] = true
 	}
 	if nb.NBFormat == 4 && len(nb.Cells) <= lim.MaxCells {
-		for _, p := range schemaProblems(doc, schemaMinor, badCells, cellRaw, nb.Cells) {
+		for _, p := range schemaProblems(d.doc, d.minor, badCells, d.cellRaw, nb.Cells, d.shapes, native) {
 			errs.add(errors.New(p))
 		}
 	}
@@ -195,30 +203,30 @@ func (lim Limits) withDefaults() Limits {
 // (outside strings, any such byte is a syntax error): the upload is
 // checked in a pass of its own only when that decode fails, or prescan
 // does.
-func decode(data []byte, lim Limits) (*Notebook, any, int, [][]byte, error) {
+func decode(data []byte, lim Limits) (decoded, error) {
 	scanned := int64(len(data)) >= 2*int64(lim.MaxValues)
 	if scanned {
 		if err := prescan(data, lim); err != nil {
 			if !validUTF8(data) {
-				return nil, nil, 0, nil, errNotUTF8
+				return decoded{}, errNotUTF8
 			}
-			return nil, nil, 0, nil, err
+			return decoded{}, err
 		}
 	}
 	b := bounds{maxDepth: lim.MaxDepth, maxValues: lim.MaxValues, maxCells: lim.MaxCells}
-	doc, nb, cellRaw, ok := decodeOnePass(data, true, true, b)
+	doc, nb, cellRaw, shapes, ok := decodeShapes(data, true, true, b)
 	if !ok {
 		if !validUTF8(data) {
-			return nil, nil, 0, nil, errNotUTF8
+			return decoded{}, errNotUTF8
 		}
 		if !scanned {
 			if err := prescan(data, lim); err != nil {
-				return nil, nil, 0, nil, err
+				return decoded{}, err
 			}
 		}
 		var err error
 		if doc, nb, err = decodeTwoPass(data); err != nil {
-			return nil, nil, 0, nil, err
+			return decoded{}, err
 		}
 	}
 	minor := nb.NBFormatMinor
@@ -229,7 +237,18 @@ func decode(data []byte, lim Limits) (*Notebook, any, int, [][]byte, error) {
 		}
 	}
 	fillDocDefaults(doc, minor)
-	return nb, doc, minor, cellRaw, nil
+	return decoded{nb: nb, doc: doc, minor: minor, cellRaw: cellRaw, shapes: shapes}, nil
+}
+
+// decoded is what decode returns: the typed and generic forms, the
+// minor version whose schema applies, and, from the one-pass decode,
+// each cell's bytes and shape.
+type decoded struct {
+	nb      *Notebook
+	doc     any
+	minor   int
+	cellRaw [][]byte
+	shapes  []cellShape
 }
 
 // decodeTwoPass is decode for what decodeOnePass leaves alone: the

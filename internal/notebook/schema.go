@@ -91,7 +91,11 @@ func compileSchemas(minor int) (*nbSchemas, error) {
 // has its bytes there and its typed form in typed was left out by the
 // decode (decodeOnePass's lazyCells): it is made from its bytes
 // (cellDoc) only when it is validated.
-func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typed []*Cell) []string {
+//
+// With native, the notebook around its cells is not validated where
+// rootNative vouches for it, nor is a cell that nativeValid vouches for
+// (nor remembered); shapes are the cells' shapes as the decode saw them.
+func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typed []*Cell, shapes []cellShape, native bool) []string {
 	get, ok := compiled[minor]
 	if !ok {
 		return nil // Parse reports the unsupported version itself
@@ -113,7 +117,9 @@ func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typ
 	cells, _ := top["cells"].([]any)
 	shell := shallow(top)
 	shell["cells"] = []any{}
-	add("notebook", s.root.Validate(shell))
+	if !native || !rootNative(shell, minor) {
+		add("notebook", s.root.Validate(shell))
+	}
 	for i, raw := range cells {
 		if len(probs) > maxSchemaProblems || skip[i] {
 			continue
@@ -132,6 +138,9 @@ func schemaProblems(doc any, minor int, skip map[int]bool, cellRaw [][]byte, typ
 		}
 		sch := s.cells[t]
 		if sch == nil {
+			continue
+		}
+		if native && i < len(shapes) && i < len(typed) && nativeValid(shapes[i], typed[i], minor) {
 			continue
 		}
 		var key cleanKey
@@ -247,7 +256,7 @@ func docSchemaProblems(doc any) []string {
 		}
 	}
 	fillDocDefaults(doc, minor)
-	return schemaProblems(doc, minor, nil, nil, nil)
+	return schemaProblems(doc, minor, nil, nil, nil, nil, false)
 }
 
 // cleanCells remembers cells that passed the schema check.

@@ -36,6 +36,13 @@ import (
 // then. Most cells of an upload are remembered: building theirs was
 // most of what the decode allocated.
 func decodeOnePass(data []byte, validUTF8, lazyCells bool, b bounds) (doc any, nb *Notebook, cellRaw [][]byte, ok bool) {
+	doc, nb, cellRaw, _, ok = decodeShapes(data, validUTF8, lazyCells, b)
+	return doc, nb, cellRaw, ok
+}
+
+// decodeShapes is decodeOnePass that also returns each cell's shape,
+// for nativeValid.
+func decodeShapes(data []byte, validUTF8, lazyCells bool, b bounds) (doc any, nb *Notebook, cellRaw [][]byte, shapes []cellShape, ok bool) {
 	p := typedParser{genericParser: genericParser{data: data, bounds: b}, lazyCells: lazyCells}
 	if validUTF8 {
 		p.arena = noZero(len(data))
@@ -60,13 +67,13 @@ func decodeOnePass(data []byte, validUTF8, lazyCells bool, b bounds) (doc any, n
 		return p.unknown(key, notebookFields)
 	})
 	if !ok {
-		return nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
 	p.space()
 	if p.i != len(p.data) {
-		return nil, nil, nil, false
+		return nil, nil, nil, nil, false
 	}
-	return top, nb, p.cellRaw, true
+	return top, nb, p.cellRaw, p.shapes, true
 }
 
 // The JSON names of Notebook's, Cell's and Output's fields:
@@ -81,7 +88,9 @@ var (
 type typedParser struct {
 	genericParser
 	cellRaw   [][]byte // each cell's bytes, in order (the last "cells" read)
-	lazyCells bool     // cells are read without their generic form (decodeOnePass)
+	shapes    []cellShape
+	shape     cellShape // of the cell being read
+	lazyCells bool      // cells are read without their generic form (decodeOnePass)
 	// skip is set while a value's generic form is not wanted: the
 	// readers then return nil for it and build nothing.
 	skip bool
@@ -400,7 +409,7 @@ func (p *typedParser) multiline(dst *MultilineString, light bool) (any, bool) {
 
 func (p *typedParser) cells() ([]any, []*Cell, bool) {
 	cells := []*Cell{}
-	p.cellRaw = nil
+	p.cellRaw, p.shapes = nil, nil
 	v, ok := p.elements(func() (any, bool) {
 		c := &Cell{}
 		if cells = append(cells, c); p.bounds.maxCells > 0 && len(cells) > p.bounds.maxCells {
@@ -408,9 +417,11 @@ func (p *typedParser) cells() ([]any, []*Cell, bool) {
 		}
 		start := p.i
 		p.skip = p.lazyCells
+		p.shape = cellShape{plain: true}
 		v, ok := p.cell(c)
 		p.skip = false
 		p.cellRaw = append(p.cellRaw, p.data[start:p.i])
+		p.shapes = append(p.shapes, p.shape)
 		if p.lazyCells {
 			return nil, ok // not a nil map: cellDoc makes it
 		}
@@ -420,25 +431,36 @@ func (p *typedParser) cells() ([]any, []*Cell, bool) {
 }
 
 func (p *typedParser) cell(c *Cell) (any, bool) {
+	sh := &p.shape
 	m, ok := p.members(func(key string) (any, bool) {
 		switch key {
 		case "id":
+			sh.keys |= keyID
 			return p.string(&c.ID)
 		case "cell_type":
+			sh.keys |= keyCellType
 			return p.string(&c.CellType)
 		case "source":
+			sh.keys |= keySource
+			sh.plain = sh.plain && p.peek() != '{'
 			return p.multiline(&c.Source, true)
 		case "metadata":
+			sh.keys |= keyMetadata
 			m, raw, ok := p.rawMap()
 			c.Metadata = raw
 			return m, ok
 		case "outputs":
+			sh.keys |= keyOutputs
 			v, outs, ok := p.outputs()
 			c.Outputs = outs
 			return v, ok
 		case "execution_count":
-			return p.intPtr(&c.ExecutionCount)
+			sh.keys |= keyExecCount
+			v, ok := p.intPtr(&c.ExecutionCount)
+			sh.plain = sh.plain && (c.ExecutionCount == nil || *c.ExecutionCount >= 0)
+			return v, ok
 		case "attachments":
+			sh.keys |= keyAttachments
 			if p.peek() == 'n' {
 				return nil, false // a RawMessage of null: encoding/json's business
 			}
@@ -446,6 +468,7 @@ func (p *typedParser) cell(c *Cell) (any, bool) {
 			c.Attachments = raw
 			return v, ok
 		}
+		sh.plain = false
 		return p.unknown(key, cellFields)
 	})
 	return m, ok
@@ -481,37 +504,55 @@ func (p *typedParser) outputs() ([]any, []*Output, bool) {
 	return v, outs, ok
 }
 
+// output reads one output, and clears the cell's shape's plain unless
+// outputNative vouches for it.
 func (p *typedParser) output(o *Output) (any, bool) {
-	return p.members(func(key string) (any, bool) {
+	var keys uint16
+	plain := true
+	v, ok := p.members(func(key string) (any, bool) {
 		switch key {
 		case "output_type":
+			keys |= outType
 			return p.string(&o.OutputType)
 		case "name":
+			keys |= outName
 			return p.string(&o.Name)
 		case "text":
+			keys |= outText
+			plain = plain && p.peek() != '{'
 			return p.multiline(&o.Text, false)
 		case "data":
+			keys |= outData
 			o.Data = map[string]MultilineString{}
 			return p.members(func(mime string) (any, bool) {
+				plain = plain && (p.peek() != '{' || jsonMime(mime))
 				var m MultilineString
 				v, ok := p.multiline(&m, false)
 				o.Data[mime] = m
 				return v, ok
 			})
 		case "metadata":
+			keys |= outMetadata
 			if p.peek() == 'n' {
 				return nil, false
 			}
+			plain = plain && p.peek() == '{'
 			v, raw, ok := p.raw()
 			o.Metadata = raw
 			return v, ok
 		case "execution_count":
-			return p.intPtr(&o.ExecutionCount)
+			keys |= outExecCount
+			v, ok := p.intPtr(&o.ExecutionCount)
+			plain = plain && (o.ExecutionCount == nil || *o.ExecutionCount >= 0)
+			return v, ok
 		case "ename":
+			keys |= outEname
 			return p.string(&o.Ename)
 		case "evalue":
+			keys |= outEvalue
 			return p.string(&o.Evalue)
 		case "traceback":
+			keys |= outTraceback
 			o.Traceback = []string{}
 			return p.elements(func() (any, bool) {
 				var s string
@@ -520,6 +561,11 @@ func (p *typedParser) output(o *Output) (any, bool) {
 				return v, ok
 			})
 		}
+		plain = false
 		return p.unknown(key, outputFields)
 	})
+	if ok && !outputNative(o, keys, plain) {
+		p.shape.plain = false
+	}
+	return v, ok
 }

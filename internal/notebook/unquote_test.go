@@ -3,6 +3,7 @@ package notebook
 import (
 	"bytes"
 	"encoding/json"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -139,6 +140,61 @@ func FuzzValidUTF8(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if got, want := validUTF8(b), utf8.Valid(b); got != want {
 			t.Fatalf("%q: %v, utf8.Valid %v", b, got, want)
+		}
+	})
+}
+
+// plainEndRef is plainEnd as its doc says it: the first quote,
+// backslash or control byte, and whether the text before it is UTF-8.
+func plainEndRef(s []byte) (int, bool) {
+	j := bytes.IndexFunc(s, func(r rune) bool { return r == '"' || r == '\\' || r < 0x20 })
+	if j < 0 {
+		j = len(s)
+	}
+	// IndexFunc reads bad bytes as U+FFFD: find the byte itself.
+	for k := 0; k < j; k++ {
+		if c := s[k]; c == '"' || c == '\\' || c < 0x20 {
+			j = k
+		}
+	}
+	return j, utf8.Valid(s[:j])
+}
+
+// plainEnd agrees with plainEndRef on text of every kind of rune —
+// ASCII, two, three and four bytes, at the edges of their ranges — and
+// of bytes that are not UTF-8, at every offset in the words it tests.
+func TestPlainEndRandom(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"a", "bcdefgh", " ", "\x7f", "é", "\u0080", "\u07ff", "填", "\u0800", "\u0fff", "\ud7ff", "\ue000", "\uffff", "\u1000",
+		"😀", "\U00010000", "\U0010ffff", "\xff", "\xc0\x80", "\xc1\xbf", "\xe0\x80\x80", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xf5\x80\x80\x80",
+		"\x80", "\xe5\xa1", "\xe5", "\xc3", "\xf0\x9f\x98", "\"", "\\", "\n", "\x00", "\x1f"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 200000; n++ {
+		var b []byte
+		for k := rng.IntN(12); k >= 0; k-- {
+			p := pieces[rng.IntN(len(pieces))]
+			if rng.IntN(3) > 0 {
+				p = pieces[rng.IntN(9)] // mostly valid text
+			}
+			b = append(b, p...)
+		}
+		wantEnd, wantOK := plainEndRef(b)
+		got, ok := plainEnd(b, 0)
+		if ok != wantOK || (ok && got != wantEnd) {
+			t.Fatalf("%q: %d, %v; want %d, %v", b, got, ok, wantEnd, wantOK)
+		}
+	}
+}
+
+func FuzzPlainEnd(f *testing.F) {
+	for _, s := range []string{"填充 padding text for the benchmark. ", "abcdefg填", "abcdef填\"", "\xed\x9f\xbf\xed\xa0\x80", "😀😀😀", "\xe0\xa0\x80abcdefgh"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		wantEnd, wantOK := plainEndRef(b)
+		got, ok := plainEnd(b, 0)
+		if ok != wantOK || (ok && got != wantEnd) {
+			t.Fatalf("%q: %d, %v; want %d, %v", b, got, ok, wantEnd, wantOK)
 		}
 	})
 }
