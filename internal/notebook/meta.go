@@ -105,6 +105,17 @@ func (c *Cell) Grader() (GraderMeta, error) {
 	return g, err
 }
 
+// graderErr is Grader's error, without copying a remembered grader
+// for a caller: Parse only checks it, for every cell of every upload.
+func (c *Cell) graderErr() error {
+	raw, ok := c.Metadata["grader"]
+	if !ok || len(raw) == 0 || string(raw) == "null" || graders.has(raw) {
+		return nil
+	}
+	_, err := c.Grader()
+	return err
+}
+
 // decodeGrader decodes and checks metadata.grader.
 func decodeGrader(raw json.RawMessage) (GraderMeta, error) {
 	var g GraderMeta
@@ -160,6 +171,17 @@ func (m *graderMemo) get(raw json.RawMessage) (GraderMeta, bool) {
 	g = g.clone()
 	g.Raw = raw
 	return g, true
+}
+
+// has says raw is remembered (it decoded without an error).
+func (m *graderMemo) has(raw json.RawMessage) bool {
+	if len(raw) > maxMemoGraderBytes {
+		return false
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.seen[string(raw)]
+	return ok
 }
 
 func (m *graderMemo) put(raw json.RawMessage, g GraderMeta) {

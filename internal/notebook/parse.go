@@ -91,7 +91,7 @@ func parse(data []byte, lim Limits, native bool) (*Notebook, error) {
 	if len(nb.Cells) > lim.MaxCells {
 		errs.add(fmt.Errorf("notebook has %d cells, the limit is %d", len(nb.Cells), lim.MaxCells))
 	}
-	seen := map[string]int{}
+	seen := make(map[string]int, len(nb.Cells))
 	// Cells with a problem of our own are not checked against the schema
 	// too, so each problem is named once, in our words.
 	badCells := map[int]bool{}
@@ -141,7 +141,7 @@ func parse(data []byte, lim Limits, native bool) (*Notebook, error) {
 		for _, p := range attachmentProblems(c.Attachments, lim.MaxAttach) {
 			errs.add(fmt.Errorf("cell %d %s", i+1, p))
 		}
-		if _, err := c.Grader(); err != nil {
+		if err := c.graderErr(); err != nil {
 			errs.add(fmt.Errorf("cell %d: %w", i+1, err))
 		}
 	}

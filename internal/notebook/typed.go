@@ -410,8 +410,13 @@ func (p *typedParser) multiline(dst *MultilineString, light bool) (any, bool) {
 func (p *typedParser) cells() ([]any, []*Cell, bool) {
 	cells := []*Cell{}
 	p.cellRaw, p.shapes = nil, nil
+	var slab []Cell // cells are allocated a few at a time: one each was a fifth of the allocations
 	v, ok := p.elements(func() (any, bool) {
-		c := &Cell{}
+		if len(slab) == 0 {
+			slab = make([]Cell, min(max(len(cells), 4), 64))
+		}
+		c := &slab[0]
+		slab = slab[1:]
 		if cells = append(cells, c); p.bounds.maxCells > 0 && len(cells) > p.bounds.maxCells {
 			return nil, false
 		}
