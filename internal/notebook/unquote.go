@@ -282,6 +282,19 @@ func plainEnd(s []byte, i int) (int, bool) {
 			continue
 		}
 		for i < len(s) && s[i] >= utf8.RuneSelf {
+			// The leads that take any continuation bytes, checked here
+			// (a call per rune was most of the time of Chinese text):
+			// C2–DF one, E1–EC, EE, EF two.
+			c := s[i]
+			if c-0xE1 < 0x0C || c-0xEE < 2 {
+				if i+2 < len(s) && s[i+1]&0xC0 == 0x80 && s[i+2]&0xC0 == 0x80 {
+					i += 3
+					continue
+				}
+			} else if c-0xC2 < 0x1E && i+1 < len(s) && s[i+1]&0xC0 == 0x80 {
+				i += 2
+				continue
+			}
 			n := runeLen(s, i)
 			if n == 0 {
 				return i, false
