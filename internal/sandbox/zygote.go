@@ -144,7 +144,7 @@ func (z *Zygote) spec(cfg Config) forkserver.Spec {
 				return nil, err
 			}
 			infoR = r
-			conf, _ := json.Marshal(map[string]any{"uid": cfg.UID, "gid": cfg.GID, "preload": z.Preload})
+			conf, _ := json.Marshal(map[string]any{"uid": cfg.UID, "gid": cfg.GID, "preload": z.Preload, "kernel_argv": kernelArgv})
 			args := append(zygoteBwrapArgs(cfg), "--ro-bind", filepath.Join(dir, "zygote.py"), "/run/npugrade-zygote/zygote.py",
 				"--remount-ro", "/", "--chdir", "/", "--info-fd", "5", "--", cfg.Python, "/run/npugrade-zygote/zygote.py", string(conf))
 			cmd := exec.Command(bwrap, args...)
@@ -219,6 +219,10 @@ func zygoteBwrapArgs(cfg Config) []string {
 	return a
 }
 
+// kernelArgv is every forked kernel's command line (ipykernel's); the
+// zygote parses it once.
+var kernelArgv = []string{"-f", sandboxConnFile}
+
 // forkRequest is what the launcher sends the zygote for one kernel
 // (zlaunch.py adds mode and argv; Procs also go on its command line).
 type forkRequest struct {
@@ -250,7 +254,7 @@ func (k *Kernel) useFork(ctx context.Context) {
 		return
 	}
 	req := forkRequest{Procs: k.cg.procsFiles(), Env: cfg.kernelEnv(), Cwd: SandboxHome, UID: k.Limits.UID, GID: k.Limits.GID,
-		Argv:    []string{"-f", sandboxConnFile},
+		Argv:    kernelArgv,
 		Rlimits: map[string]int64{"CORE": 0, "FSIZE": cfg.FileSizeLimit}}
 	if cfg.CPUTimeLimit > 0 {
 		req.Rlimits["CPU"] = int64((cfg.CPUTimeLimit + time.Second - 1) / time.Second)

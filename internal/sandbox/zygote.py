@@ -6,11 +6,13 @@ runner in a grading environment's root filesystem, as
     python3 zygote.py CONFIG_JSON        (fd 3: a listening SOCK_SEQPACKET socket,
                                           fd 4: a pipe whose end means "exit")
 
-CONFIG_JSON: {"uid": U, "gid": G, "preload": [modules]}. It starts as root
-with only CAP_SETUID/CAP_SETGID, drops to the kernel uid at once (no
-capability left), imports the preload modules and what ipykernel needs, and
-then only forks. It never runs learner code and never sees a job's files,
-tokens or answers: what it holds is what every kernel would import anyway.
+CONFIG_JSON: {"uid": U, "gid": G, "preload": [modules], "kernel_argv": [args]}
+(kernel_argv: the command line every forked kernel gets, parsed once here).
+It starts as root with only CAP_SETUID/CAP_SETGID, drops to the kernel uid
+at once (no capability left), imports the preload modules and what
+ipykernel needs, and then only forks. It never runs learner code and never
+sees a job's files, tokens or answers: what it holds is what every kernel
+would import anyway.
 
 For each connection (from zlaunch.py, run as root by the job's driver; the
 socket's directory is root-only) it forks an intermediate process that
@@ -64,6 +66,9 @@ PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
 
 libc = ctypes.CDLL(None, use_errno=True)
+
+# The kernels' command line as parse_kernel_argv parsed it (None: not).
+PARSED = None
 
 
 def prctl(op, arg=0):
@@ -143,6 +148,50 @@ def startup_imports():
                 names.append(node.module)
         failed += preload(names)
     return failed
+
+
+def parse_kernel_argv(argv):
+    """Parses the kernels' command line (the same for every kernel: -f and
+    the sandbox's connection file) once, as IPKernelApp.parse_command_line
+    would: traitlets builds an argument parser over every configurable
+    class for it, 5 ms of each kernel's start. Returns (argv, the command
+    line's config, extra args), or None (kernels then parse their own)."""
+    if not argv:
+        return None
+    try:
+        from copy import deepcopy
+
+        from ipykernel.kernelapp import IPKernelApp
+
+        app = IPKernelApp()  # not the singleton: kernels make their own
+        app.parse_command_line(list(argv))
+        if app.subapp is not None:
+            return None
+        return list(argv), deepcopy(app.cli_config), list(app.extra_args)
+    except Exception as e:
+        print("zygote: parse the kernels' command line: %s: %s" % (type(e).__name__, e), file=sys.stderr, flush=True)
+        return None
+
+
+def launch_kernel(argv, parsed):
+    """ipykernel's launch_new_instance, with the command line parsed in
+    the zygote when it is the one parsed there."""
+    from ipykernel.kernelapp import IPKernelApp
+
+    app = IPKernelApp.instance()
+    if parsed is not None and parsed[0] == argv:
+        from copy import deepcopy
+
+        def parse_command_line(argv=None):
+            # What Application.parse_command_line ends with.
+            app.argv = list(argv)
+            app.cli_config = deepcopy(parsed[1])
+            app.update_config(app.cli_config)
+            app.extra_args = list(parsed[2])
+
+        app.parse_command_line = parse_command_line
+    app.initialize(argv)
+    app.start()
 
 
 def recv_request(conn):
@@ -242,10 +291,8 @@ def kernel(req, stdio):
         sys.argv = ["-c"] + sys.argv[2:]
         exec(compile(code, "<string>", "exec"), {"__name__": "__main__", "__builtins__": __builtins__})
         return 0
-    from ipykernel import kernelapp
-
     sys.argv = [sys.executable] + sys.argv
-    kernelapp.launch_new_instance(argv=sys.argv[1:])
+    launch_kernel(sys.argv[1:], PARSED)
     return 0
 
 
@@ -291,6 +338,8 @@ def main():
         pass
     for f in failed:
         print("zygote: preload: " + f, file=sys.stderr, flush=True)
+    global PARSED
+    PARSED = parse_kernel_argv(cfg.get("kernel_argv"))
     gc.collect()
     gc.freeze()  # forks then share these pages instead of copying them at the next collection
     # Threads (an OpenMP pool, a ZeroMQ I/O thread) and ZeroMQ contexts do
