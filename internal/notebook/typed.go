@@ -484,8 +484,10 @@ func (p *typedParser) cell(c *Cell) (any, bool) {
 // of fillDocDefaults), made from the cell's bytes raw, which the
 // decode took: decodeOnePass with lazyCells left it out.
 func cellDoc(raw []byte, c *Cell) map[string]any {
-	// raw is part of a document found valid UTF-8, cut at ASCII bytes.
-	// The arena need not hold the source: it is only skipped.
+	// raw is part of a document found valid UTF-8 (decode refuses any
+	// other before it keeps cells' bytes), cut at ASCII bytes: with an
+	// arena, a string that is not UTF-8 would fail the decode. The
+	// arena need not hold the source: it is only skipped.
 	p := typedParser{genericParser: genericParser{data: raw, arena: make([]byte, 0, min(len(raw), 4<<10))}, genericOnly: true}
 	v, ok := p.cell(&Cell{})
 	m, _ := v.(map[string]any)

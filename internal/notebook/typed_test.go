@@ -139,6 +139,9 @@ func checkLazyCells(t *testing.T, d string, doc any, nb *Notebook, cellRaw [][]b
 			want["id"] = nb.Cells[i].ID
 		}
 		fillCellDefaults(want)
+		if !utf8.ValidString(d) {
+			continue // cellDoc reads only cells of a decode that refused bytes not UTF-8 (decode)
+		}
 		if got := cellDoc(cellRaw[i], nb.Cells[i]); !reflect.DeepEqual(got, want) {
 			t.Errorf("%.80q: cellDoc of cell %d:\n%v\nwant\n%v", d, i+1, got, want)
 		}
