@@ -7,10 +7,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -198,18 +200,26 @@ func leafProblems(err error) []string {
 	var walk func(e *jsonschema.ValidationError)
 	walk = func(e *jsonschema.ValidationError) {
 		if len(e.Causes) == 0 {
+			// The validator lists extra properties in map order: sorted,
+			// the same upload always gets the same text.
+			if k, ok := e.ErrorKind.(*kind.AdditionalProperties); ok {
+				slices.Sort(k.Properties)
+			}
 			loc := "/" + strings.Join(e.InstanceLocation, "/")
 			out = append(out, fmt.Sprintf("at %s: %s (nbformat schema)", loc, e.ErrorKind.LocalizedString(schemaPrinter)))
 			return
 		}
 		for _, c := range e.Causes {
-			if len(out) > maxSchemaProblems {
+			// Bounded, but well past what is reported, so that the
+			// sorted problems reported are the same on every run.
+			if len(out) > 50*maxSchemaProblems {
 				return
 			}
 			walk(c)
 		}
 	}
 	walk(ve)
+	slices.Sort(out) // causes come in no fixed order either
 	return out
 }
 
