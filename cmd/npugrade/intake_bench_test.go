@@ -15,7 +15,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -399,29 +398,15 @@ func sqliteIntake(b *testing.B, dbURL string, clients, n, size int) intakeRun {
 		}
 		return tx.Commit()
 	}
-	var next atomic.Int64
-	lat := make([][]time.Duration, clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				t0 := time.Now()
-				if err := one(i); err != nil {
-					b.Errorf("raw insert: %v", err)
-					return
-				}
-				lat[c] = append(lat[c], time.Since(t0))
+	var failed atomic.Int64
+	all, el := clientLoop(clients, n, func(_ int, i int64) bool {
+		if err := one(i); err != nil {
+			if failed.Add(1) == 1 {
+				b.Errorf("raw insert: %v", err)
 			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
-	var all []time.Duration
-	for _, l := range lat {
-		all = append(all, l...)
-	}
+			return false
+		}
+		return true
+	})
 	return intakeRun{n: len(all), rate: float64(len(all)) / el.Seconds(), p50: percentile(all, 0.5), p99: percentile(all, 0.99)}
 }

@@ -135,31 +135,22 @@ func postUploads(b *testing.B, dbURL, url string, tokens []string, nb, marker []
 	}
 	cpu0, gc0 := selfCPU(), gcCPU()
 	form := newUploadBody(nb, marker)
+	forms := make([]uploadBody, clients)
+	for c := range forms {
+		forms[c] = form.forClient()
+	}
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, WriteBufferSize: len(form.form) + 4096},
 		Timeout: time.Minute}
-	var next, failed atomic.Int64
-	lat := make([][]time.Duration, clients)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for c := 0; c < clients; c++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			form := form.forClient()
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				// Each upload is distinct, as learners' are: no blob is
-				// deduplicated away.
-				t0 := time.Now()
-				if code := form.post(client, url, tokens[c], fmt.Sprintf("%-*d", form.marker, int64(first)+i)); code != http.StatusAccepted {
-					failed.Add(1)
-					continue
-				}
-				lat[c] = append(lat[c], time.Since(t0))
-			}
-		}()
-	}
-	wg.Wait()
-	el := time.Since(start)
+	var failed atomic.Int64
+	all, el := clientLoop(clients, n, func(c int, i int64) bool {
+		// Each upload is distinct, as learners' are: no blob is
+		// deduplicated away.
+		if code := forms[c].post(client, url, tokens[c], fmt.Sprintf("%-*d", form.marker, int64(first)+i)); code != http.StatusAccepted {
+			failed.Add(1)
+			return false
+		}
+		return true
+	})
 	r := intakeRun{selfCPU: (selfCPU() - cpu0) / time.Duration(n), gcCPU: (gcCPU() - gc0) / time.Duration(n),
 		blobBytes: (blobsSize(b, dbURL) - blobs0) / int64(n)}
 	if pg != nil {
@@ -168,10 +159,35 @@ func postUploads(b *testing.B, dbURL, url string, tokens []string, nb, marker []
 	if f := failed.Load(); f > 0 {
 		b.Errorf("%d of %d uploads failed", f, n)
 	}
+	r.n, r.rate, r.p50, r.p99 = len(all), float64(len(all))/el.Seconds(), percentile(all, 0.5), percentile(all, 0.99)
+	return r
+}
+
+// clientLoop runs one(c, i) for i from 1 to n over clients goroutines (c
+// is the goroutine's number) and returns the latencies of the calls that
+// returned true (the others failed), and how long all took.
+func clientLoop(clients, n int, one func(c int, i int64) bool) ([]time.Duration, time.Duration) {
+	var next atomic.Int64
+	lat := make([][]time.Duration, clients)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				t0 := time.Now()
+				if one(c, i) {
+					lat[c] = append(lat[c], time.Since(t0))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
 	var all []time.Duration
 	for _, l := range lat {
 		all = append(all, l...)
 	}
-	r.n, r.rate, r.p50, r.p99 = len(all), float64(len(all))/el.Seconds(), percentile(all, 0.5), percentile(all, 0.99)
-	return r
+	return all, el
 }

@@ -334,7 +334,7 @@ func runeLen(s []byte, i int) int {
 // end; the course's notebooks are code and English with Chinese here
 // and there, so this one goes back to eight at a time after each rune,
 // jumps straight to the first non-ASCII byte of a word, and checks the
-// three-byte runes of Chinese text itself.
+// three-byte runes of Chinese text itself (runeLen).
 func validUTF8(p []byte) bool {
 	const highs = 0x8080808080808080
 	for i := 0; i < len(p); {
@@ -346,30 +346,15 @@ func validUTF8(p []byte) bool {
 			}
 			i += bits.TrailingZeros64(w) >> 3
 		}
-		c := p[i]
-		switch {
-		case c < utf8.RuneSelf:
+		if p[i] < utf8.RuneSelf {
 			i++
 			continue
-		case c >= 0xE0 && c < 0xF0 && i+2 < len(p):
-			lo, hi := byte(0x80), byte(0xBF)
-			switch c {
-			case 0xE0:
-				lo = 0xA0 // no overlong forms
-			case 0xED:
-				hi = 0x9F // no surrogates
-			}
-			if c1, c2 := p[i+1], p[i+2]; c1 < lo || c1 > hi || c2&0xC0 != 0x80 {
-				return false
-			}
-			i += 3
-			continue
 		}
-		r, size := utf8.DecodeRune(p[i:])
-		if r == utf8.RuneError && size == 1 {
+		n := runeLen(p, i)
+		if n == 0 {
 			return false
 		}
-		i += size
+		i += n
 	}
 	return true
 }
