@@ -28,8 +28,8 @@ import (
 // for 10 jobs and 8 starts, (10e+8s)/2. Started from scratch (s about
 // 3.5 s: Python, the driver, the kernel importing torch and Dynamo; e
 // about 1.2 s) that is 2(9s+e)/(8s+10e), about 1.7; forked from the
-// zygotes (--fork-server, the default; s about 0.17 s) it is
-// 20e/(10e+8s), 1.8 once s is at most 0.14e. BenchmarkSpareCPU
+// zygotes (--fork-server, the default; s about 0.11 s, 0.17 s before
+// 2026-12-04) it is 20e/(10e+8s), 1.8 once s is at most 0.14e. BenchmarkSpareCPU
 // (internal/execution) measures s and e. That arithmetic assumes a job
 // keeps one core busy; one slot keeps about 1.1 of the 2 cores busy
 // (driver and kernel overlap, the next spare starts), which caps two slots
