@@ -57,7 +57,8 @@ go test -run '^$' -bench 'BenchmarkCompare500' -benchtime 3x ./internal/similari
 # first with the very bytes the server stored (the like-for-like ratio), then with the
 # older md5-repeat blobs for continuity; each line adds CPU per transaction of the
 # Postgres backends and of the test process (server + client), and blobs' growth;
-# SQLite vs raw inserts with the same driver. Then the dashboard at 500,000 seeded
+# then the floor under intake (an HTTP server that only receives, hashes and stores the
+# same rows) against pgbench and the server; SQLite vs raw inserts with the same driver. Then the dashboard at 500,000 seeded
 # submissions: /dashboard p50/p95 (<= 150 ms), the gradebook page p95 (<= 300 ms),
 # the CSV against COPY of its query (>= 0.8x).
 go test -run '^$' -bench 'BenchmarkIntakeVsDatabase' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-intake-vs-db.txt
