@@ -80,6 +80,12 @@
 // directory; it serves only root. The zygote and its helpers are outside
 // every job's PID namespace: a learner cannot signal or ptrace them.
 //
+// A runner killed mid-job (SIGKILL, a crash) never runs Close: the next
+// runner's Sweep removes each sandbox whose recorded owner process is gone,
+// with its cgroups, its work tmpfs and the job directory it recorded (root's
+// files in a root-only directory the kernel cannot write; a recorded path
+// is removed only if it holds the sandbox's own private area).
+//
 // # Not covered
 //
 // No seccomp filter beyond bwrap's defaults; kernel exploits are out of

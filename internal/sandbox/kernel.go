@@ -233,6 +233,9 @@ func (k *Kernel) makeDirs() error {
 	if err := writeOwner(k.pub); err != nil {
 		return fmt.Errorf("record sandbox owner: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(k.pub, jobDirFile), []byte(filepath.Dir(k.priv)), 0o600); err != nil {
+		return fmt.Errorf("record the sandbox's job dir: %w", err)
+	}
 	k.WorkDir = filepath.Join(k.pub, "work")
 	k.ipcDir = filepath.Join(k.pub, "ipc")
 	for _, d := range []string{k.WorkDir, k.ipcDir} {

@@ -17,6 +17,13 @@ import (
 // directories would stay behind for ever).
 const ownerFile = "owner"
 
+// jobDirFile names the file in BaseDir/<id> that records the job
+// directory the sandbox was prepared for (its private area is in it):
+// the sweep removes it with the sandbox, or a killed runner's job
+// directories (the notebook, with its hidden probe cells, among them)
+// would stay behind for ever.
+const jobDirFile = "jobdir"
+
 // writeOwner records this process as the sandbox's owner.
 func writeOwner(pub string) error {
 	return os.WriteFile(filepath.Join(pub, ownerFile), []byte(strconv.Itoa(os.Getpid())+" "+processStart(os.Getpid())), 0o600)
@@ -132,6 +139,9 @@ func Sweep(cfg Config) (int, error) {
 		}
 		work := filepath.Join(pub, "work")
 		_ = syscall.Unmount(work, syscall.MNT_DETACH) // not a mount point: EINVAL, harmless
+		if err := removeJobDir(pub); err != nil {
+			errs = append(errs, err)
+		}
 		if err := os.RemoveAll(pub); err != nil {
 			errs = append(errs, fmt.Errorf("remove %s: %w", pub, err))
 			continue
@@ -139,4 +149,45 @@ func Sweep(cfg Config) (int, error) {
 		n++
 	}
 	return n, errors.Join(errs...)
+}
+
+// removeJobDir removes the job directory a dead sandbox recorded
+// (jobDirFile), but only a real directory holding the private area
+// PrepareKernel made in it (root's, 0700): what the file names is never
+// trusted further than that. Nothing recorded (an older sandbox) or
+// nothing there is no error.
+func removeJobDir(pub string) error {
+	b, err := os.ReadFile(filepath.Join(pub, jobDirFile))
+	if err != nil {
+		return nil
+	}
+	dir := string(b)
+	if !filepath.IsAbs(dir) || filepath.Clean(dir) != dir || dir == "/" {
+		return fmt.Errorf("sweep %s: recorded job dir %q is not a clean absolute path", pub, dir)
+	}
+	fi, err := os.Lstat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil || !fi.IsDir() {
+		return fmt.Errorf("sweep %s: recorded job dir %s is not a directory (%v)", pub, dir, err)
+	}
+	pfi, err := os.Lstat(filepath.Join(dir, privDirName))
+	st, ok := sysStat(pfi)
+	if err != nil || !pfi.IsDir() || pfi.Mode().Perm() != 0o700 || !ok || st.Uid != 0 {
+		return fmt.Errorf("sweep %s: %s has no private area of a sandbox; left alone", pub, dir)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("sweep %s: remove job dir: %w", pub, err)
+	}
+	return nil
+}
+
+// sysStat is fi's stat_t, if it has one.
+func sysStat(fi os.FileInfo) (*syscall.Stat_t, bool) {
+	if fi == nil {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return st, ok
 }

@@ -8,7 +8,8 @@ import (
 )
 
 // TestSweepRemovesOrphans: a sandbox whose owner died (a SIGKILLed runner
-// never ran Close) is removed with its cgroup and mount; a live one stays.
+// never ran Close) is removed with its cgroup, mount and job directory; a
+// live one stays.
 func TestSweepRemovesOrphans(t *testing.T) {
 	t.Parallel()
 	requireSandbox(t)
@@ -18,7 +19,8 @@ func TestSweepRemovesOrphans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer live.Close()
-	orphan, err := cfg.PrepareKernel(context.Background(), t.TempDir())
+	orphanJob := t.TempDir()
+	orphan, err := cfg.PrepareKernel(context.Background(), orphanJob)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +42,9 @@ func TestSweepRemovesOrphans(t *testing.T) {
 	if _, err := os.Stat(orphan.pub); !os.IsNotExist(err) {
 		t.Fatalf("the orphan's directory is still there: %v", err)
 	}
+	if _, err := os.Stat(orphanJob); !os.IsNotExist(err) {
+		t.Fatalf("the orphan's job directory is still there: %v", err)
+	}
 	for _, d := range cgDirs {
 		if d == "" {
 			continue
@@ -53,4 +58,28 @@ func TestSweepRemovesOrphans(t *testing.T) {
 	}
 	orphan.pub, orphan.cg, orphan.mounted = "", nil, false // already gone
 	orphan.Close()
+}
+
+// TestSweepLeavesUnmarkedJobDirs: the job directory a dead sandbox records
+// is removed only when it holds the sandbox's private area: a recorded path
+// that points anywhere else (a directory of someone else's, "/") is left
+// alone and reported.
+func TestSweepLeavesUnmarkedJobDirs(t *testing.T) {
+	t.Parallel()
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "keep"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, recorded := range []string{other, "/", "relative/dir", other + "/../" + filepath.Base(other)} {
+		pub := t.TempDir()
+		if err := os.WriteFile(filepath.Join(pub, jobDirFile), []byte(recorded), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := removeJobDir(pub); err == nil {
+			t.Errorf("recorded %q: no error", recorded)
+		}
+		if _, err := os.Stat(filepath.Join(other, "keep")); err != nil {
+			t.Fatalf("recorded %q: the unmarked directory lost its file: %v", recorded, err)
+		}
+	}
 }
