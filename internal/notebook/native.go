@@ -82,24 +82,21 @@ func nativeValid(sh cellShape, c *Cell, minor int) bool {
 // its output_type's definition. An output_type the schema does not
 // know is not checked by schemaProblems, so it is no problem here.
 func outputNative(o *Output, keys uint16, plain bool) bool {
-	var allowed, required uint16
+	// Each output type's keys are all required and none other allowed.
+	var want uint16
 	switch o.OutputType {
 	case OutputStream:
-		allowed = outType | outName | outText
-		required = allowed
+		want = outType | outName | outText
 	case OutputExecuteResult:
-		allowed = outType | outExecCount | outData | outMetadata
-		required = allowed
+		want = outType | outExecCount | outData | outMetadata
 	case OutputDisplayData:
-		allowed = outType | outData | outMetadata
-		required = allowed
+		want = outType | outData | outMetadata
 	case OutputError:
-		allowed = outType | outEname | outEvalue | outTraceback
-		required = allowed
+		want = outType | outEname | outEvalue | outTraceback
 	default:
 		return true
 	}
-	return plain && keys&^allowed == 0 && keys&required == required
+	return plain && keys == want
 }
 
 // metadataNative says a cell's metadata passes the properties the
