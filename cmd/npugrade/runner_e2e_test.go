@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -73,6 +74,9 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 			if strings.HasPrefix(slowJob.RunnerID, "rb-") {
 				victim, victimTok, survivorName = b, tokB, "ra-"
 			}
+			// Its job directories (the slow job's and its spares') are named
+			// for it; the replacement's start removes them.
+			victimDirs := jobDirsOf(t, victim)
 			if err := victim.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
@@ -136,6 +140,9 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 			if len(runners) != 3 {
 				t.Fatalf("GET /api/v1/runners: %d runners, want 3 (two and a replacement): %+v; the replacement's log:\n%s",
 					len(runners), runners, replacement.log.String())
+			}
+			if left, _ := filepath.Glob(victimDirs); len(left) > 0 {
+				t.Fatalf("the killed runner's job directories outlived the replacement's start: %v", left)
 			}
 			t.Logf("%s: %d submissions graded exactly once over 2 runner processes (one SIGKILLed mid-job) in %s",
 				d, n, elapsed.Round(time.Millisecond))

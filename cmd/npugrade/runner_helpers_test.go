@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/execution"
+	"github.com/npugrade/npugrade/internal/sandbox"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -89,8 +92,29 @@ func startRunnerProc(t *testing.T, bin, url, token, name string, extra ...string
 		<-p.done
 		// Its kernels die with it (Pdeathsig); give them a moment.
 		time.Sleep(200 * time.Millisecond)
+		// What the next runner's start would remove: a test's last
+		// runners have no next one.
+		if _, err := sandbox.Sweep(sandbox.DefaultConfig()); err != nil {
+			t.Logf("sweep the sandboxes of dead runners: %v", err)
+		}
+		if _, err := execution.SweepJobDirs(""); err != nil {
+			t.Logf("sweep the job directories of dead runners: %v", err)
+		}
 	})
 	return p
+}
+
+// jobDirsOf is the glob pattern of the job directories of runner p (their
+// names carry its pid, start time and host key), once it has at least one.
+func jobDirsOf(t *testing.T, p *runnerProc) string {
+	t.Helper()
+	var m []string
+	waitFor(t, 30*time.Second, "a job directory of "+p.name, func() bool {
+		m, _ = filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("npugrade-job-%d.*", p.cmd.Process.Pid)))
+		return len(m) > 0
+	})
+	tag, _, _ := strings.Cut(strings.TrimPrefix(filepath.Base(m[0]), "npugrade-job-"), "-")
+	return filepath.Join(os.TempDir(), "npugrade-job-"+tag+"-*")
 }
 
 // wait waits for the process to exit and returns its exit code (-1 on a signal).

@@ -112,6 +112,15 @@ func executorFlags(fs *command, envFor envChooser) func(ctx context.Context, ex 
 			return err
 		}
 		ex.Isolation = sb // ModeNone isolates with sandbox.None
+		// A runner that was SIGKILLed never removed its job directories
+		// (notebooks with hidden probe cells), sandboxed or not: remove
+		// them before taking work, after the sandbox's Sweep (if any) stopped
+		// what their kernels left running.
+		if n, err := execution.SweepJobDirs(ex.WorkRoot); err != nil {
+			fmt.Fprintln(stderr, "npugrade: WARNING: removing job directories left by dead runners:", err)
+		} else if n > 0 {
+			fmt.Fprintf(stderr, "npugrade: removed %d job directories left by runners that died\n", n)
+		}
 		return ex.Check(ctx)
 	}
 }

@@ -24,7 +24,8 @@
 // which prepares the kernel, says how to launch it, reports the limits hit
 // and stops everything at the end; this package never names one. Files:
 // execution.go (Executor, the run), driver.go (the driver protocol),
-// annotate.go (stop annotation), warm.go (the pool).
+// annotate.go (stop annotation), warm.go (the pool), jobdir.go (job
+// directories named for their runner, and the sweep of dead runners').
 package execution
 
 import (
@@ -271,7 +272,9 @@ func (j *job) configPath() string { return filepath.Join(j.dir, "in", "config.js
 func (j *job) driverPath() string { return filepath.Join(j.dir, "in", "driver.py") }
 
 // close kills everything the job's kernel left running (the isolation's
-// business: the sandbox's cgroup) and removes its directories.
+// business: the sandbox's cgroup) and removes its directories. The job
+// directory goes last: a runner killed before that leaves it to the next
+// runner's SweepJobDirs, which finds its owner in its name (jobdir.go).
 func (j *job) close() {
 	if j.kernel != nil {
 		_ = j.kernel.Close()
@@ -286,7 +289,7 @@ func (e *Executor) newJob(ctx context.Context) (_ *job, err error) {
 	if root == "" {
 		root = os.TempDir()
 	}
-	dir, err := os.MkdirTemp(root, "npugrade-job-")
+	dir, err := os.MkdirTemp(root, jobDirPattern())
 	if err != nil {
 		return nil, fmt.Errorf("create job directory: %w", err)
 	}

@@ -81,10 +81,24 @@
 // every job's PID namespace: a learner cannot signal or ptrace them.
 //
 // A runner killed mid-job (SIGKILL, a crash) never runs Close: the next
-// runner's Sweep removes each sandbox whose recorded owner process is gone,
-// with its cgroups, its work tmpfs and the job directory it recorded (root's
-// files in a root-only directory the kernel cannot write; a recorded path
-// is removed only if it holds the sandbox's own private area).
+// runner's Sweep removes each sandbox whose recorded owner process (pid and
+// start time) is gone, with its cgroups, its work tmpfs and the job
+// directory it recorded (root's files in a root-only directory the kernel
+// cannot write; a recorded path is removed only if it holds the sandbox's
+// own private area). Close drops that record before the executor removes
+// the job directory, and ModeNone writes none: for a runner killed in
+// between, and for every job without a sandbox, the executor names each
+// job directory for the process that made it, and execution.SweepJobDirs,
+// run after Sweep at runner start, removes a directory only if its name
+// carries a dead process of this boot and PID namespace and it is a real
+// directory (never followed through a link) of the runner's uid, mode 0700.
+// A learner cannot steer either sweep: the kernel sees neither the
+// records in the base dir nor the work root (its /tmp is its own tmpfs),
+// and nothing it writes in its work areas is read by a sweep. In ModeNone
+// learner code runs as the runner and could delete those directories
+// anyway. Job directories of another uid, boot or PID namespace (a work
+// root shared with another host or container) and unmarked ones (from
+// versions before the names carried their owner) are never swept.
 //
 // # Not covered
 //
