@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/npugrade/npugrade/internal/procid"
 )
 
 // A job directory holds the learner's notebook with the exercise's hidden
@@ -29,7 +31,7 @@ const jobDirPrefix = "npugrade-job-"
 // tell: the job directories are then unmarked and no sweep removes them).
 var ownerTag = sync.OnceValue(func() string {
 	pid := os.Getpid()
-	start, host := processStart(pid), hostKey()
+	start, host := procid.Start(pid), hostKey()
 	if start == "" || host == "" {
 		return ""
 	}
@@ -61,25 +63,6 @@ var hostKey = sync.OnceValue(func() string {
 	sum := sha256.Sum256([]byte(strings.TrimSpace(string(boot)) + "\x00" + ns))
 	return hex.EncodeToString(sum[:4])
 })
-
-// processStart is a process's start time in clock ticks since boot (field
-// 22 of /proc/PID/stat), "" when there is no such process. Package sandbox
-// records its sandboxes' owners the same way (sweep.go).
-func processStart(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		s = s[i+1:]
-	}
-	f := strings.Fields(s)
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
-}
 
 // jobDirOwner parses a job directory's name: the pid and start time of the
 // process that made it, if the name is exactly what jobDirPattern makes
@@ -132,7 +115,7 @@ func SweepJobDirs(root string) (int, error) {
 	n := 0
 	for _, e := range entries {
 		pid, start, ok := jobDirOwner(e.Name())
-		if !ok || processStart(pid) == start {
+		if !ok || procid.Alive(pid, start) {
 			continue
 		}
 		dir := filepath.Join(root, e.Name())

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/npugrade/npugrade/internal/procid"
 )
 
 // ownerFile names the file in BaseDir/<id> that records which process
@@ -26,25 +28,7 @@ const jobDirFile = "jobdir"
 
 // writeOwner records this process as the sandbox's owner.
 func writeOwner(pub string) error {
-	return os.WriteFile(filepath.Join(pub, ownerFile), []byte(strconv.Itoa(os.Getpid())+" "+processStart(os.Getpid())), 0o600)
-}
-
-// processStart is a process's start time in clock ticks (field 22 of
-// /proc/PID/stat): with the pid it identifies a process across pid reuse.
-func processStart(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 {
-		s = s[i+1:]
-	}
-	f := strings.Fields(s)
-	if len(f) < 20 {
-		return ""
-	}
-	return f[19]
+	return os.WriteFile(filepath.Join(pub, ownerFile), []byte(strconv.Itoa(os.Getpid())+" "+procid.Start(os.Getpid())), 0o600)
 }
 
 // ownerAlive reports whether the process recorded in pub/owner still runs.
@@ -64,7 +48,7 @@ func ownerAlive(pub string) bool {
 	if err != nil || pid <= 0 {
 		return false
 	}
-	return processStart(pid) == f[1]
+	return procid.Alive(pid, f[1])
 }
 
 // Sweep removes sandboxes whose owning process is gone: it kills what is
