@@ -129,6 +129,10 @@ func hostileCorpus() []hostileCase {
 			// run ends and q3 keeps its own output.
 			q2Verdict: domain.VerdictMismatch, q3Verdict: domain.VerdictPass + "|" + domain.VerdictMismatch},
 		{name: "network-loopback", q2: "import socket\ns = socket.create_connection(('127.0.0.1', %[1]s), timeout=3)\ns.sendall(b'LEAK')\nprint('ok')",
+			// Past the socket's 3 s: a connection that hangs must raise
+			// (socket.timeout), not be cut off by the cell limit; 2 s also
+			// ran out on a loaded CI host before the refusal came back.
+			opts:      execution.Options{CellTimeout: 30 * time.Second, JobTimeout: 2 * time.Minute},
 			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictPass, msg: "the cell raised"},
 		{name: "read-secrets", q2: "import os, glob\nfound = [k for k, v in os.environ.items() if 'SECRET' in v or 'TOKEN' in k]\n" +
 			"for p in glob.glob('%[3]s/**', recursive=True) + glob.glob('/tmp/**', recursive=True) + ['/proc/1/environ', '%[4]s']:\n" +
