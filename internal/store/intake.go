@@ -35,7 +35,7 @@ type intakeRows struct {
 // insertIntake writes rows and returns the job's id.
 func (db *DB) insertIntake(ctx context.Context, r intakeRows) (int64, error) {
 	if db.Dialect == "postgres" {
-		id, err := db.insertIntakePG(ctx, r)
+		id, err := db.insertIntakeBatched(ctx, r)
 		if err != nil {
 			return 0, fmt.Errorf("insert submission %s: %w", r.sub.ID, db.rowErr(err))
 		}

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -20,17 +22,37 @@ import (
 // statement's CPU.
 func (db *DB) insertIntakePG(ctx context.Context, r intakeRows) (int64, error) {
 	name, query, args := intakeStatement(r)
+	var id int64
+	got := false
+	err := db.execIntake(ctx, name, query, args, func(v [][]byte) error {
+		if got {
+			return nil
+		}
+		got = true
+		var err error
+		id, err = strconv.ParseInt(string(v[0]), 10, 64)
+		return err
+	})
+	if err == nil && !got {
+		err = fmt.Errorf("the intake statement returned no job id")
+	}
+	return id, err
+}
+
+// execIntake runs an intake statement, prepared once per connection
+// under its name, on a connection of the pool and hands each row it
+// returns to row.
+func (db *DB) execIntake(ctx context.Context, name, query string, args []any, row func([][]byte) error) error {
 	values, formats, err := pgParams(args)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	conn, err := db.sql.Conn(ctx)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer conn.Close()
-	var id int64
-	err = conn.Raw(func(driverConn any) error {
+	return conn.Raw(func(driverConn any) error {
 		c, ok := driverConn.(*stdlib.Conn)
 		if !ok {
 			return fmt.Errorf("postgres connection is a %T, not pgx's", driverConn)
@@ -39,23 +61,45 @@ func (db *DB) insertIntakePG(ctx context.Context, r intakeRows) (int64, error) {
 		if err != nil {
 			return err
 		}
-		rr := c.Conn().PgConn().ExecPrepared(ctx, sd.Name, values, formats, nil)
-		got := false
+		pc := c.Conn().PgConn()
+		pc.Frontend().Send(bindRoom(bindSize(sd.Name, values, formats)))
+		// With the statement's description at hand, no Describe per
+		// execution.
+		rr := pc.ExecStatement(ctx, sd, values, formats, nil)
 		for rr.NextRow() {
-			if !got {
-				id, err = strconv.ParseInt(string(rr.Values()[0]), 10, 64)
-				got = true
+			if err == nil {
+				err = row(rr.Values())
 			}
 		}
 		if _, cerr := rr.Close(); cerr != nil {
 			return cerr
 		}
-		if err == nil && !got {
-			err = fmt.Errorf("the intake statement returned no job id")
-		}
 		return err
 	})
-	return id, err
+}
+
+// bindRoom is a message that sends nothing: it makes room in pgx's send
+// buffer for the Bind message that follows it. pgx shrinks that buffer
+// to 1 KB after every larger message and then grows it by appending, so
+// that a 135 KB upload's Bind cost two reallocations and copies of what
+// it held, as much CPU as copying the message itself; grown once to the
+// message's size, it costs one allocation.
+type bindRoom int
+
+func (bindRoom) Frontend() {}
+
+func (n bindRoom) Encode(dst []byte) ([]byte, error) { return slices.Grow(dst, int(n)), nil }
+
+func (bindRoom) Decode([]byte) error { return errors.New("bindRoom is never received") }
+
+// bindSize is the size of the Bind message of a statement's arguments,
+// with room for the short messages after it (Execute, Sync).
+func bindSize(stmt string, values [][]byte, formats []int16) int {
+	n := 1 + 4 + 1 + len(stmt) + 1 + 2 + 2*len(formats) + 2 + 2 + 64
+	for _, v := range values {
+		n += 4 + len(v)
+	}
+	return n
 }
 
 // pgParams encodes a statement's arguments for pgconn: []byte as binary

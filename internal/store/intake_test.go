@@ -129,3 +129,117 @@ func count(t *testing.T, db *store.DB, sql string, args ...any) int64 {
 	}
 	return n
 }
+
+// TestIntakeWritesConcurrentUploadsTogether: on Postgres, uploads that
+// wait while intake's statement runs are written by one statement (group
+// commit), each getting its own submission and job; a batch in which one
+// upload fails (a user that does not exist) is written again one by one,
+// so that only that upload fails and a reused idempotency key in it still
+// answers with the earlier submission. SQLite writes the same uploads one
+// transaction each, with the same answers.
+func TestIntakeWritesConcurrentUploadsTogether(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			enqueue := func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }
+			upload := func(i int) store.NewSubmission {
+				return store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1",
+					Upload: []byte(fmt.Sprintf(`{"u":%d}`, i)), Rebuilt: []byte(fmt.Sprintf(`{"r":%d}`, i%2)),
+					Integrity: []byte(`{}`), MaxAttempts: 2, Enqueue: enqueue, RecordAttempt: i%3 == 0}
+			}
+			first := upload(0)
+			first.IdempotencyKey = "k0"
+			earlier, _, err := db.CreateSubmission(ctx, first)
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			type answer struct {
+				sub     domain.Submission
+				created bool
+				err     error
+			}
+			// Round 1: four new uploads, one reusing key k0, one of a
+			// user that does not exist.
+			ups := []store.NewSubmission{upload(1), upload(2), upload(3), upload(4), upload(5), upload(6)}
+			ups[4].IdempotencyKey = "k0"
+			ups[5].UserID = u.ID + 1000
+			together := func(ups []store.NewSubmission, queued int) []answer {
+				var release func(int)
+				if d == "postgres" {
+					release = db.HoldIntake()
+				}
+				out := make([]answer, len(ups))
+				var wg sync.WaitGroup
+				for i, ns := range ups {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						out[i].sub, out[i].created, out[i].err = db.CreateSubmission(ctx, ns)
+					}()
+				}
+				if release != nil {
+					release(queued)
+				}
+				wg.Wait()
+				return out
+			}
+			checkOwn := func(a answer, ns store.NewSubmission) {
+				t.Helper()
+				if a.err != nil || !a.created {
+					t.Fatalf("upload %s: %v, created %v", ns.Upload, a.err, a.created)
+				}
+				var jobs []struct{ PayloadSHA256, NotebookSHA256 string }
+				if err := db.RawScan(ctx, &jobs, "SELECT j.payload_sha256, s.notebook_sha256 FROM jobs j JOIN submissions s ON s.id = j.submission_id WHERE s.id = ?", a.sub.ID); err != nil {
+					t.Fatal(err)
+				}
+				if len(jobs) != 1 || jobs[0].PayloadSHA256 != store.SHA256(ns.Rebuilt) || jobs[0].NotebookSHA256 != store.SHA256(ns.Upload) {
+					t.Errorf("upload %s: stored as %+v", ns.Upload, jobs)
+				}
+				if b, err := db.Blob(ctx, store.SHA256(ns.Upload)); err != nil || string(b) != string(ns.Upload) {
+					t.Errorf("upload %s: blob %q, %v", ns.Upload, b, err)
+				}
+			}
+			// The reused key is answered before intake: five queue up.
+			got := together(ups, 5)
+			for i := 0; i < 4; i++ {
+				checkOwn(got[i], ups[i])
+			}
+			if a := got[4]; a.err != nil || a.created || a.sub.ID != earlier.ID {
+				t.Errorf("reused key: %s created %v, %v; want the earlier %s", a.sub.ID, a.created, a.err, earlier.ID)
+			}
+			if got[5].err == nil {
+				t.Error("the upload of a user that does not exist was stored")
+			}
+			if d == "postgres" {
+				if batched, retried := db.IntakeBatches(); batched != 0 || retried != 1 {
+					t.Errorf("round 1: %d uploads written together, %d batches retried; want 0 and 1", batched, retried)
+				}
+			}
+
+			// Round 2: five new uploads, written by one statement.
+			ups = []store.NewSubmission{upload(7), upload(8), upload(9), upload(10), upload(11)}
+			got = together(ups, len(ups))
+			for i := range ups {
+				checkOwn(got[i], ups[i])
+			}
+			if d == "postgres" {
+				if batched, retried := db.IntakeBatches(); batched != 5 || retried != 1 {
+					t.Errorf("round 2: %d uploads written together, %d batches retried; want 5 and 1", batched, retried)
+				}
+			}
+			for table, want := range map[string]int64{"submissions": 10, "jobs": 10, "blobs": 12, "upload_attempts": 3} {
+				if n := count(t, db, "SELECT count(*) FROM "+table); n != want {
+					t.Errorf("%s has %d rows, want %d", table, n, want)
+				}
+			}
+		})
+	}
+}

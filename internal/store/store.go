@@ -48,6 +48,9 @@ type DB struct {
 
 	// auth keeps token checks on Postgres while ListenAuth runs.
 	auth authCache
+	// intake groups concurrent uploads' statements on Postgres
+	// (intake_batch.go).
+	intake intakeBatcher
 }
 
 // DefaultPoolSize is the Postgres connection pool's default size: at
