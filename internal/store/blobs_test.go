@@ -18,10 +18,7 @@ func TestLargeBlobsRoundTrip(t *testing.T) {
 	t.Parallel()
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
-		u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
-		if err != nil {
-			t.Fatal(err)
-		}
+		u := learner(t, db)
 		upload := []byte(`{"cells":[{"source":"` + string(bytes.Repeat([]byte("填充 padding text, 135 KB of it. "), 4000)) + `"}]}`)
 		rebuilt := append([]byte(`{"rebuilt":true,`), upload[1:]...)
 		ns := store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1", Upload: upload, Rebuilt: rebuilt,

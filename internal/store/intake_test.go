@@ -19,74 +19,67 @@ import (
 // and one attempt, and every upload gets that submission back.
 func TestIntakeWritesAllOrNothing(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects(t) {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			db := storetest.Open(t, d)
-			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			enqueue := func(tx *store.Tx, job *domain.Job) error {
-				job.Priority, job.Profile = 3, "npu"
-				return tx.InsertJob(job)
-			}
-			ns := store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1", Upload: []byte(`{"u":1}`),
-				Rebuilt: []byte(`{"r":1}`), Integrity: []byte(`{"Verdicts":{}}`), Requires: domain.Requirement{Accelerator: "npu"},
-				MaxAttempts: 2, Enqueue: enqueue, RecordAttempt: true}
-			sub, created, err := db.CreateSubmission(ctx, ns)
-			if err != nil || !created {
-				t.Fatalf("create: %v, created %v", err, created)
-			}
-			checkIntakeRows(t, db, sub.ID, store.SHA256(ns.Upload), store.SHA256(ns.Rebuilt))
-			if n := count(t, db, "SELECT count(*) FROM upload_attempts WHERE user_id = ? AND exercise_id = 'ch1'", u.ID); n != 1 {
-				t.Errorf("%d upload attempts recorded, want 1", n)
-			}
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u := learner(t, db)
+		enqueue := func(tx *store.Tx, job *domain.Job) error {
+			job.Priority, job.Profile = 3, "npu"
+			return tx.InsertJob(job)
+		}
+		ns := store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1", Upload: []byte(`{"u":1}`),
+			Rebuilt: []byte(`{"r":1}`), Integrity: []byte(`{"Verdicts":{}}`), Requires: domain.Requirement{Accelerator: "npu"},
+			MaxAttempts: 2, Enqueue: enqueue, RecordAttempt: true}
+		sub, created, err := db.CreateSubmission(ctx, ns)
+		if err != nil || !created {
+			t.Fatalf("create: %v, created %v", err, created)
+		}
+		checkIntakeRows(t, db, sub.ID, store.SHA256(ns.Upload), store.SHA256(ns.Rebuilt))
+		if n := count(t, db, "SELECT count(*) FROM upload_attempts WHERE user_id = ? AND exercise_id = 'ch1'", u.ID); n != 1 {
+			t.Errorf("%d upload attempts recorded, want 1", n)
+		}
 
-			// A user that does not exist: the foreign key fails the write.
-			bad := ns
-			bad.UserID, bad.Upload, bad.Rebuilt = u.ID+1000, []byte(`{"u":2}`), []byte(`{"r":2}`)
-			if _, _, err := db.CreateSubmission(ctx, bad); err == nil {
-				t.Fatal("a submission of a user that does not exist was stored")
+		// A user that does not exist: the foreign key fails the write.
+		bad := ns
+		bad.UserID, bad.Upload, bad.Rebuilt = u.ID+1000, []byte(`{"u":2}`), []byte(`{"r":2}`)
+		if _, _, err := db.CreateSubmission(ctx, bad); err == nil {
+			t.Fatal("a submission of a user that does not exist was stored")
+		}
+		for table, want := range map[string]int64{"submissions": 1, "jobs": 1, "blobs": 2, "upload_attempts": 1} {
+			if n := count(t, db, "SELECT count(*) FROM "+table); n != want {
+				t.Errorf("after a failed write %s has %d rows, want %d", table, n, want)
 			}
-			for table, want := range map[string]int64{"submissions": 1, "jobs": 1, "blobs": 2, "upload_attempts": 1} {
-				if n := count(t, db, "SELECT count(*) FROM "+table); n != want {
-					t.Errorf("after a failed write %s has %d rows, want %d", table, n, want)
-				}
-			}
+		}
 
-			keyed := ns
-			keyed.IdempotencyKey = "k1"
-			ids := make([]string, 8)
-			var wg sync.WaitGroup
-			for i := range ids {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					k := keyed
-					k.Upload = []byte(fmt.Sprintf(`{"u":%d}`, 10+i))
-					s, _, err := db.CreateSubmission(ctx, k)
-					if err != nil {
-						t.Errorf("keyed upload %d: %v", i, err)
-					}
-					ids[i] = s.ID
-				}()
-			}
-			wg.Wait()
-			for _, id := range ids {
-				if id != ids[0] {
-					t.Errorf("one key gave submissions %s and %s", ids[0], id)
+		keyed := ns
+		keyed.IdempotencyKey = "k1"
+		ids := make([]string, 8)
+		var wg sync.WaitGroup
+		for i := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				k := keyed
+				k.Upload = []byte(fmt.Sprintf(`{"u":%d}`, 10+i))
+				s, _, err := db.CreateSubmission(ctx, k)
+				if err != nil {
+					t.Errorf("keyed upload %d: %v", i, err)
 				}
+				ids[i] = s.ID
+			}()
+		}
+		wg.Wait()
+		for _, id := range ids {
+			if id != ids[0] {
+				t.Errorf("one key gave submissions %s and %s", ids[0], id)
 			}
-			if n := count(t, db, "SELECT count(*) FROM submissions WHERE idempotency_key = 'k1'"); n != 1 {
-				t.Errorf("%d submissions for one key", n)
-			}
-			if n := count(t, db, "SELECT count(*) FROM jobs"); n != 2 {
-				t.Errorf("%d jobs after two accepted uploads", n)
-			}
-		})
-	}
+		}
+		if n := count(t, db, "SELECT count(*) FROM submissions WHERE idempotency_key = 'k1'"); n != 1 {
+			t.Errorf("%d submissions for one key", n)
+		}
+		if n := count(t, db, "SELECT count(*) FROM jobs"); n != 2 {
+			t.Errorf("%d jobs after two accepted uploads", n)
+		}
+	})
 }
 
 func checkIntakeRows(t *testing.T, db *store.DB, subID, upload, payload string) {
@@ -139,107 +132,110 @@ func count(t *testing.T, db *store.DB, sql string, args ...any) int64 {
 // transaction each, with the same answers.
 func TestIntakeWritesConcurrentUploadsTogether(t *testing.T) {
 	t.Parallel()
-	for _, d := range storetest.Dialects(t) {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			db := storetest.Open(t, d)
-			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
-			if err != nil {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u := learner(t, db)
+		enqueue := func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }
+		upload := func(i int) store.NewSubmission {
+			return store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1",
+				Upload: []byte(fmt.Sprintf(`{"u":%d}`, i)), Rebuilt: []byte(fmt.Sprintf(`{"r":%d}`, i%2)),
+				Integrity: []byte(`{}`), MaxAttempts: 2, Enqueue: enqueue, RecordAttempt: i%3 == 0}
+		}
+		first := upload(0)
+		first.IdempotencyKey = "k0"
+		earlier, _, err := db.CreateSubmission(ctx, first)
+		if err != nil {
+			t.Fatal(err)
+		}
+
+		type answer struct {
+			sub     domain.Submission
+			created bool
+			err     error
+		}
+		// Round 1: four new uploads, one reusing key k0, one of a
+		// user that does not exist.
+		ups := []store.NewSubmission{upload(1), upload(2), upload(3), upload(4), upload(5), upload(6)}
+		ups[4].IdempotencyKey = "k0"
+		ups[5].UserID = u.ID + 1000
+		together := func(ups []store.NewSubmission, queued int) []answer {
+			var release func(int)
+			if db.Dialect == "postgres" {
+				release = db.HoldIntake()
+			}
+			out := make([]answer, len(ups))
+			var wg sync.WaitGroup
+			for i, ns := range ups {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					out[i].sub, out[i].created, out[i].err = db.CreateSubmission(ctx, ns)
+				}()
+			}
+			if release != nil {
+				release(queued)
+			}
+			wg.Wait()
+			return out
+		}
+		checkOwn := func(a answer, ns store.NewSubmission) {
+			t.Helper()
+			if a.err != nil || !a.created {
+				t.Fatalf("upload %s: %v, created %v", ns.Upload, a.err, a.created)
+			}
+			var jobs []struct{ PayloadSHA256, NotebookSHA256 string }
+			if err := db.RawScan(ctx, &jobs, "SELECT j.payload_sha256, s.notebook_sha256 FROM jobs j JOIN submissions s ON s.id = j.submission_id WHERE s.id = ?", a.sub.ID); err != nil {
 				t.Fatal(err)
 			}
-			enqueue := func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }
-			upload := func(i int) store.NewSubmission {
-				return store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1",
-					Upload: []byte(fmt.Sprintf(`{"u":%d}`, i)), Rebuilt: []byte(fmt.Sprintf(`{"r":%d}`, i%2)),
-					Integrity: []byte(`{}`), MaxAttempts: 2, Enqueue: enqueue, RecordAttempt: i%3 == 0}
+			if len(jobs) != 1 || jobs[0].PayloadSHA256 != store.SHA256(ns.Rebuilt) || jobs[0].NotebookSHA256 != store.SHA256(ns.Upload) {
+				t.Errorf("upload %s: stored as %+v", ns.Upload, jobs)
 			}
-			first := upload(0)
-			first.IdempotencyKey = "k0"
-			earlier, _, err := db.CreateSubmission(ctx, first)
-			if err != nil {
-				t.Fatal(err)
+			if b, err := db.Blob(ctx, store.SHA256(ns.Upload)); err != nil || string(b) != string(ns.Upload) {
+				t.Errorf("upload %s: blob %q, %v", ns.Upload, b, err)
 			}
+		}
+		// The reused key is answered before intake: five queue up.
+		got := together(ups, 5)
+		for i := 0; i < 4; i++ {
+			checkOwn(got[i], ups[i])
+		}
+		if a := got[4]; a.err != nil || a.created || a.sub.ID != earlier.ID {
+			t.Errorf("reused key: %s created %v, %v; want the earlier %s", a.sub.ID, a.created, a.err, earlier.ID)
+		}
+		if got[5].err == nil {
+			t.Error("the upload of a user that does not exist was stored")
+		}
+		if db.Dialect == "postgres" {
+			if batched, retried := db.IntakeBatches(); batched != 0 || retried != 1 {
+				t.Errorf("round 1: %d uploads written together, %d batches retried; want 0 and 1", batched, retried)
+			}
+		}
 
-			type answer struct {
-				sub     domain.Submission
-				created bool
-				err     error
+		// Round 2: five new uploads, written by one statement.
+		ups = []store.NewSubmission{upload(7), upload(8), upload(9), upload(10), upload(11)}
+		got = together(ups, len(ups))
+		for i := range ups {
+			checkOwn(got[i], ups[i])
+		}
+		if db.Dialect == "postgres" {
+			if batched, retried := db.IntakeBatches(); batched != 5 || retried != 1 {
+				t.Errorf("round 2: %d uploads written together, %d batches retried; want 5 and 1", batched, retried)
 			}
-			// Round 1: four new uploads, one reusing key k0, one of a
-			// user that does not exist.
-			ups := []store.NewSubmission{upload(1), upload(2), upload(3), upload(4), upload(5), upload(6)}
-			ups[4].IdempotencyKey = "k0"
-			ups[5].UserID = u.ID + 1000
-			together := func(ups []store.NewSubmission, queued int) []answer {
-				var release func(int)
-				if d == "postgres" {
-					release = db.HoldIntake()
-				}
-				out := make([]answer, len(ups))
-				var wg sync.WaitGroup
-				for i, ns := range ups {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						out[i].sub, out[i].created, out[i].err = db.CreateSubmission(ctx, ns)
-					}()
-				}
-				if release != nil {
-					release(queued)
-				}
-				wg.Wait()
-				return out
+		}
+		for table, want := range map[string]int64{"submissions": 10, "jobs": 10, "blobs": 12, "upload_attempts": 3} {
+			if n := count(t, db, "SELECT count(*) FROM "+table); n != want {
+				t.Errorf("%s has %d rows, want %d", table, n, want)
 			}
-			checkOwn := func(a answer, ns store.NewSubmission) {
-				t.Helper()
-				if a.err != nil || !a.created {
-					t.Fatalf("upload %s: %v, created %v", ns.Upload, a.err, a.created)
-				}
-				var jobs []struct{ PayloadSHA256, NotebookSHA256 string }
-				if err := db.RawScan(ctx, &jobs, "SELECT j.payload_sha256, s.notebook_sha256 FROM jobs j JOIN submissions s ON s.id = j.submission_id WHERE s.id = ?", a.sub.ID); err != nil {
-					t.Fatal(err)
-				}
-				if len(jobs) != 1 || jobs[0].PayloadSHA256 != store.SHA256(ns.Rebuilt) || jobs[0].NotebookSHA256 != store.SHA256(ns.Upload) {
-					t.Errorf("upload %s: stored as %+v", ns.Upload, jobs)
-				}
-				if b, err := db.Blob(ctx, store.SHA256(ns.Upload)); err != nil || string(b) != string(ns.Upload) {
-					t.Errorf("upload %s: blob %q, %v", ns.Upload, b, err)
-				}
-			}
-			// The reused key is answered before intake: five queue up.
-			got := together(ups, 5)
-			for i := 0; i < 4; i++ {
-				checkOwn(got[i], ups[i])
-			}
-			if a := got[4]; a.err != nil || a.created || a.sub.ID != earlier.ID {
-				t.Errorf("reused key: %s created %v, %v; want the earlier %s", a.sub.ID, a.created, a.err, earlier.ID)
-			}
-			if got[5].err == nil {
-				t.Error("the upload of a user that does not exist was stored")
-			}
-			if d == "postgres" {
-				if batched, retried := db.IntakeBatches(); batched != 0 || retried != 1 {
-					t.Errorf("round 1: %d uploads written together, %d batches retried; want 0 and 1", batched, retried)
-				}
-			}
+		}
+	})
+}
 
-			// Round 2: five new uploads, written by one statement.
-			ups = []store.NewSubmission{upload(7), upload(8), upload(9), upload(10), upload(11)}
-			got = together(ups, len(ups))
-			for i := range ups {
-				checkOwn(got[i], ups[i])
-			}
-			if d == "postgres" {
-				if batched, retried := db.IntakeBatches(); batched != 5 || retried != 1 {
-					t.Errorf("round 2: %d uploads written together, %d batches retried; want 5 and 1", batched, retried)
-				}
-			}
-			for table, want := range map[string]int64{"submissions": 10, "jobs": 10, "blobs": 12, "upload_attempts": 3} {
-				if n := count(t, db, "SELECT count(*) FROM "+table); n != want {
-					t.Errorf("%s has %d rows, want %d", table, n, want)
-				}
-			}
-		})
+// learner is a learner of db's, for the uploads of a test.
+func learner(t *testing.T, db *store.DB) domain.User {
+	t.Helper()
+	u, _, err := db.CreateUser(context.Background(), "ada", domain.RoleLearner)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return u
 }

@@ -24,53 +24,46 @@ func TestLearnerOutputStoredLosslessly(t *testing.T) {
 		"plain text, 中文, tabs\tand\nnewlines",
 		"",
 	}
-	for _, d := range storetest.Dialects(t) {
-		t.Run(d, func(t *testing.T) {
-			t.Parallel()
-			ctx := context.Background()
-			db := storetest.Open(t, d)
-			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
-			if err != nil {
-				t.Fatal(err)
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		u := learner(t, db)
+		sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
+			Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
+			Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cells []domain.CellResult
+		for i, h := range hostile {
+			cells = append(cells, domain.CellResult{CellID: "q" + string(rune('a'+i)), Verdict: "mismatch", Counted: true,
+				Message: h, Observed: h, Expected: h + "!", Diff: "-" + h})
+		}
+		if err := db.InTx(ctx, func(tx *store.Tx) error {
+			return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, MaxScore: 1, Profile: "cpu", Cells: cells})
+		}); err != nil {
+			t.Fatalf("save a grade with hostile output: %v", err)
+		}
+		got, err := db.Submission(ctx, sub.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Cells) != len(cells) {
+			t.Fatalf("%d cells back, want %d", len(got.Cells), len(cells))
+		}
+		for i, c := range got.Cells {
+			w := cells[i]
+			if c.Message != w.Message || c.Observed != w.Observed || c.Expected != w.Expected || c.Diff != w.Diff {
+				t.Errorf("cell %d: stored %q/%q/%q/%q, read back %q/%q/%q/%q", i, w.Message, w.Observed, w.Expected, w.Diff,
+					c.Message, c.Observed, c.Expected, c.Diff)
 			}
-			sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-				Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
-				Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var cells []domain.CellResult
-			for i, h := range hostile {
-				cells = append(cells, domain.CellResult{CellID: "q" + string(rune('a'+i)), Verdict: "mismatch", Counted: true,
-					Message: h, Observed: h, Expected: h + "!", Diff: "-" + h})
-			}
-			if err := db.InTx(ctx, func(tx *store.Tx) error {
-				return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, MaxScore: 1, Profile: "cpu", Cells: cells})
-			}); err != nil {
-				t.Fatalf("save a grade with hostile output: %v", err)
-			}
-			got, err := db.Submission(ctx, sub.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(got.Cells) != len(cells) {
-				t.Fatalf("%d cells back, want %d", len(got.Cells), len(cells))
-			}
-			for i, c := range got.Cells {
-				w := cells[i]
-				if c.Message != w.Message || c.Observed != w.Observed || c.Expected != w.Expected || c.Diff != w.Diff {
-					t.Errorf("cell %d: stored %q/%q/%q/%q, read back %q/%q/%q/%q", i, w.Message, w.Observed, w.Expected, w.Diff,
-						c.Message, c.Observed, c.Expected, c.Diff)
-				}
-			}
-			if err := db.MarkFailed(sub.ID, "runner said \x00\xff"); err != nil {
-				t.Fatalf("a failure reason with NUL and invalid UTF-8: %v", err)
-			}
-			if got, _ := db.Submission(ctx, sub.ID); got.Message != `runner said \x00\xff` {
-				t.Errorf("failure reason stored as %q, want it escaped", got.Message)
-			}
-		})
-	}
+		}
+		if err := db.MarkFailed(sub.ID, "runner said \x00\xff"); err != nil {
+			t.Fatalf("a failure reason with NUL and invalid UTF-8: %v", err)
+		}
+		if got, _ := db.Submission(ctx, sub.ID); got.Message != `runner said \x00\xff` {
+			t.Errorf("failure reason stored as %q, want it escaped", got.Message)
+		}
+	})
 }
 
 func TestPrintable(t *testing.T) {
