@@ -28,7 +28,7 @@ import (
 const (
 	intakeFlushers  = 2
 	intakeBatchMax  = 8
-	intakeBatchWait = time.Minute // a batch's statement, whoever's request ends first
+	intakeBatchWait = time.Minute // how long a batch's statement may run: no one request's end cancels it
 )
 
 // intakeBatcher queues the uploads waiting for a statement.
@@ -36,7 +36,7 @@ type intakeBatcher struct {
 	mu       sync.Mutex
 	pending  []*intakeCall
 	flushers int
-	// What the batches did, for tests and benchmarks: uploads written
+	// What the batches did, for the tests: uploads written
 	// by a statement of several, and batches written again one by one.
 	batched, retried int64
 }
