@@ -76,75 +76,101 @@ func (db *DB) rowErr(err error) error {
 }
 
 const (
+	insertBlobSQL       = "INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, " + blobDataMark + ", ?)"
 	insertSubmissionSQL = "INSERT INTO submissions (id, user_id, exercise_id, exercise_version, notebook_sha256, status, idempotency_key, integrity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	insertAttemptSQL    = "INSERT INTO upload_attempts (user_id, exercise_id, created_at) VALUES (?, ?, ?)"
 	insertJobSQL        = "INSERT INTO jobs (submission_id, kind, exercise_id, state, requires, priority, max_attempts, payload_sha256, not_before, profile, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
-// intakeStatement is the Postgres statement that writes r and returns the
-// job's id, with Postgres's numbered placeholders: its name (one per
-// shape of its text, which depends on nothing else: how many blobs,
-// whether an attempt is recorded, the order of the blobs' bytes), its
-// text (made once per shape) and its arguments.
+// intakeStatement is the Postgres statement that writes the rows of one
+// or more uploads and returns each job's id with its submission's, with
+// Postgres's numbered placeholders: its name (one per shape of its text,
+// which depends on nothing else: how many uploads, distinct blobs and
+// attempts, the order of the blobs' bytes), its text (made once per
+// shape) and its arguments.
 //
 // The blobs' bytes are its last arguments, the smallest first: pgx
-// encodes the arguments into one buffer that starts at 1 KB and grows as
-// they are appended, copying what it holds each time. With the upload
-// first and the rebuilt notebook after it, that was three copies of the
-// upload per submission; this way the buffer grows once to the small
-// arguments and the smaller blob, then once to the whole message.
-func intakeStatement(r intakeRows) (name, query string, args []any) {
-	order := blobOrder(r.blobs)
-	name = "npugrade_intake_" + strconv.Itoa(len(r.blobs)) + "_" + strconv.FormatBool(r.attempt) + "_"
-	for _, k := range order {
-		name += strconv.Itoa(k)
+// encodes the arguments into one buffer; with the small ones first it
+// holds them before the bytes are copied in.
+func intakeStatement(rows []intakeRows) (name, query string, args []any) {
+	var blobs []blobRow
+	seen := make(map[string]bool, 2*len(rows))
+	attempts := 0
+	for _, r := range rows {
+		for _, b := range r.blobs {
+			if !seen[b.SHA256] {
+				seen[b.SHA256] = true
+				blobs = append(blobs, b)
+			}
+		}
+		if r.attempt {
+			attempts++
+		}
 	}
-	args = make([]any, 0, 4*len(r.blobs)+24)
-	for _, b := range r.blobs {
+	order := blobOrder(blobs)
+	var nb strings.Builder
+	nb.WriteString("npugrade_intake_" + strconv.Itoa(len(rows)) + "_" + strconv.Itoa(len(blobs)) + "_" + strconv.Itoa(attempts) + "_")
+	for _, k := range order {
+		nb.WriteString(strconv.Itoa(k) + ".")
+	}
+	name = nb.String()
+
+	args = make([]any, 0, 4*len(blobs)+24*len(rows))
+	for _, b := range blobs {
 		args = append(args, b.SHA256, b.Size, b.CreatedAt)
 	}
-	s := r.sub
-	args = append(args, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status, s.IdempotencyKey, s.Integrity, s.CreatedAt)
-	if r.attempt {
-		args = append(args, s.UserID, attemptExercise(s.ExerciseID), s.CreatedAt)
+	for _, r := range rows {
+		s := r.sub
+		args = append(args, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status, s.IdempotencyKey, s.Integrity, s.CreatedAt)
 	}
-	j := r.job
-	args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
-		j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
+	for _, r := range rows {
+		if r.attempt {
+			args = append(args, r.sub.UserID, attemptExercise(r.sub.ExerciseID), r.sub.CreatedAt)
+		}
+	}
+	for _, r := range rows {
+		j := r.job
+		args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
+			j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
+	}
 	small := len(args)
 	for _, k := range order {
-		args = append(args, r.blobs[k].Data)
+		args = append(args, blobs[k].Data)
 	}
 	if q, ok := intakeTexts.Load(name); ok {
 		return name, q.(string), args
 	}
-	query = numberBlobsLast(intakeText(r), small, order)
+	query = numberBlobsLast(intakeText(len(rows), len(blobs), attempts), small, order)
 	intakeTexts.Store(name, query)
 	return name, query, args
+}
+
+// intakeText is intakeStatement's text with ? placeholders and
+// blobDataMark for each blob's bytes.
+func intakeText(subs, blobs, attempts int) string {
+	var sql strings.Builder
+	sql.WriteString("WITH b AS (" + multiRow(insertBlobSQL, blobs) + " ON CONFLICT DO NOTHING), s AS (" + multiRow(insertSubmissionSQL, subs) + ")")
+	if attempts > 0 {
+		sql.WriteString(", a AS (" + multiRow(insertAttemptSQL, attempts) + ")")
+	}
+	sql.WriteString(" " + multiRow(insertJobSQL, subs) + " RETURNING id, submission_id")
+	return sql.String()
+}
+
+// multiRow is insert, an INSERT of one row ending in its VALUES tuple,
+// with that tuple n times.
+func multiRow(insert string, n int) string {
+	at := strings.LastIndex(insert, " (") + 1
+	tuples := make([]string, n)
+	for i := range tuples {
+		tuples[i] = insert[at:]
+	}
+	return insert[:at] + strings.Join(tuples, ", ")
 }
 
 // intakeTexts holds intakeStatement's text by its name: building it for
 // every upload was about a tenth of the statement's own CPU.
 var intakeTexts sync.Map
-
-// intakeText is intakeStatement's text with ? placeholders, and
-// blobDataMark for each blob's bytes.
-func intakeText(r intakeRows) string {
-	var sql strings.Builder
-	sql.WriteString("WITH b AS (INSERT INTO blobs (sha256, size, data, created_at) VALUES ")
-	for i := range r.blobs {
-		if i > 0 {
-			sql.WriteString(", ")
-		}
-		sql.WriteString("(?, ?, " + blobDataMark + ", ?)")
-	}
-	sql.WriteString(" ON CONFLICT DO NOTHING), s AS (" + insertSubmissionSQL + ")")
-	if r.attempt {
-		sql.WriteString(", a AS (" + insertAttemptSQL + ")")
-	}
-	sql.WriteString(" " + insertJobSQL + " RETURNING id")
-	return sql.String()
-}
 
 // blobDataMark stands for a blob's bytes in intakeText until
 // numberBlobsLast numbers it.

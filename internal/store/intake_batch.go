@@ -2,9 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -96,7 +93,7 @@ func (db *DB) writeIntakeBatch(batch []*intakeCall) {
 	}()
 	if len(batch) == 1 {
 		c := batch[0]
-		c.id, c.err = db.insertIntakePG(c.ctx, c.rows)
+		c.id, c.err = db.insertIntakeOne(c.ctx, c.rows)
 		return
 	}
 	// One request's end must not cancel the others' statement.
@@ -106,7 +103,7 @@ func (db *DB) writeIntakeBatch(batch []*intakeCall) {
 	for i, c := range batch {
 		rows[i] = c.rows
 	}
-	ids, err := db.insertIntakeMany(ctx, rows)
+	ids, err := db.insertIntakeRows(ctx, rows)
 	b := &db.intake
 	if err == nil {
 		for i, c := range batch {
@@ -121,117 +118,6 @@ func (db *DB) writeIntakeBatch(batch []*intakeCall) {
 	b.retried++
 	b.mu.Unlock()
 	for _, c := range batch {
-		c.id, c.err = db.insertIntakePG(c.ctx, c.rows)
+		c.id, c.err = db.insertIntakeOne(c.ctx, c.rows)
 	}
-}
-
-// insertIntakeMany writes several uploads' rows in one statement and
-// returns their jobs' ids in order.
-func (db *DB) insertIntakeMany(ctx context.Context, rows []intakeRows) ([]int64, error) {
-	name, query, args := intakeBatchStatement(rows)
-	bySub := make(map[string]int64, len(rows))
-	err := db.execIntake(ctx, name, query, args, func(v [][]byte) error {
-		id, err := strconv.ParseInt(string(v[0]), 10, 64)
-		bySub[string(v[1])] = id
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("insert %d submissions: %w", len(rows), err)
-	}
-	ids := make([]int64, len(rows))
-	for i, r := range rows {
-		id, ok := bySub[r.sub.ID]
-		if !ok {
-			return nil, fmt.Errorf("the intake statement returned no job for submission %s", r.sub.ID)
-		}
-		ids[i] = id
-	}
-	return ids, nil
-}
-
-// intakeBatchStatement is intakeStatement for several uploads: the
-// distinct blobs of all of them in one insert, then their submissions,
-// upload attempts and jobs, the jobs returning their ids with their
-// submissions'. The blobs' bytes are numbered last, the smaller first,
-// as in intakeStatement. Its name says its shape: how many uploads,
-// blobs and attempts, and the order of the blobs' bytes.
-func intakeBatchStatement(rows []intakeRows) (name, query string, args []any) {
-	var blobs []blobRow
-	seen := make(map[string]bool, 2*len(rows))
-	attempts := 0
-	for _, r := range rows {
-		for _, b := range r.blobs {
-			if !seen[b.SHA256] {
-				seen[b.SHA256] = true
-				blobs = append(blobs, b)
-			}
-		}
-		if r.attempt {
-			attempts++
-		}
-	}
-	order := blobOrder(blobs)
-	var nb strings.Builder
-	nb.WriteString("npugrade_intake_batch_" + strconv.Itoa(len(rows)) + "_" + strconv.Itoa(len(blobs)) + "_" + strconv.Itoa(attempts) + "_")
-	for _, k := range order {
-		nb.WriteString(strconv.Itoa(k) + ".")
-	}
-	name = nb.String()
-
-	args = make([]any, 0, 4*len(blobs)+24*len(rows))
-	for _, b := range blobs {
-		args = append(args, b.SHA256, b.Size, b.CreatedAt)
-	}
-	for _, r := range rows {
-		s := r.sub
-		args = append(args, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status, s.IdempotencyKey, s.Integrity, s.CreatedAt)
-	}
-	for _, r := range rows {
-		if r.attempt {
-			args = append(args, r.sub.UserID, attemptExercise(r.sub.ExerciseID), r.sub.CreatedAt)
-		}
-	}
-	for _, r := range rows {
-		j := r.job
-		args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
-			j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
-	}
-	small := len(args)
-	for _, k := range order {
-		args = append(args, blobs[k].Data)
-	}
-	if q, ok := intakeTexts.Load(name); ok {
-		return name, q.(string), args
-	}
-	query = numberBlobsLast(intakeBatchText(len(rows), len(blobs), attempts), small, order)
-	intakeTexts.Store(name, query)
-	return name, query, args
-}
-
-// intakeBatchText is intakeBatchStatement's text with ? placeholders and
-// blobDataMark for each blob's bytes.
-func intakeBatchText(subs, blobs, attempts int) string {
-	var sql strings.Builder
-	rowsOf := func(n int, row string) {
-		for i := 0; i < n; i++ {
-			if i > 0 {
-				sql.WriteString(", ")
-			}
-			sql.WriteString(row)
-		}
-	}
-	sql.WriteString("WITH b AS (INSERT INTO blobs (sha256, size, data, created_at) VALUES ")
-	rowsOf(blobs, "(?, ?, "+blobDataMark+", ?)")
-	sql.WriteString(" ON CONFLICT DO NOTHING), s AS (INSERT INTO submissions (id, user_id, exercise_id, exercise_version, notebook_sha256, status, idempotency_key, integrity, created_at) VALUES ")
-	rowsOf(subs, "(?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	sql.WriteString(")")
-	if attempts > 0 {
-		sql.WriteString(", a AS (INSERT INTO upload_attempts (user_id, exercise_id, created_at) VALUES ")
-		rowsOf(attempts, "(?, ?, ?)")
-		sql.WriteString(")")
-	}
-	sql.WriteString(" INSERT INTO jobs (submission_id, kind, exercise_id, state, requires, priority, max_attempts, payload_sha256, not_before, profile, created_at, updated_at) VALUES ")
-	rowsOf(subs, "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-	sql.WriteString(" RETURNING id, submission_id")
-	return sql.String()
 }

@@ -11,32 +11,39 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
-// insertIntakePG runs intakeStatement on Postgres through the pool
-// connection's own pgx connection: prepared once per connection and
-// statement shape, its arguments handed to pgconn already encoded — text
-// for strings, numbers and times, the blobs as binary bytea, which is the
-// bytes as they are. Through database/sql, pgx encoded every argument
-// into a per-query buffer that starts at 256 bytes and doubles its way up
-// to the blobs' size (and is dropped after the query): per 135 KB upload
-// ~500 KB of garbage and one more copy of the blobs, a quarter of this
-// statement's CPU.
-func (db *DB) insertIntakePG(ctx context.Context, r intakeRows) (int64, error) {
-	name, query, args := intakeStatement(r)
-	var id int64
-	got := false
+// insertIntakeOne writes one upload's rows (insertIntakeRows).
+func (db *DB) insertIntakeOne(ctx context.Context, r intakeRows) (int64, error) {
+	ids, err := db.insertIntakeRows(ctx, []intakeRows{r})
+	if err != nil {
+		return 0, err
+	}
+	return ids[0], nil
+}
+
+// insertIntakeRows writes uploads' rows by intakeStatement and returns
+// their jobs' ids in order.
+func (db *DB) insertIntakeRows(ctx context.Context, rows []intakeRows) ([]int64, error) {
+	name, query, args := intakeStatement(rows)
+	bySub := make(map[string]int64, len(rows))
 	err := db.execIntake(ctx, name, query, args, func(v [][]byte) error {
-		if got {
-			return nil
-		}
-		got = true
-		var err error
-		id, err = strconv.ParseInt(string(v[0]), 10, 64)
+		id, err := strconv.ParseInt(string(v[0]), 10, 64)
+		bySub[string(v[1])] = id
 		return err
 	})
-	if err == nil && !got {
-		err = fmt.Errorf("the intake statement returned no job id")
+	if err != nil {
+		// Unwrapped: rowErr finds a duplicate key by the driver's error
+		// type itself, not through a wrapping.
+		return nil, err
 	}
-	return id, err
+	ids := make([]int64, len(rows))
+	for i, r := range rows {
+		id, ok := bySub[r.sub.ID]
+		if !ok {
+			return nil, fmt.Errorf("the intake statement returned no job for submission %s", r.sub.ID)
+		}
+		ids[i] = id
+	}
+	return ids, nil
 }
 
 // execIntake runs an intake statement, prepared once per connection

@@ -54,17 +54,17 @@ func TestIntakeStatementNumbersBlobsLast(t *testing.T) {
 		r := intakeRows{blobs: []blobRow{{SHA256: "u", Size: 300, Data: big, CreatedAt: now}, {SHA256: "p", Size: 20, Data: small, CreatedAt: now}},
 			sub: submissionRow{ID: "s1", UserID: 7, ExerciseID: "ch1", NotebookSHA256: "u", CreatedAt: now},
 			job: jobRow{Kind: "grade", PayloadSHA256: "p"}, attempt: attempt}
-		name, q, args := intakeStatement(r)
+		name, q, args := intakeStatement([]intakeRows{r})
 		if strings.Contains(q, "?") || strings.Contains(q, blobDataMark) {
 			t.Fatalf("placeholders left in %s", q)
 		}
-		if q != numberBlobsLast(intakeText(r), len(args)-2, []int{1, 0}) {
+		if q != numberBlobsLast(intakeText(1, 2, map[bool]int{false: 0, true: 1}[attempt]), len(args)-2, []int{1, 0}) {
 			t.Fatalf("the text remembered for %s is another:\n%s", name, q)
 		}
 		// Another shape: another name and text.
 		swapped := r
 		swapped.blobs = []blobRow{r.blobs[1], r.blobs[0]}
-		if name2, q2, _ := intakeStatement(swapped); name2 == name || q2 == q {
+		if name2, q2, _ := intakeStatement([]intakeRows{swapped}); name2 == name || q2 == q {
 			t.Errorf("the blobs in the other order share the statement %s", name)
 		}
 		if n := len(args); !bytes.Equal(args[n-2].([]byte), small) || !bytes.Equal(args[n-1].([]byte), big) {
@@ -86,6 +86,37 @@ func TestIntakeStatementNumbersBlobsLast(t *testing.T) {
 		}
 		if got[len(want)] != "s1" || got[len(got)-1] != args[len(args)-3] {
 			t.Errorf("the submission and job arguments moved: %v", got[len(want):])
+		}
+	}
+}
+
+// TestIntakeStatementOfSeveralUploads: uploads written together send each
+// distinct blob once, and the statement has a row per submission, job
+// and attempt asked for, every argument read by one placeholder.
+func TestIntakeStatementOfSeveralUploads(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	up := func(id, upload string, attempt bool) intakeRows {
+		return intakeRows{blobs: []blobRow{{SHA256: upload, Data: []byte(upload)}, {SHA256: "p", Data: []byte("p")}},
+			sub: submissionRow{ID: id, CreatedAt: now}, job: jobRow{Kind: "grade", PayloadSHA256: "p"}, attempt: attempt}
+	}
+	_, q, args := intakeStatement([]intakeRows{up("s1", "u1", true), up("s2", "u2", false), up("s3", "u3", true)})
+	for what, want := range map[string]int{"INSERT INTO blobs": 1, "(?": 0, "$": len(args), "RETURNING id, submission_id": 1} {
+		if n := strings.Count(q, what); n != want {
+			t.Errorf("%q %d times, want %d in\n%s", what, n, want, q)
+		}
+	}
+	tuples := regexp.MustCompile(`INSERT INTO (\w+) \([a-z_, 0-9]+\) VALUES ((?:\([^()]*\)(?:, )?)+)`).FindAllStringSubmatch(q, -1)
+	got := map[string]int{}
+	for _, m := range tuples {
+		got[m[1]] = strings.Count(m[2], "(")
+	}
+	if want := map[string]int{"blobs": 4, "submissions": 3, "upload_attempts": 2, "jobs": 3}; !reflect.DeepEqual(got, want) {
+		t.Errorf("rows per table %v, want %v", got, want)
+	}
+	for i := 1; i <= len(args); i++ {
+		if !regexp.MustCompile(`\$` + strconv.Itoa(i) + `\b`).MatchString(q) {
+			t.Errorf("argument %d is read by no placeholder", i)
 		}
 	}
 }

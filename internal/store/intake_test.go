@@ -222,7 +222,21 @@ func TestIntakeWritesConcurrentUploadsTogether(t *testing.T) {
 				t.Errorf("round 2: %d uploads written together, %d batches retried; want 5 and 1", batched, retried)
 			}
 		}
-		for table, want := range map[string]int64{"submissions": 10, "jobs": 10, "blobs": 12, "upload_attempts": 3} {
+		// Round 3: two new uploads with one new key, both past the
+		// key's lookup: the statement fails on the key, the retry stores
+		// one and answers the other with it.
+		ups = []store.NewSubmission{upload(12), upload(15)}
+		ups[0].IdempotencyKey, ups[1].IdempotencyKey = "k3", "k3"
+		got = together(ups, len(ups))
+		if got[0].err != nil || got[1].err != nil || got[0].sub.ID != got[1].sub.ID || got[0].created == got[1].created {
+			t.Errorf("one key twice at once: %+v", got)
+		}
+		if db.Dialect == "postgres" {
+			if batched, retried := db.IntakeBatches(); batched != 5 || retried != 2 {
+				t.Errorf("round 3: %d uploads written together, %d batches retried; want 5 and 2", batched, retried)
+			}
+		}
+		for table, want := range map[string]int64{"submissions": 11, "jobs": 11, "blobs": 13, "upload_attempts": 4} {
 			if n := count(t, db, "SELECT count(*) FROM "+table); n != want {
 				t.Errorf("%s has %d rows, want %d", table, n, want)
 			}
