@@ -195,7 +195,21 @@ class Client(ExecutePreprocessor):
         return await super()._async_handle_timeout(timeout, cell)
 
     async def _kill_if_ignored(self):
-        await asyncio.sleep(self.limits["interrupt_grace"])
+        # The interrupt is sent again each second of the grace, as a user
+        # presses it again: one can be lost (it reached the kernel before
+        # the cell's code ran, on a loaded host). execute() cancels this
+        # as soon as the cell ends, before the next one starts.
+        deadline = time.monotonic() + self.limits["interrupt_grace"]
+        while self.current is not None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            await asyncio.sleep(min(1.0, left))
+            if self.current is not None and deadline - time.monotonic() > 0.05:
+                try:
+                    await ensure(self.km.interrupt_kernel())
+                except Exception:
+                    traceback.print_exc()
         if self.current is not None:
             _, cell = self.current
             note(cell, interrupt_ignored=True)

@@ -78,6 +78,11 @@ func hostileCorpus() []hostileCase {
 			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictPass, msg: "did not finish within its 2s time limit and was interrupted"},
 		{name: "ignores-sigint", q2: "import signal\nsignal.signal(signal.SIGINT, signal.SIG_IGN)\nwhile True:\n    pass",
 			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictNotRun, msg: "did not stop when interrupted, so the kernel was stopped"},
+		// An interrupt lost once (as one that reaches the kernel before
+		// the cell's code runs): the driver sends it again within the
+		// grace, so the cell stops and the kernel lives on.
+		{name: "interrupt-lost-once", q2: "import signal, time\nseen = []\ndef once(signum, frame):\n    seen.append(signum)\n    if len(seen) > 1:\n        raise KeyboardInterrupt\nsignal.signal(signal.SIGINT, once)\ntime.sleep(3600)",
+			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictPass, msg: "did not finish within its 2s time limit and was interrupted"},
 		{name: "swallows-keyboardinterrupt", q2: "import time\nwhile True:\n    try:\n        time.sleep(10)\n    except KeyboardInterrupt:\n        pass",
 			q2Verdict: domain.VerdictTimeout, q3Verdict: domain.VerdictNotRun, msg: "did not stop when interrupted"},
 		{name: "sleep-past-cell-timeout", q2: "import time\ntime.sleep(3600)",
