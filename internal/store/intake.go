@@ -89,9 +89,10 @@ const (
 // attempts, the order of the blobs' bytes), its text (made once per
 // shape) and its arguments.
 //
-// The blobs' bytes are its last arguments, the smallest first: pgx
-// encodes the arguments into one buffer; with the small ones first it
-// holds them before the bytes are copied in.
+// The blobs' bytes are its last arguments, the smallest first. That
+// order kept pgx's growing send buffer from copying the upload again and
+// again; since execIntake sizes that buffer up front (bindRoom) it no
+// longer matters, and could go.
 func intakeStatement(rows []intakeRows) (name, query string, args []any) {
 	var blobs []blobRow
 	seen := make(map[string]bool, 2*len(rows))
