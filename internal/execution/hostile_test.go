@@ -135,8 +135,7 @@ func hostileCorpus() []hostileCase {
 			q2Verdict: domain.VerdictMismatch, q3Verdict: domain.VerdictPass + "|" + domain.VerdictMismatch},
 		{name: "network-loopback", q2: "import socket\ns = socket.create_connection(('127.0.0.1', %[1]s), timeout=3)\ns.sendall(b'LEAK')\nprint('ok')",
 			// Past the socket's 3 s: a connection that hangs must raise
-			// (socket.timeout), not be cut off by the cell limit; 2 s also
-			// ran out on a loaded CI host before the refusal came back.
+			// (socket.timeout), not be cut off by the cell limit.
 			opts:      execution.Options{CellTimeout: 30 * time.Second, JobTimeout: 2 * time.Minute},
 			q2Verdict: domain.VerdictError, q3Verdict: domain.VerdictPass, msg: "the cell raised"},
 		{name: "read-secrets", q2: "import os, glob\nfound = [k for k, v in os.environ.items() if 'SECRET' in v or 'TOKEN' in k]\n" +
@@ -298,12 +297,18 @@ func runHostileCorpus(t *testing.T, rootfs string) {
 			if strings.Contains(src, "%[") {
 				src = fmt.Sprintf(src, port, forbidden, workRoot, ans)
 			}
+			opts := tc.opts
+			if opts.CellTimeout == 0 && tc.q2Verdict != domain.VerdictTimeout {
+				// The cell limit is not under test: on a loaded 2-core
+				// host a kernel's first traceback once took over 2 s.
+				opts.CellTimeout = 30 * time.Second
+			}
 			var zs *zygotes
 			if fork && tc.warm {
 				zs = &zygotes{kz, dz}
 				forked.Add(1)
 			}
-			out, res := gradeHostile(t, ex, src, workRoot, rootfs, tc.opts, tc.output, tc.warm, zs)
+			out, res := gradeHostile(t, ex, src, workRoot, rootfs, opts, tc.output, tc.warm, zs)
 			byID := map[string]domain.CellResult{}
 			for _, c := range out.Cells {
 				byID[c.CellID] = c

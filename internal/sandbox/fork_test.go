@@ -116,6 +116,21 @@ except OSError as e:
 			time.Sleep(20 * time.Millisecond)
 		}
 	})
+	t.Run("tracebacks-prepared", func(t *testing.T) {
+		// The zygote parsed the source under every cell's traceback
+		// (zygote.py, prepare_tracebacks): a forked kernel's first
+		// traceback does not parse it again.
+		t.Parallel()
+		k, _, _ := prepare(t, testConfig(t, mode))
+		out := mustPy(t, k, `import stack_data
+from IPython.core import interactiveshell
+cache = stack_data.Source._class_local("__source_cache_with_lines", {})
+print("parsed", sorted({f for f, _ in cache}))
+print("same", stack_data.Source.for_filename(interactiveshell.__file__) in cache.values())`)
+		if !strings.Contains(out, "interactiveshell.py") || !strings.Contains(out, "same True") {
+			t.Errorf("the forked process parses IPython's interactiveshell.py again for its first traceback:\n%s", out)
+		}
+	})
 	t.Run("nothing-carries-over", func(t *testing.T) {
 		t.Parallel()
 		cfg := testConfig(t, mode)

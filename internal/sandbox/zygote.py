@@ -150,6 +150,30 @@ def startup_imports():
     return failed
 
 
+def prepare_tracebacks():
+    """Does once what a kernel's first traceback did in every job whose
+    cell raised: IPython's traceback (stack_data, executing) parses
+    interactiveshell.py, whose run_code frame is under every cell, and
+    sets up pygments' lexer and styles; 0.15 to 0.2 s of CPU, which on a
+    loaded 2-core host ran past a 2 s cell limit. Forked kernels find the
+    parsed source in stack_data's cache (the same file at the same path
+    in the sandbox) and format their first traceback in about 15 ms."""
+    try:
+        import stack_data
+        from IPython.core import interactiveshell, ultratb
+
+        stack_data.Source.for_filename(interactiveshell.__file__)
+        try:
+            raise ValueError("zygote: a traceback to format")
+        except ValueError:
+            exc = sys.exc_info()
+        for scheme in ("Neutral", "Linux", "LightBG", "NoColor"):
+            ultratb.AutoFormattedTB(mode="Context", color_scheme=scheme).structured_traceback(*exc)
+    except Exception as e:  # an IPython without these: kernels do it themselves
+        return ["tracebacks: %s: %s" % (type(e).__name__, e)]
+    return []
+
+
 def parse_kernel_argv(argv):
     """Parses the kernels' command line (the same for every kernel: -f and
     the sandbox's connection file) once, as IPKernelApp.parse_command_line
@@ -352,7 +376,7 @@ def main():
     os.setresgid(cfg["gid"], cfg["gid"], cfg["gid"])
     os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
     lsock = socket.socket(fileno=3)
-    failed = preload(cfg.get("preload") or []) + startup_imports()
+    failed = preload(cfg.get("preload") or []) + startup_imports() + prepare_tracebacks()
     try:
         import torch._dynamo
 
