@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,7 +75,7 @@ func (db *DB) rowErr(err error) error {
 }
 
 const (
-	insertBlobSQL       = "INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, " + blobDataMark + ", ?)"
+	insertBlobSQL       = "INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)"
 	insertSubmissionSQL = "INSERT INTO submissions (id, user_id, exercise_id, exercise_version, notebook_sha256, status, idempotency_key, integrity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	insertAttemptSQL    = "INSERT INTO upload_attempts (user_id, exercise_id, created_at) VALUES (?, ?, ?)"
 	insertJobSQL        = "INSERT INTO jobs (submission_id, kind, exercise_id, state, requires, priority, max_attempts, payload_sha256, not_before, profile, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -86,13 +85,7 @@ const (
 // or more uploads and returns each job's id with its submission's, with
 // Postgres's numbered placeholders: its name (one per shape of its text,
 // which depends on nothing else: how many uploads, distinct blobs and
-// attempts, the order of the blobs' bytes), its text (made once per
-// shape) and its arguments.
-//
-// The blobs' bytes are its last arguments, the smallest first. That
-// order kept pgx's growing send buffer from copying the upload again and
-// again; since execIntake sizes that buffer up front (bindRoom) it no
-// longer matters, and could go.
+// attempts), its text (made once per shape) and its arguments.
 func intakeStatement(rows []intakeRows) (name, query string, args []any) {
 	var blobs []blobRow
 	seen := make(map[string]bool, 2*len(rows))
@@ -108,17 +101,11 @@ func intakeStatement(rows []intakeRows) (name, query string, args []any) {
 			attempts++
 		}
 	}
-	order := blobOrder(blobs)
-	var nb strings.Builder
-	nb.WriteString("npugrade_intake_" + strconv.Itoa(len(rows)) + "_" + strconv.Itoa(len(blobs)) + "_" + strconv.Itoa(attempts) + "_")
-	for _, k := range order {
-		nb.WriteString(strconv.Itoa(k) + ".")
-	}
-	name = nb.String()
+	name = "npugrade_intake_" + strconv.Itoa(len(rows)) + "_" + strconv.Itoa(len(blobs)) + "_" + strconv.Itoa(attempts)
 
 	args = make([]any, 0, 4*len(blobs)+24*len(rows))
 	for _, b := range blobs {
-		args = append(args, b.SHA256, b.Size, b.CreatedAt)
+		args = append(args, b.SHA256, b.Size, b.Data, b.CreatedAt)
 	}
 	for _, r := range rows {
 		s := r.sub
@@ -134,20 +121,15 @@ func intakeStatement(rows []intakeRows) (name, query string, args []any) {
 		args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
 			j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
 	}
-	small := len(args)
-	for _, k := range order {
-		args = append(args, blobs[k].Data)
-	}
 	if q, ok := intakeTexts.Load(name); ok {
 		return name, q.(string), args
 	}
-	query = numberBlobsLast(intakeText(len(rows), len(blobs), attempts), small, order)
+	query = numbered(intakeText(len(rows), len(blobs), attempts))
 	intakeTexts.Store(name, query)
 	return name, query, args
 }
 
-// intakeText is intakeStatement's text with ? placeholders and
-// blobDataMark for each blob's bytes.
+// intakeText is intakeStatement's text with ? placeholders.
 func intakeText(subs, blobs, attempts int) string {
 	var sql strings.Builder
 	sql.WriteString("WITH b AS (" + multiRow(insertBlobSQL, blobs) + " ON CONFLICT DO NOTHING), s AS (" + multiRow(insertSubmissionSQL, subs) + ")")
@@ -173,44 +155,19 @@ func multiRow(insert string, n int) string {
 // every upload was about a tenth of the statement's own CPU.
 var intakeTexts sync.Map
 
-// blobDataMark stands for a blob's bytes in intakeText until
-// numberBlobsLast numbers it.
-const blobDataMark = "$blob"
-
-// blobOrder is the order of blobs' bytes among intakeStatement's
-// arguments: by size, the smaller first (ties as they are).
-func blobOrder(blobs []blobRow) []int {
-	order := make([]int, len(blobs))
-	for k := range order {
-		order[k] = k
-	}
-	sort.SliceStable(order, func(a, b int) bool { return len(blobs[order[a]].Data) < len(blobs[order[b]].Data) })
-	return order
-}
-
-// numberBlobsLast numbers q's placeholders: each ? in order ($1, $2, …,
-// the first small arguments), then each blobDataMark, the bytes of the
-// k-th blob, after them as order places them.
-func numberBlobsLast(q string, small int, order []int) string {
-	rank := make([]int, len(order))
-	for r, k := range order {
-		rank[k] = r
-	}
+// numbered is q with its placeholders numbered: each ? in order becomes
+// $1, $2, ….
+func numbered(q string) string {
 	var b strings.Builder
-	b.Grow(len(q) + 64)
-	n, k := 0, 0
+	b.Grow(len(q) + len(q)/8)
+	n := 0
 	for i := 0; i < len(q); i++ {
-		switch {
-		case q[i] == '?':
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-		case strings.HasPrefix(q[i:], blobDataMark):
-			b.WriteString("$" + strconv.Itoa(small+rank[k]+1))
-			k++
-			i += len(blobDataMark) - 1
-		default:
+		if q[i] != '?' {
 			b.WriteByte(q[i])
+			continue
 		}
+		n++
+		b.WriteString("$" + strconv.Itoa(n))
 	}
 	return b.String()
 }
