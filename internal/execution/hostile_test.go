@@ -63,7 +63,8 @@ type hostileCase struct {
 	// q2Verdict and q3Verdict are the expected verdicts; msg is a
 	// substring of q2's message.
 	q2Verdict, q3Verdict, msg string
-	// opts overrides the job's timeouts.
+	// opts overrides the job's timeouts (unset: a 2 s cell limit for
+	// the timeout cases, 30 s for the others, a 1 minute run).
 	opts execution.Options
 	// output sets tighter output limits.
 	output execution.OutputLimits
@@ -298,7 +299,11 @@ func runHostileCorpus(t *testing.T, rootfs string) {
 				src = fmt.Sprintf(src, port, forbidden, workRoot, ans)
 			}
 			opts := tc.opts
-			if opts.CellTimeout == 0 && tc.q2Verdict != domain.VerdictTimeout {
+			switch {
+			case opts.CellTimeout != 0:
+			case tc.q2Verdict == domain.VerdictTimeout:
+				opts.CellTimeout = 2 * time.Second
+			default:
 				// The cell limit is not under test: on a loaded 2-core
 				// host a kernel's first traceback once took over 2 s.
 				opts.CellTimeout = 30 * time.Second
@@ -409,9 +414,6 @@ func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot, rootfs stri
 	e := &execution.Executor{Profile: "cpu", WorkRoot: workRoot, Isolation: &cfg, Output: lim, InterruptGrace: 2 * time.Second}
 	if zs != nil {
 		cfg.Zygote, e.DriverZygote = zs.kernel, zs.driver
-	}
-	if opt.CellTimeout == 0 {
-		opt.CellTimeout = 2 * time.Second
 	}
 	if opt.JobTimeout == 0 {
 		opt.JobTimeout = time.Minute
