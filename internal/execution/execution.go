@@ -410,7 +410,10 @@ func (e *Executor) startDriver(j *job, warm bool) (*driverProc, error) {
 // kill SIGKILLs the driver's process group (the sandboxed kernel, in its
 // own session, goes with the sandbox's cgroup in job.close). A forked
 // driver, once it has exited, was reaped by the zygote: its pid may name
-// another process by now, so it is left alone.
+// another process by now, so it is left alone. A forked driver killed
+// right after its fork may not lead its group yet (the zygote replies
+// before the child's setsid): it is killed by its pid too, or it would
+// live on waiting for a job that never comes.
 func (p *driverProc) kill() {
 	if p.forked {
 		select {
@@ -418,6 +421,7 @@ func (p *driverProc) kill() {
 			return
 		default:
 		}
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
 	}
 	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 }

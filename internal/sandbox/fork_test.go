@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bufio"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -129,6 +130,27 @@ print("parsed", sorted({f for f, _ in cache}))
 print("same", stack_data.Source.for_filename(interactiveshell.__file__) in cache.values())`)
 		if !strings.Contains(out, "interactiveshell.py") || !strings.Contains(out, "same True") {
 			t.Errorf("the forked process parses IPython's interactiveshell.py again for its first traceback:\n%s", out)
+		}
+	})
+	t.Run("ends-with-its-context", func(t *testing.T) {
+		// A kernel whose context ends while the zygote is still starting
+		// (a runner stopping right after its start) is not wanted: an
+		// error, not a kernel prepared on the exec path instead.
+		t.Parallel()
+		cfg := testConfig(t, mode)
+		z := &Zygote{} // not the shared one: it is still importing torch
+		defer z.Close()
+		cfg.Zygote = z
+		jobDir, _ := newJob(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		k, err := cfg.PrepareKernel(ctx, jobDir)
+		if err == nil {
+			k.Close()
+			t.Fatalf("a kernel was prepared after its context ended (forked: %v)", k.Forked())
+		}
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("PrepareKernel: %v, want the context's end", err)
 		}
 	})
 	t.Run("nothing-carries-over", func(t *testing.T) {

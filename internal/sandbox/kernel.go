@@ -296,7 +296,9 @@ func (k *Kernel) writeLauncher(ctx context.Context, tools toolPaths) error {
 	}
 	argv := []string{"/bin/sh", k.launch, "{connection_file}"}
 	if k.cfg.Zygote != nil && k.cfg.Mode == ModeBwrap {
-		k.useFork(ctx)
+		if err := k.useFork(ctx); err != nil {
+			return err
+		}
 		if k.fork != nil {
 			argv = append(append([]string{}, k.fork...), "{connection_file}")
 		}

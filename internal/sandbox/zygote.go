@@ -238,7 +238,9 @@ type forkRequest struct {
 // useFork sets the kernel up for the fork path when cfg allows it: the
 // kernelspec then runs the launcher, which asks the zygote. Otherwise (or
 // when the zygote cannot start) it keeps the exec path and says why, once.
-func (k *Kernel) useFork(ctx context.Context) {
+// When ctx ends while the zygote starts, the kernel is not wanted: that
+// is its error, not a reason to start it on the exec path.
+func (k *Kernel) useFork(ctx context.Context) error {
 	cfg := k.cfg
 	err := cfg.forkSupported()
 	if err == nil && k.cg == nil {
@@ -246,12 +248,15 @@ func (k *Kernel) useFork(ctx context.Context) {
 	}
 	if err != nil {
 		cfg.Zygote.fallBack(err, true)
-		return
+		return nil
 	}
 	p, err := cfg.Zygote.socket(ctx, cfg)
 	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("wait for the kernel zygote: %w", ctx.Err())
+		}
 		cfg.Zygote.fallBack(err, false)
-		return
+		return nil
 	}
 	req := forkRequest{Procs: k.cg.procsFiles(), Env: cfg.kernelEnv(), Cwd: SandboxHome, UID: k.Limits.UID, GID: k.Limits.GID,
 		Argv:    kernelArgv,
@@ -263,11 +268,12 @@ func (k *Kernel) useFork(ctx context.Context) {
 	path := filepath.Join(k.priv, "fork.json")
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		cfg.Zygote.fallBack(err, false)
-		return
+		return nil
 	}
 	cfg.Zygote.forks.Add(1)
 	k.preloaded, _ = p.Value().([]string)
 	k.fork = []string{cfg.Zygote.hostPython(), "-I", "-S", filepath.Join(p.Dir(), "zlaunch.py"), p.Socket(), path, strings.Join(req.Procs, ","), k.launch}
+	return nil
 }
 
 // Forked tells whether the kernel starts on the fork path.
