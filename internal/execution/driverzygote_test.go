@@ -17,18 +17,9 @@ import (
 // them, and counts their memory as the spares'.
 func TestPoolOnTheForkPath(t *testing.T) {
 	t.Parallel()
-	requireExecution(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the fork path needs root")
-	}
-	cfg := sandbox.DefaultConfig()
-	cfg.RootFS = filepath.Join(envtest.RequireCPU(t), "rootfs")
-	cfg.BaseDir = filepath.Join(shortTemp(t), "b")
-	kz, dz := &sandbox.Zygote{}, &execution.DriverZygote{}
+	kz := &sandbox.Zygote{}
 	defer kz.Close()
-	defer dz.Close()
-	cfg.Zygote = kz
-	e := &execution.Executor{Profile: "cpu", WorkRoot: shortTemp(t), Isolation: &cfg, DriverZygote: dz}
+	e, dz := forkPathExecutor(t, kz)
 	p := &execution.Pool{Exec: e, Size: 1, PerSlot: 1, Zygotes: []execution.Zygote{kz, dz}}
 	p.Start(context.Background())
 	defer p.Close()
@@ -50,16 +41,8 @@ func TestPoolOnTheForkPath(t *testing.T) {
 // Close and the runner's exit waited with it.
 func TestWarmStartEndsRightAfterFork(t *testing.T) {
 	t.Parallel()
-	requireExecution(t)
-	if os.Geteuid() != 0 {
-		t.Skip("the fork path needs root")
-	}
-	cfg := sandbox.DefaultConfig()
-	cfg.RootFS = filepath.Join(envtest.RequireCPU(t), "rootfs")
-	cfg.BaseDir = filepath.Join(shortTemp(t), "b")
-	dz := &execution.DriverZygote{}
-	defer dz.Close()
-	e := &execution.Executor{Profile: "cpu", WorkRoot: shortTemp(t), Isolation: &cfg, DriverZygote: dz}
+	// Kernels on the exec path: only the driver is forked.
+	e, dz := forkPathExecutor(t, nil)
 	for i := 0; i < 10; i++ {
 		ctx, cancel := context.WithCancel(context.Background())
 		forked := dz.Drivers()
@@ -94,4 +77,23 @@ func TestWarmStartEndsRightAfterFork(t *testing.T) {
 	if dirs := kernelDirs(t, e.WorkRoot); len(dirs) != 0 {
 		t.Errorf("job directories left: %v", dirs)
 	}
+}
+
+// forkPathExecutor is an executor in the cpu environment whose warm
+// drivers are forked from a driver zygote of its own (closed with the
+// test) and whose kernels from kz (nil: exec'd). It skips where the fork
+// path cannot run.
+func forkPathExecutor(t *testing.T, kz *sandbox.Zygote) (*execution.Executor, *execution.DriverZygote) {
+	t.Helper()
+	requireExecution(t)
+	if os.Geteuid() != 0 {
+		t.Skip("the fork path needs root")
+	}
+	cfg := sandbox.DefaultConfig()
+	cfg.RootFS = filepath.Join(envtest.RequireCPU(t), "rootfs")
+	cfg.BaseDir = filepath.Join(shortTemp(t), "b")
+	cfg.Zygote = kz
+	dz := &execution.DriverZygote{}
+	t.Cleanup(dz.Close)
+	return &execution.Executor{Profile: "cpu", WorkRoot: shortTemp(t), Isolation: &cfg, DriverZygote: dz}, dz
 }
