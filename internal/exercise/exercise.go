@@ -158,13 +158,18 @@ func (p Policy) Extended(e *Extension) Policy {
 }
 
 // DetailsVisible reports whether a learner may see the details (message,
-// observed and expected output) of graded cell id at time now, by the
-// cell's own visibility (the exercise's feedback policy is package
-// policy's: it needs the releases on record).
-func (ex *Exercise) DetailsVisible(id string, now time.Time) bool {
+// observed and expected output, explanation) of graded cell id at time
+// now, by the cell's own visibility; released says an instructor has
+// released the exercise's feedback to the learner (the exercise's feedback
+// policy is package policy's: it needs the releases on record). An
+// after_due_date cell opens at the deadline or at a release, whichever
+// comes first; without a deadline only a release opens it, so an exercise
+// that sets no deadline never shows its answers at the first submission.
+func (ex *Exercise) DetailsVisible(id string, now time.Time, released bool) bool {
+	afterDue := func() bool { return released || (ex.Deadline != nil && now.After(*ex.Deadline)) }
 	for _, m := range ex.Manual {
 		if m.ID == id {
-			return m.Visibility != VisibilityHidden && (m.Visibility != VisibilityAfterDue || ex.Deadline == nil || now.After(*ex.Deadline))
+			return m.Visibility != VisibilityHidden && (m.Visibility != VisibilityAfterDue || afterDue())
 		}
 	}
 	for _, g := range ex.Graded {
@@ -175,7 +180,7 @@ func (ex *Exercise) DetailsVisible(id string, now time.Time) bool {
 		case VisibilityHidden:
 			return false
 		case VisibilityAfterDue:
-			return ex.Deadline == nil || now.After(*ex.Deadline)
+			return afterDue()
 		}
 		return true
 	}

@@ -187,3 +187,43 @@ func between(s, start, end string) string {
 	v, _, _ := strings.Cut(after, end)
 	return v
 }
+
+// TestAfterDueDateWithoutDeadlineWaitsForRelease: with no deadline, an
+// after_due_date question's details (its expected output and
+// explanation) stay hidden until an instructor releases feedback, never
+// shown at the first submission; the release opens them.
+func TestAfterDueDateWithoutDeadlineWaitsForRelease(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb"}`)
+			cells := []domain.CellResult{
+				{CellID: "open", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "OPEN-OBS", Expected: "OPEN-EXP"},
+				{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs\n解析：LATER-EXPLANATION", Observed: "LATER-OBS", Expected: "LATER-EXP", Diff: "LATER-DIFF"},
+			}
+			id := e.graded(t, e.learner, "k1", store.Grade{MaxScore: 2, Profile: "cpu", Cells: cells})
+			st, body := e.get(t, e.learner, "/api/v1/submissions/"+id)
+			if st != http.StatusOK || !strings.Contains(body, "OPEN-EXP") {
+				t.Fatalf("GET: %d %s", st, body)
+			}
+			for _, sec := range []string{"LATER-OBS", "LATER-EXP", "LATER-DIFF", "LATER-EXPLANATION"} {
+				if strings.Contains(body, sec) {
+					t.Errorf("before any release the learner sees %s: %s", sec, body)
+				}
+			}
+			if !strings.Contains(body, "shown once your instructor releases feedback") {
+				t.Errorf("the hidden question does not say when it opens: %s", body)
+			}
+			req, _ := http.NewRequest(http.MethodPost, e.ts.URL+"/api/v1/exercises/pol/feedback/release", strings.NewReader(`{}`))
+			req.Header.Set("Authorization", "Bearer "+e.teacher)
+			req.Header.Set("Content-Type", "application/json")
+			if st, b := e.do(t, req); st >= 300 {
+				t.Fatalf("release: %d %s", st, b)
+			}
+			if _, body = e.get(t, e.learner, "/api/v1/submissions/"+id); !strings.Contains(body, "LATER-EXP") || !strings.Contains(body, "LATER-EXPLANATION") {
+				t.Errorf("after the release the details are still hidden: %s", body)
+			}
+		})
+	}
+}

@@ -4,17 +4,24 @@ import "encoding/json"
 
 // LearnerCopy is what a learner may download of their own executed
 // notebook: the probe cells (hidden tests, which the server adds) are
-// removed, the probe seed is dropped from the notebook metadata, and the
-// outputs of graded cells whose details the learner may not see yet
-// (visible(id) false) are cleared. nb is not changed.
+// removed, the probe seed and the answer's grading defaults are dropped
+// from the notebook metadata, every cell's grader metadata is cut down as
+// the starter's is (the locked cells come from the answer, with their
+// explanations and rules), and the outputs of graded cells whose details
+// the learner may not see yet (visible(id) false) are cleared. nb is not
+// changed.
 func LearnerCopy(nb *Notebook, visible func(graderID string) bool) *Notebook {
 	out := nb.Clone()
 	delete(out.Metadata, SeedMetaKey)
+	delete(out.Metadata, "grader")
 	cells := out.Cells[:0]
 	for _, c := range out.Cells {
 		g := c.MustGrader()
 		if g.Probe {
 			continue
+		}
+		if learnerGrader(c) != nil {
+			delete(c.Metadata, "grader") // unreadable: keep nothing of it
 		}
 		if g.ID != "" && !visible(g.ID) {
 			c.Outputs, c.ExecutionCount = nil, nil

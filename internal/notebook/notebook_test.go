@@ -185,3 +185,33 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestLearnerCopyKeepsNoGradingRules: the learner's executed notebook is
+// rebuilt from the answer, so its locked cells carry the answer's grader
+// metadata (rules, explanations); the learner's copy keeps what the
+// starter keeps, nothing more.
+func TestLearnerCopyKeepsNoGradingRules(t *testing.T) {
+	t.Parallel()
+	ans := mustParse(t, answer)
+	st, err := notebook.Starter(ans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rebuilt, _, err := notebook.Rebuild(ans, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := notebook.Encode(rebuilt); !strings.Contains(string(b), "sanitize") {
+		t.Fatal("the fixture's answer has no grading rule to redact")
+	}
+	cp := notebook.LearnerCopy(rebuilt, func(string) bool { return true })
+	b, _ := notebook.Encode(cp)
+	for _, leak := range []string{"sanitize", "compare", "feedback"} {
+		if strings.Contains(string(b), leak) {
+			t.Errorf("the learner's copy holds %q:\n%s", leak, b)
+		}
+	}
+	if g := cp.Cells[2].MustGrader(); g.ID != "q1" || g.Points != 2 {
+		t.Errorf("ids and points lost: %+v", g)
+	}
+}

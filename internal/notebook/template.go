@@ -53,6 +53,32 @@ func StarterSource(c *Cell) string {
 // cells and show points, none of the comparison rules.
 var starterMetaKeys = []string{"id", "points", "solution", "requires"}
 
+// learnerGrader cuts c's grader metadata down to starterMetaKeys: the one
+// redaction of grading rules, explanations and expected answers for every
+// notebook a learner receives (the starter and their own executed copy).
+func learnerGrader(c *Cell) error {
+	raw, ok := c.Metadata["grader"]
+	if !ok || len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var full map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &full); err != nil {
+		return fmt.Errorf("grader metadata: %w", err)
+	}
+	kept := map[string]json.RawMessage{}
+	for _, k := range starterMetaKeys {
+		if v, ok := full[k]; ok {
+			kept[k] = v
+		}
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return fmt.Errorf("grader metadata: %w", err)
+	}
+	c.Metadata["grader"] = b
+	return nil
+}
+
 // Starter derives the notebook learners download from the answer: solution
 // regions replaced, probe cells dropped, outputs cleared, and the grader
 // metadata cut down to ids, points and requirements.
@@ -72,19 +98,8 @@ func Starter(answer *Notebook) (*Notebook, error) {
 		if g.Solution {
 			c.Source = MultilineString(StarterSource(c))
 		}
-		if g.Raw != nil {
-			var full map[string]json.RawMessage
-			if err := json.Unmarshal(g.Raw, &full); err != nil {
-				return nil, fmt.Errorf("answer cell %d: %w", i+1, err)
-			}
-			kept := map[string]json.RawMessage{}
-			for _, k := range starterMetaKeys {
-				if v, ok := full[k]; ok {
-					kept[k] = v
-				}
-			}
-			b, _ := json.Marshal(kept)
-			c.Metadata["grader"] = b
+		if err := learnerGrader(c); err != nil {
+			return nil, fmt.Errorf("answer cell %d: %w", i+1, err)
 		}
 		cells = append(cells, c)
 	}

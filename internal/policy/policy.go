@@ -54,28 +54,72 @@ type Releases interface {
 	FeedbackReleased(ctx context.Context, exerciseID string, userID int64) (bool, error)
 }
 
-// feedbackOpen applies the exercise's feedback policy (issue 18) to a
-// learner's submission: "after_due_date" opens the details at their
+// view is what one learner may see of one submission's details, decided
+// once for every way the submission leaves the server (API, pages, CLI,
+// executed and feedback notebooks).
+type view struct {
+	ex  *exercise.Exercise // nil: no longer served, every detail hidden
+	now time.Time
+	// released: an instructor released the exercise's feedback to the
+	// learner (to everyone or to them).
+	released bool
+	// closed is the message shown instead of every detail while the
+	// exercise's feedback policy keeps them closed; "" when open.
+	closed string
+}
+
+// viewOf applies the exercise's feedback policy and its cells' visibility
+// to a learner's submission: "after_due_date" opens the details at their
 // deadline, "on_release" when an instructor releases them to everyone or
-// to this learner. It returns the message shown instead while closed. A
-// release that cannot be read keeps the feedback closed.
-func (p *Service) feedbackOpen(ctx context.Context, ex *exercise.Exercise, sub domain.Submission) (bool, string) {
+// to this learner; a cell shown after the due date opens at the deadline
+// or at a release. A release that cannot be read counts as none.
+func (p *Service) viewOf(ctx context.Context, sub domain.Submission) view {
+	ex, err := p.exerciseFor(ctx, sub)
+	if err != nil {
+		return view{now: p.now()}
+	}
+	v := view{ex: ex, now: p.now()}
+	if p.Releases != nil {
+		ok, err := p.Releases.FeedbackReleased(ctx, ex.ID, sub.UserID)
+		v.released = err == nil && ok
+	}
 	switch ex.Feedback {
 	case exercise.FeedbackAfterDueDate:
-		if ex.Deadline != nil && !p.now().After(*ex.Deadline) {
-			return false, "feedback on this exercise is shown after the due date (" + ex.Deadline.UTC().Format("2006-01-02 15:04 UTC") + ")"
+		if ex.Deadline != nil && !v.now.After(*ex.Deadline) && !v.released {
+			v.closed = "feedback on this exercise is shown after the due date (" + ex.Deadline.UTC().Format("2006-01-02 15:04 UTC") + ")"
 		}
 	case exercise.FeedbackOnRelease:
-		released := false
-		if p.Releases != nil {
-			ok, err := p.Releases.FeedbackReleased(ctx, ex.ID, sub.UserID)
-			released = err == nil && ok
-		}
-		if !released {
-			return false, "feedback on this exercise is shown once your instructor releases it"
+		if !v.released {
+			v.closed = "feedback on this exercise is shown once your instructor releases it"
 		}
 	}
-	return true, ""
+	return v
+}
+
+// visible reports whether the details of graded cell id may be shown.
+func (v view) visible(id string) bool {
+	return v.ex != nil && v.closed == "" && v.ex.DetailsVisible(id, v.now, v.released)
+}
+
+// hidden is the message shown instead of cell id's details.
+func (v view) hidden(id string) string {
+	if v.closed != "" {
+		return v.closed
+	}
+	if v.ex != nil {
+		for _, g := range v.ex.Graded {
+			if g.ID != id || g.Visibility != exercise.VisibilityAfterDue {
+				continue
+			}
+			if v.ex.Deadline != nil && !v.now.After(*v.ex.Deadline) {
+				return "details of this question are shown after the due date (" + v.ex.Deadline.UTC().Format("2006-01-02 15:04 UTC") + ")"
+			}
+			if v.ex.Deadline == nil {
+				return "details of this question are shown once your instructor releases feedback"
+			}
+		}
+	}
+	return "details of this question are hidden"
 }
 
 // Extensions reads the extension in force for a learner and exercise (nil
@@ -148,21 +192,12 @@ func (p *Service) Redact(ctx context.Context, u domain.User, sub domain.Submissi
 	if u.Role.CanSeeAll() || len(sub.Cells) == 0 {
 		return sub
 	}
-	ex, exErr := p.exerciseFor(ctx, sub)
-	now := p.now()
-	open, closed := true, ""
-	if exErr == nil {
-		open, closed = p.feedbackOpen(ctx, ex, sub)
-	}
+	v := p.viewOf(ctx, sub)
 	cells := make([]domain.CellResult, len(sub.Cells))
 	for i, cr := range sub.Cells {
-		switch {
-		case exErr == nil && !open:
+		if !v.visible(cr.CellID) {
 			cr.Observed, cr.Expected, cr.Diff = "", "", ""
-			cr.Message = closed
-		case exErr != nil || !ex.DetailsVisible(cr.CellID, now):
-			cr.Observed, cr.Expected, cr.Diff = "", "", ""
-			cr.Message = hiddenMessage(ex, exErr, cr.CellID, now)
+			cr.Message = v.hidden(cr.CellID)
 		}
 		cells[i] = cr
 	}
@@ -170,29 +205,10 @@ func (p *Service) Redact(ctx context.Context, u domain.User, sub domain.Submissi
 	return sub
 }
 
-func hiddenMessage(ex *exercise.Exercise, exErr error, cellID string, now time.Time) string {
-	if exErr == nil && ex.Deadline != nil && !now.After(*ex.Deadline) {
-		for _, g := range ex.Graded {
-			if g.ID == cellID && g.Visibility == "after_due_date" {
-				return "details of this question are shown after the due date (" + ex.Deadline.UTC().Format("2006-01-02 15:04 UTC") + ")"
-			}
-		}
-	}
-	return "details of this question are hidden"
-}
-
 // LearnerCopy is what a learner may download of a submission's executed
-// notebook: notebook.LearnerCopy under the exercise's visibility rules (an
-// exercise no longer served hides every detail, as Redact does).
+// notebook: notebook.LearnerCopy under the view Redact applies.
 func (p *Service) LearnerCopy(ctx context.Context, sub domain.Submission, executed *notebook.Notebook) *notebook.Notebook {
-	visible := func(string) bool { return false }
-	if ex, err := p.exerciseFor(ctx, sub); err == nil {
-		if open, _ := p.feedbackOpen(ctx, ex, sub); open {
-			now := p.now()
-			visible = func(id string) bool { return ex.DetailsVisible(id, now) }
-		}
-	}
-	return notebook.LearnerCopy(executed, visible)
+	return notebook.LearnerCopy(executed, p.viewOf(ctx, sub).visible)
 }
 
 // Latest returns u's own newest submission per exercise (for status

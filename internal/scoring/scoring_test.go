@@ -192,7 +192,7 @@ func TestRebuildPlacesProbesLast(t *testing.T) {
 	if strings.Contains(string(starter), "probe") || strings.Contains(string(starter), "NPUGRADE_SEED") {
 		t.Errorf("the starter holds probe cells: %s", starter)
 	}
-	if ex.DetailsVisible("q3", time.Now()) || !ex.DetailsVisible("q2", time.Now()) {
+	if ex.DetailsVisible("q3", time.Now(), true) || !ex.DetailsVisible("q2", time.Now(), false) {
 		t.Error("q3 is hidden, q2 visible")
 	}
 }
