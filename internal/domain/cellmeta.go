@@ -27,4 +27,17 @@ type CellMeta struct {
 	Truncated string `json:"truncated,omitempty"`
 	// Stopped is the human-readable reason the run stopped at this cell.
 	Stopped string `json:"stopped,omitempty"`
+	// Reply is the status of the kernel's execute_reply ("error" when the
+	// cell raised, whatever its outputs show), with the exception's name
+	// and value.
+	Reply  string `json:"reply,omitempty"`
+	Ename  string `json:"ename,omitempty"`
+	Evalue string `json:"evalue,omitempty"`
+	// Tampered says why the driver's kernel guard could not vouch for a
+	// test cell: the notebook changed how the kernel runs or checks code.
+	Tampered string `json:"tampered,omitempty"`
 }
+
+// Raised reports whether the kernel said the cell raised (an "error" or
+// "aborted" execute_reply), whatever its outputs show.
+func (m CellMeta) Raised() bool { return m.Reply == "error" || m.Reply == "aborted" }

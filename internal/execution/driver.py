@@ -40,6 +40,13 @@ What it notes for the grader goes into each cell's metadata.npugrade:
                            so the kernel was killed
     kernel_died            the kernel died while this cell ran
     truncated              "cell" or "notebook": outputs were cut at a limit
+    reply, ename, evalue   the kernel's execute_reply status ("error" when
+                           the cell raised, whatever its outputs show) and
+                           its exception
+    tampered               the kernel guard (GUARD below) could not vouch
+                           for the kernel before or after this cell: the
+                           notebook changed how the kernel runs or checks
+                           code (a failure for a test cell)
 Exit status: 0 when the notebook was processed (whatever the learner's code
 did), 2 when the executor itself could not run (no kernel, bad config).
 """
@@ -179,6 +186,20 @@ class Client(ExecutePreprocessor):
         note(cell, truncated=scope)
         return None
 
+    async def _check_raise_for_error(self, cell, cell_index, exec_reply):
+        # The kernel's own word on the cell, not its outputs: a notebook
+        # can hide a traceback (showtraceback, set_custom_exc) but the
+        # execute_reply still says "error".
+        if exec_reply is not None:
+            content = exec_reply.get("content", {})
+            status = content.get("status")
+            if status == "error":
+                note(cell, reply="error", ename=str(content.get("ename", ""))[:200],
+                     evalue=str(content.get("evalue", ""))[:1000])
+            elif status:
+                note(cell, reply=str(status)[:20])
+        return await ensure(super()._check_raise_for_error(cell, cell_index, exec_reply))
+
     def clear_output(self, outs, msg, cell_index):
         # A cleared cell's budget is free again, except once truncated.
         super().clear_output(outs, msg, cell_index)
@@ -315,11 +336,18 @@ async def execute(client, cfg, nb, language_info):
     notebook and the progress after each cell."""
     nb.metadata["language_info"] = language_info
     save(nb, cfg["output"])
+    guard = Guard(client)
     try:
         for index, cell in enumerate(nb.cells):
             if cell.cell_type != "code":
                 continue
             write_atomic(cfg["progress"], json.dumps({"cell": index}))
+            solution = is_solution(cell)
+            if solution and not guard.installed:
+                await guard.install()
+            elif not solution and guard.installed and not guard.clean:
+                # Repairs what the learner's cells changed before a test.
+                await guard.restore(cell, after=False)
             client.current = (index, cell)
             client.interrupted = None
             try:
@@ -334,12 +362,284 @@ async def execute(client, cfg, nb, language_info):
                 if client.killer is not None:
                     client.killer.cancel()
                     client.killer = None
+            if solution or not guard.installed:
+                guard.clean = False
+            elif not cell.get("metadata", {}).get(META, {}).get("interrupt_ignored"):
+                # A test cell that changed the kernel (through the
+                # learner's functions it called) fails.
+                await guard.restore(cell, after=True)
             save(nb, cfg["output"])
         write_atomic(cfg["progress"], json.dumps({"done": True}))
     except DeadKernelError:
         # Died between cells (a thread calling os._exit after its cell ended).
         write_atomic(cfg["progress"], json.dumps({"kernel_died": True}))
     return 0
+
+
+def is_solution(cell):
+    g = cell.get("metadata", {}).get("grader") or {}
+    return isinstance(g, dict) and bool(g.get("solution"))
+
+
+# GUARD runs in the kernel as the module npugrade_guard. install() takes a
+# snapshot of what tests rely on before the first solution cell runs;
+# restore(nonce) puts it back before a test cell and reports what had
+# changed. Learner code owns the kernel, so this is not a boundary: it
+# repairs the known ways of making a failing test pass (hidden
+# tracebacks, replaced print/stdout/asserting helpers, input and AST
+# transformers, patched shell or kernel methods), and the driver fails
+# closed: a test cell is failed when restore cannot answer with the
+# nonce's MAC (the guard was removed or the kernel no longer runs code as
+# sent) or when the test cell itself changed any of it.
+GUARD = r"""
+import builtins, hashlib, hmac, sys
+
+_MODULES = ("builtins", "math", "operator", "functools", "itertools", "re", "json", "io",
+            "os", "unittest", "numpy", "numpy.testing", "torch", "torch.testing",
+            "torch.nn.functional", "IPython.display")
+_SYS = ("stdout", "stderr", "stdin", "displayhook", "excepthook", "__stdout__",
+        "__stderr__", "__displayhook__", "__excepthook__", "breakpointhook")
+_state = {}
+
+
+def _callable(v):
+    return callable(v) or isinstance(v, (staticmethod, classmethod, property, type(sys)))
+
+
+def _same(a, b):
+    # A bound method is a new object at each attribute read.
+    if a is b:
+        return True
+    return type(a) is type(b) and type(a).__name__ == "method" and a == b
+
+
+def _library(f):
+    # Callbacks and printers that libraries register as they are imported
+    # (matplotlib's inline backend) stay; those defined in cells go.
+    code = getattr(getattr(f, "__func__", f), "__code__", None)
+    return code is not None and "-packages" in code.co_filename
+
+
+def _objects():
+    shell = get_ipython()
+    kernel = getattr(shell, "kernel", None)
+    objs = [shell, getattr(shell, "displayhook", None), getattr(shell, "display_pub", None),
+            getattr(shell, "display_formatter", None), getattr(shell, "events", None),
+            kernel, getattr(kernel, "session", None), getattr(kernel, "iopub_socket", None),
+            getattr(kernel, "iopub_thread", None), sys.stdout, sys.stderr]
+    try:
+        from IPython.core.interactiveshell import ExecutionResult
+        objs.append(ExecutionResult)
+    except Exception:
+        pass
+    for name in ("torch", "numpy"):
+        m = sys.modules.get(name)
+        if m is not None:
+            objs += [getattr(m, "Tensor", None), getattr(getattr(m, "_C", None), "TensorBase", None),
+                     getattr(m, "ndarray", None)]
+    return [o for o in objs if o is not None]
+
+
+def _classes(objs):
+    seen = []
+    for o in objs:
+        for c in (o if isinstance(o, type) else type(o)).__mro__:
+            if c is not object and c not in seen:
+                seen.append(c)
+    return seen
+
+
+def install(key):
+    for name in ("numpy.testing", "torch.testing", "torch.nn.functional"):
+        if name.split(".")[0] in sys.modules:
+            try:
+                __import__(name)
+            except Exception:
+                pass
+    shell = get_ipython()
+    objs = _objects()
+    _state.update(
+        key=key,
+        modules={n: (sys.modules[n], dict(vars(sys.modules[n]))) for n in _MODULES if n in sys.modules},
+        sys={n: getattr(sys, n) for n in _SYS if hasattr(sys, n)},
+        trace=(sys.gettrace(), sys.getprofile()),
+        meta_path=list(sys.meta_path), path_hooks=list(sys.path_hooks),
+        classes=[(c, dict(vars(c))) for c in _classes(objs)],
+        instances=[(o, dict(vars(o))) for o in objs if not isinstance(o, type) and hasattr(o, "__dict__")],
+        lists=[(l, list(l)) for l in (shell.input_transformers_cleanup, shell.input_transformers_post,
+                                      shell.ast_transformers) if isinstance(l, list)],
+        events={k: list(v) for k, v in shell.events.callbacks.items()},
+        custom=(shell.custom_exceptions, shell.CustomTB),
+        printers=[(f, dict(f.type_printers), dict(f.deferred_printers), dict(getattr(f, "singleton_printers", {})))
+                  for f in shell.display_formatter.formatters.values()],
+    )
+
+
+def _set(changed, what, fix):
+    changed.append(what)
+    try:
+        fix()
+    except Exception:
+        pass
+
+
+def restore(nonce):
+    st, changed = _state, []
+    shell = get_ipython()
+    for name, (mod, snap) in st["modules"].items():
+        if sys.modules.get(name) is not mod:
+            _set(changed, "sys.modules[%r]" % name, lambda: sys.modules.__setitem__(name, mod))
+        now = vars(mod)
+        for k, v in snap.items():
+            cur = now.get(k, _set)
+            if not _same(cur, v) and (_callable(v) or name == "builtins"):
+                _set(changed, name + "." + k, lambda: setattr(mod, k, v))
+    for k, v in st["sys"].items():
+        if not _same(getattr(sys, k, None), v):
+            _set(changed, "sys." + k, lambda: setattr(sys, k, v))
+    if (sys.gettrace(), sys.getprofile()) != st["trace"]:
+        _set(changed, "sys.settrace", lambda: (sys.settrace(st["trace"][0]), sys.setprofile(st["trace"][1])))
+    for attr in ("meta_path", "path_hooks"):
+        cur = getattr(sys, attr)
+        if cur != st[attr]:
+            _set(changed, "sys." + attr, lambda: cur.__setitem__(slice(None), st[attr]))
+    for c, snap in st["classes"]:
+        now = dict(vars(c))
+        for k, v in now.items():
+            if k not in snap and _callable(v):
+                _set(changed, c.__name__ + "." + k, lambda: delattr(c, k))
+        for k, v in snap.items():
+            if not _same(now.get(k, _set), v) and _callable(v):
+                _set(changed, c.__name__ + "." + k, lambda: setattr(c, k, v))
+    for o, snap in st["instances"]:
+        now = dict(vars(o))
+        for k, v in now.items():
+            if k not in snap and _callable(v) and not isinstance(v, type(sys)):
+                _set(changed, type(o).__name__ + "()." + k, lambda: delattr(o, k))
+            elif k in snap and not _same(snap[k], v) and _callable(snap[k]):
+                _set(changed, type(o).__name__ + "()." + k, lambda: setattr(o, k, snap[k]))
+    for l, snap in st["lists"]:
+        if l != snap:
+            _set(changed, "shell transformers", lambda: l.__setitem__(slice(None), snap))
+    if (shell.custom_exceptions, shell.CustomTB) != st["custom"]:
+        _set(changed, "shell.set_custom_exc", lambda: (setattr(shell, "custom_exceptions", st["custom"][0]),
+                                                      setattr(shell, "CustomTB", st["custom"][1])))
+    # Callbacks and printers added by cells: removed, but not counted as a
+    # change (a test cell may import a library that registers its own).
+    for k, cbs in shell.events.callbacks.items():
+        snap = st["events"].get(k, [])
+        cbs[:] = [f for f in cbs if f in snap or _library(f)]
+    for f, tp, dp, sp in st["printers"]:
+        for now, snap in ((f.type_printers, tp), (f.deferred_printers, dp), (getattr(f, "singleton_printers", {}), sp)):
+            for k in list(now):
+                if k in snap:
+                    now[k] = snap[k]
+                elif not _library(now[k]):
+                    del now[k]
+    mac = hmac.new(st["key"].encode(), nonce.encode(), hashlib.sha256).hexdigest()
+    return mac + " " + ",".join(sorted(set(changed))[:8])
+"""
+
+GUARD_INSTALL = """exec(%r, {})"""
+GUARD_INSTALL_BODY = """import sys, types
+m = types.ModuleType("npugrade_guard")
+m.get_ipython = get_ipython
+exec(%r, m.__dict__)
+sys.modules["npugrade_guard"] = m
+"""
+
+
+class Guard:
+    """The driver's side of GUARD: installs it before the first solution
+    cell and checks each test cell with restore()."""
+
+    def __init__(self, client):
+        import hashlib
+        import hmac
+        import secrets
+
+        self.client, self.hmac, self.hashlib = client, hmac, hashlib
+        self.key = secrets.token_hex(16)
+        self.secrets = secrets
+        self.installed = False
+        self.clean = False  # nothing has run since the last restore
+        self.failed = None  # why the guard could not be installed
+
+    async def _request(self, code, expressions, timeout=30):
+        kc = self.client.kc
+        msg_id = await ensure(kc.execute(code, silent=True, store_history=False, user_expressions=expressions))
+        saved = self.client.timeout
+        self.client.timeout = timeout
+        try:
+            return await self.client.async_wait_for_reply(msg_id)
+        finally:
+            self.client.timeout = saved
+
+    async def install(self):
+        self.installed = True
+        code = GUARD_INSTALL % (GUARD_INSTALL_BODY % (GUARD,),)
+        try:
+            # The snapshot is taken where restore runs (a user expression,
+            # after the code): IPython swaps sys.displayhook and more only
+            # while code runs.
+            reply = await self._request(code, {"g": "__import__('npugrade_guard').install(%r)" % self.key})
+        except DeadKernelError:
+            raise
+        except Exception as e:
+            reply, err = None, e
+        else:
+            err = None
+        c = (reply or {}).get("content", {})
+        g = (c.get("user_expressions") or {}).get("g") or {}
+        if c.get("status") != "ok" or g.get("status") != "ok":
+            if g.get("status") == "error":
+                c = g
+            self.failed = "the kernel guard could not be installed: %s" % (err or "%s: %s" % (c.get("ename"), c.get("evalue")))
+            print(self.failed, file=sys.stderr)
+        self.clean = True
+
+    async def restore(self, cell, after):
+        """Restores the snapshot; notes tampered on cell when the guard does
+        not answer as itself, or (after) when cell changed anything."""
+        self.clean = False
+        if self.failed:
+            note(cell, tampered=self.failed)
+            return
+        nonce = self.secrets.token_hex(16)
+        expr = "__import__('npugrade_guard').restore(%r)" % nonce
+        try:
+            reply = await self._request("", {"g": expr})
+        except DeadKernelError:
+            raise
+        except Exception as e:
+            note(cell, tampered="the kernel did not answer the test guard (%s)" % type(e).__name__)
+            return
+        want = self.hmac.new(self.key.encode(), nonce.encode(), self.hashlib.sha256).hexdigest()
+        got = ""
+        content = (reply or {}).get("content", {})
+        g = (content.get("user_expressions") or {}).get("g") or {}
+        if g.get("status") == "ok":
+            got = g.get("data", {}).get("text/plain", "")
+        try:
+            mac, changed = ast_literal(got).split(" ", 1)
+        except Exception:
+            mac, changed = "", ""
+        if not self.hmac.compare_digest(mac, want):
+            note(cell, tampered="the notebook changed how the kernel runs code, so this test cannot be trusted")
+            return
+        if after and changed:
+            note(cell, tampered="the notebook changed the kernel while this test ran (%s)" % changed)
+            return
+        self.clean = True
+
+
+def ast_literal(s):
+    import ast
+
+    v = ast.literal_eval(s)
+    if not isinstance(v, str):
+        raise ValueError("not a string")
+    return v
 
 
 async def run(cfg):

@@ -105,7 +105,7 @@ func Score(in Input) Output {
 				cr.Message += ": " + in.Result.Reason
 			}
 		default:
-			compareCell(&cr, rule, in.Reference, ec, answerCell.MustGrader().Feedback)
+			compareCell(&cr, rule, in.Reference, ec, meta, answerCell.MustGrader().Feedback)
 		}
 		if cr.Verdict == domain.VerdictPass {
 			cr.Points = gc.Points
@@ -210,6 +210,13 @@ func probeCell(cr *domain.CellResult, gc exercise.GradedCell, rule compare.Rule,
 		cr.Message = "the hidden test of " + gc.For + " has no reference outputs for this run; please tell your instructor"
 		return
 	}
+	if v, _, ok := kernelVerdict(meta, rule); ok {
+		cr.Verdict, cr.Message = v, "a hidden test of "+gc.For+" raised an exception"
+		if meta.Tampered != "" {
+			cr.Message = "a hidden test of " + gc.For + " cannot be trusted: " + meta.Tampered
+		}
+		return
+	}
 	if rule.Compare != "error" && rule.Compare != "no-error" && compare.FirstError(ec.Outputs) != nil {
 		cr.Verdict, cr.Message = domain.VerdictError, "a hidden test of "+gc.For+" raised an exception"
 		return
@@ -268,9 +275,13 @@ func applyGroups(ex *exercise.Exercise, cells []domain.CellResult) {
 // compareCell grades an executed cell against the reference; feedback (a
 // quiz item's explanation) follows the message, and is redacted with the
 // other details until the learner may see them.
-func compareCell(cr *domain.CellResult, rule compare.Rule, ref *exercise.Reference, ec *notebook.Cell, feedback string) {
+func compareCell(cr *domain.CellResult, rule compare.Rule, ref *exercise.Reference, ec *notebook.Cell, meta domain.CellMeta, feedback string) {
 	if feedback != "" {
 		defer func() { cr.Message += "\n" + feedback }()
+	}
+	if v, msg, ok := kernelVerdict(meta, rule); ok {
+		cr.Verdict, cr.Message = v, msg
+		return
 	}
 	actual := ec.Outputs
 	if rule.Compare != "error" && rule.Compare != "no-error" {
@@ -296,6 +307,38 @@ func compareCell(cr *domain.CellResult, rule compare.Rule, ref *exercise.Referen
 		cr.Message = r.Message
 	}
 	cr.Observed, cr.Expected, cr.Diff = r.Observed, r.Expected, r.Diff
+}
+
+// kernelVerdict is the verdict the kernel's own report decides, whatever
+// the cell's outputs show (a notebook can hide a traceback, print a fake
+// one or patch what a test calls): a test cell the driver's guard could
+// not vouch for fails, and a cell whose execute_reply is an error fails
+// unless the rule expects one; a cell that must raise and did not is a
+// mismatch. ok false: the outputs decide. Notebooks executed before the
+// driver reported replies have none, and their outputs decide.
+func kernelVerdict(meta domain.CellMeta, rule compare.Rule) (verdict, msg string, ok bool) {
+	mode := rule.Mode()
+	switch {
+	case mode == compare.ModeIgnore || mode == compare.ModeSkip:
+		return "", "", false
+	case meta.Tampered != "":
+		return domain.VerdictError, "this test cannot be trusted: " + meta.Tampered, true
+	case mode == compare.ModeError:
+		if meta.Reply == "ok" {
+			return domain.VerdictMismatch, "expected an exception, but the cell raised none", true
+		}
+		return "", "", false
+	case meta.Raised():
+		msg = "the cell raised " + meta.Ename
+		if meta.Ename == "" {
+			msg = "the cell raised an exception"
+		}
+		if v := firstLine(meta.Evalue); v != "" {
+			msg += ": " + v
+		}
+		return domain.VerdictError, msg, true
+	}
+	return "", "", false
 }
 
 func firstLine(s string) string {

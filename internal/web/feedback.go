@@ -118,8 +118,19 @@ var feedbackPatterns = []feedbackPattern{
 	fb(`this runner's environment is unsupported(.*)`, `此执行节点的环境不受支持${1}`),
 	fb(`unknown feature (".*")`, `未知的功能 ${1}`),
 	fb(`contradictory requirement: accelerator cpu with an NPU product, TorchAir release or feature`, `矛盾的要求：加速器为 cpu，却指定了 NPU 型号、TorchAir 版本或功能`),
+	// internal/scoring and the driver's kernel guard: tests the kernel's
+	// own report decides.
+	fb(`a hidden test of (\S+) cannot be trusted: (.+)`, `${1} 的隐藏测试不可信：${2}`),
+	fb(`this test cannot be trusted: (.+)`, `此测试不可信：${1}`),
+	fb(`expected an exception, but the cell raised none`, `期望抛出异常，但该单元格没有抛出异常`),
+	fb(`the cell raised an exception`, `该单元格抛出了异常`),
+	fb(`the notebook changed how the kernel runs code, so this test cannot be trusted`, `笔记本改变了内核执行代码的方式，因此此测试不可信`),
+	fb(`the notebook changed the kernel while this test ran \((.+)\)`, `此测试运行期间笔记本修改了内核（${1}）`),
+	fb(`the kernel did not answer the test guard \((.+)\)`, `内核没有响应测试保护（${1}）`),
+	fb(`the kernel guard could not be installed: (.+)`, `无法安装内核测试保护：${1}`),
 	// internal/httpapi: the redaction of hidden questions.
 	fb(`details of this question are hidden`, `本题的详细信息已隐藏`),
+	fb(`details of this question are shown once your instructor releases feedback`, `本题的详细信息将在教师发布反馈后显示`),
 	fb(`feedback on this exercise is shown after the due date \((.+)\)`, `本练习的反馈将在截止时间（${1}）之后显示`),
 	fb(`feedback on this exercise is shown once your instructor releases it`, `本练习的反馈将在教师发布后显示`),
 	fb(`details of this question are shown after the due date \((.+)\)`, `本题的详细信息将在截止时间（${1}）之后显示`),
