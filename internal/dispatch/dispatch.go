@@ -120,6 +120,13 @@ func (d *Dispatcher) Fail(ctx context.Context, jobID int64, token, reason string
 	return d.Queue.Fail(ctx, jobID, token, store.Printable(reason))
 }
 
+func (d *Dispatcher) failNow(ctx context.Context, jobID int64, token, reason string) error {
+	if len(reason) > maxReason {
+		reason = reason[:maxReason] + "…"
+	}
+	return d.Queue.FailNow(ctx, jobID, token, store.Printable(reason))
+}
+
 // Complete scores a runner's result and stores it, fenced by the lease.
 func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID string, res domain.ExecutionResult) error {
 	job, err := d.Queue.Job(ctx, jobID)
@@ -146,9 +153,14 @@ func (d *Dispatcher) Complete(ctx context.Context, jobID int64, token, runnerID 
 	}
 	grade, err := d.grade(ctx, job.SubmissionID, res)
 	if err != nil {
-		// A result we cannot grade is an infrastructure fault, not the learner's.
+		// A result we cannot grade is an infrastructure fault, not the
+		// learner's; one that would fail the same way again is not retried.
 		d.Log.Error("grade job", "job", jobID, "err", err)
-		if ferr := d.Fail(ctx, jobID, token, err.Error()); ferr != nil {
+		fail := d.Fail
+		if errors.Is(err, exercise.ErrNoReference) {
+			fail = d.failNow
+		}
+		if ferr := fail(ctx, jobID, token, err.Error()); ferr != nil {
 			return fmt.Errorf("grade job %d: %w (and failing it: %v)", jobID, err, ferr)
 		}
 		return nil

@@ -97,3 +97,58 @@ func storeBackoffForTest(t *testing.T) {
 	storeBackoff = time.Millisecond
 	t.Cleanup(func() { storeBackoff = old })
 }
+
+// TestCompleteWithoutReferencesFailsOnce: an exercise whose references no
+// longer match its answer fails a job the same way on every attempt, so
+// the job is failed at its first one, with the reason, instead of being
+// run three times.
+func TestCompleteWithoutReferencesFailsOnce(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			cat, err := exercise.Load("../../exercises", "../../answers")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := cat.Get("ch1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stale := *ex.References["cpu"]
+			stale.AnswerSHA256 = "recorded-from-an-older-answer"
+			ex.References["cpu"] = &stale
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			q := queue.New(db, log)
+			disp := &Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log}
+			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := &submission.Service{DB: db, Queue: q, Catalog: cat}
+			sub, _, err := svc.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
+			if err != nil {
+				t.Fatal(err)
+			}
+			l, err := disp.Claim(ctx, "r1", func(domain.Requirement) (bool, string) { return true, "" }, time.Second)
+			if err != nil || l == nil {
+				t.Fatalf("claim: %v %v", l, err)
+			}
+			if err := disp.Complete(ctx, l.JobID, l.Token, "r1", domain.ExecutionResult{Notebook: l.Notebook, Profile: "cpu"}); err != nil {
+				t.Fatalf("complete: %v", err)
+			}
+			job, err := q.Job(ctx, l.JobID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if job.State != domain.JobFailed || job.Attempt != 1 || job.MaxAttempts < 2 || !strings.Contains(job.LastError, "another version of the answer") {
+				t.Errorf("job: state %s, attempt %d of %d, last error %q; want failed at its first attempt", job.State, job.Attempt, job.MaxAttempts, job.LastError)
+			}
+			if got, _ := db.Submission(ctx, sub.ID); got.Status != domain.StatusFailed {
+				t.Errorf("submission %s, want failed", got.Status)
+			}
+		})
+	}
+}

@@ -292,6 +292,23 @@ func (q *Queue) Fail(ctx context.Context, jobID int64, token, reason string) err
 	})
 }
 
+// FailNow fails a leased job at once, whatever attempts it has left: a
+// fault that another attempt would meet again (an exercise without
+// usable references).
+func (q *Queue) FailNow(ctx context.Context, jobID int64, token, reason string) error {
+	return q.db.InTx(ctx, func(tx *store.Tx) error {
+		job, err := tx.LeasedJob(jobID, token)
+		if err != nil {
+			return fmt.Errorf("fail job %d: %w", jobID, err)
+		}
+		if err := tx.FailJob(store.Fence{ID: job.ID, Token: job.LeaseToken}, job.SubmissionID, "grading failed: "+reason); err != nil {
+			return err
+		}
+		q.log.Warn("job failed without retry", "job", job.ID, "attempt", job.Attempt, "reason", reason)
+		return nil
+	})
+}
+
 // Release hands a leased job back without counting the attempt (a runner
 // draining on shutdown).
 func (q *Queue) Release(ctx context.Context, jobID int64, token string) error {
