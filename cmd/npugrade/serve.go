@@ -130,6 +130,21 @@ type serveApp struct {
 	log  *slog.Logger
 }
 
+// warnStaleReferences names at start every exercise whose reference
+// outputs no longer match its answer on some profile (its answer was
+// edited): submissions of one with none usable are refused until they
+// are recorded again.
+func warnStaleReferences(ctx context.Context, log *slog.Logger, cat *exercise.Catalog, refs *grade.Submissions) {
+	for _, ex := range cat.List() {
+		for _, p := range ex.ReferenceProfiles() {
+			if _, err := refs.Reference(ctx, ex, p); errors.Is(err, exercise.ErrNoReference) {
+				log.Warn("exercise references do not match its answer; record them again (npugrade check --only "+ex.ID+" --update-reference, then restart, or POST /api/v1/exercises/"+ex.ID+"/references)",
+					"exercise", ex.ID, "profile", p, "err", err)
+			}
+		}
+	}
+}
+
 // openServe loads the catalog, opens (and migrates) the database and wires
 // the services.
 func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
@@ -155,6 +170,8 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	if err := (grade.Manual{DB: db}).SyncRubrics(ctx, cat); err != nil {
 		o.log.Error("re-apply changed rubrics", "err", err)
 	}
+	refs := &grade.Submissions{DB: db}
+	warnStaleReferences(ctx, o.log, cat, refs)
 	q := queue.New(db, o.log)
 	metrics := httpapi.NewMetrics(q)
 	// A runner polls at least every 25 s; two minutes of silence is stale.
@@ -163,7 +180,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
 	srv := &httpapi.Server{
 		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: o.log, Metrics: metrics, MaxUpload: *o.maxUpload, MetricsToken: *o.metricsToken,
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *o.maxUpload}, UploadLimit: uploadWindow},
+		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *o.maxUpload}, UploadLimit: uploadWindow, References: refs},
 	}
 	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log}, nil
 }

@@ -461,6 +461,21 @@ func (ex *Exercise) Reference(profile string) (*Reference, error) {
 	return ref, nil
 }
 
+// ReferenceProfiles are the profiles ex is graded on: those with
+// committed reference files, else cpu (references recorded by reference
+// jobs live in the database).
+func (ex *Exercise) ReferenceProfiles() []string {
+	if len(ex.References) == 0 {
+		return []string{"cpu"}
+	}
+	out := make([]string, 0, len(ex.References))
+	for p := range ex.References {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // ErrNoReference marks an exercise that has no usable reference outputs
 // for a profile: grading it again fails the same way until they are
 // recorded, so a job that meets it is failed at once, not retried.

@@ -35,6 +35,11 @@ type Service struct {
 	// Concurrent bounds the uploads this process validates at once, so
 	// that memory stays bounded however many arrive (zero: 4).
 	Concurrent int
+	// References finds an exercise's reference outputs (grade.Submissions:
+	// committed files, then those recorded in the database). An exercise
+	// with none usable on any profile refuses uploads until they are
+	// recorded; nil: not checked.
+	References References
 
 	gateOnce sync.Once
 	gate     chan struct{}
@@ -42,6 +47,29 @@ type Service struct {
 	// templates holds each exercise's answer prepared for rebuilding
 	// (exercise id → *notebook.Template), made on its first upload.
 	templates sync.Map
+}
+
+// References finds the reference outputs of an exercise on a profile.
+type References interface {
+	Reference(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error)
+}
+
+// gradable reports a conflict when no profile of ex has reference outputs
+// that match its answer (the answer changed and they were not recorded
+// again): such a submission could only fail. It is checked before the
+// attempt is counted, so the refusal costs the learner nothing. Other
+// errors (the database) let the upload through: grading decides then.
+func (s *Service) gradable(ctx context.Context, ex *exercise.Exercise) error {
+	if s.References == nil {
+		return nil
+	}
+	for _, p := range ex.ReferenceProfiles() {
+		if _, err := s.References.Reference(ctx, ex, p); err == nil || !errors.Is(err, exercise.ErrNoReference) {
+			return nil
+		}
+	}
+	return domain.Errorf(domain.ECONFLICT, "练习 %s 的参考答案已更新，参考输出尚未重新录制，暂时不能评分；请稍后再提交，本次提交未计入次数。"+
+		"(Exercise %s: its answer changed and its reference outputs have not been recorded again; submit later, this upload used no attempt.)", ex.ID, ex.ID)
 }
 
 // template returns ex's answer prepared for rebuilding uploads. An
@@ -108,6 +136,11 @@ func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission,
 		}
 	}
 	ex, exErr := s.Catalog.Get(r.ExerciseID)
+	if exErr == nil {
+		if err := s.gradable(ctx, ex); err != nil {
+			return domain.Submission{}, false, err
+		}
+	}
 	// The attempt counts before the notebook is even read, so refused
 	// uploads are throttled like accepted ones. With no limit to check
 	// it is recorded by the statement that stores the submission, or,
