@@ -45,35 +45,12 @@ func TestCompleteThatCannotBeStoredFailsWithTheReason(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			db := storetest.Open(t, d)
-			cat, err := exercise.Load("../../exercises", "../../answers")
-			if err != nil {
-				t.Fatal(err)
-			}
-			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			q := queue.New(db, log)
-			disp := &Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log}
-			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ex, err := cat.Get("ch1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			svc := &submission.Service{DB: db, Queue: q, Catalog: cat}
-			sub, _, err := svc.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := disp.Claim(ctx, "r1", func(domain.Requirement) (bool, string) { return true, "" }, time.Second)
-			if err != nil || l == nil {
-				t.Fatalf("claim: %v %v", l, err)
-			}
+			su := setupClaimed(t, d, nil)
+			db, q, disp, l, sub := su.db, su.q, su.disp, su.lease, su.sub
 			refuseCellResults(t, db)
 			// The unexecuted notebook scores as a (wrong) result: enough to
 			// have cell results to store.
-			err = disp.Complete(ctx, l.JobID, l.Token, "r1", domain.ExecutionResult{Notebook: l.Notebook, Profile: "cpu"})
+			err := disp.Complete(ctx, l.JobID, l.Token, "r1", domain.ExecutionResult{Notebook: l.Notebook, Profile: "cpu"})
 			if err != nil {
 				t.Fatalf("complete: %v (the job should have been failed instead)", err)
 			}
@@ -108,34 +85,12 @@ func TestCompleteWithoutReferencesFailsOnce(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			db := storetest.Open(t, d)
-			cat, err := exercise.Load("../../exercises", "../../answers")
-			if err != nil {
-				t.Fatal(err)
-			}
-			ex, err := cat.Get("ch1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			stale := *ex.References["cpu"]
-			stale.AnswerSHA256 = "recorded-from-an-older-answer"
-			ex.References["cpu"] = &stale
-			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			q := queue.New(db, log)
-			disp := &Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log}
-			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
-			if err != nil {
-				t.Fatal(err)
-			}
-			svc := &submission.Service{DB: db, Queue: q, Catalog: cat}
-			sub, _, err := svc.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
-			if err != nil {
-				t.Fatal(err)
-			}
-			l, err := disp.Claim(ctx, "r1", func(domain.Requirement) (bool, string) { return true, "" }, time.Second)
-			if err != nil || l == nil {
-				t.Fatalf("claim: %v %v", l, err)
-			}
+			su := setupClaimed(t, d, func(ex *exercise.Exercise) {
+				stale := *ex.References["cpu"]
+				stale.AnswerSHA256 = "recorded-from-an-older-answer"
+				ex.References["cpu"] = &stale
+			})
+			db, q, disp, l, sub := su.db, su.q, su.disp, su.lease, su.sub
 			if err := disp.Complete(ctx, l.JobID, l.Token, "r1", domain.ExecutionResult{Notebook: l.Notebook, Profile: "cpu"}); err != nil {
 				t.Fatalf("complete: %v", err)
 			}
@@ -151,4 +106,50 @@ func TestCompleteWithoutReferencesFailsOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// claimed is a ch1 submission of its untouched starter, claimed by
+// runner r1, on a fresh database of one dialect.
+type claimed struct {
+	db    *store.DB
+	q     *queue.Queue
+	disp  *Dispatcher
+	lease *domain.Lease
+	sub   domain.Submission
+}
+
+// setupClaimed loads the catalog (edit changes ch1 first when not nil),
+// submits ch1's starter as a learner and claims its job.
+func setupClaimed(t *testing.T, dialect string, edit func(*exercise.Exercise)) claimed {
+	t.Helper()
+	ctx := context.Background()
+	db := storetest.Open(t, dialect)
+	cat, err := exercise.Load("../../exercises", "../../answers")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := cat.Get("ch1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(ex)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	q := queue.New(db, log)
+	disp := &Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log}
+	u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &submission.Service{DB: db, Queue: q, Catalog: cat}
+	sub, _, err := svc.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := disp.Claim(ctx, "r1", func(domain.Requirement) (bool, string) { return true, "" }, time.Second)
+	if err != nil || l == nil {
+		t.Fatalf("claim: %v %v", l, err)
+	}
+	return claimed{db: db, q: q, disp: disp, lease: l, sub: sub}
 }

@@ -397,14 +397,6 @@ func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot, rootfs stri
 			c.Source = `print("after")`
 		}
 	}
-	rebuilt, integ, err := notebook.Rebuild(ex.Answer, up)
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := notebook.Encode(rebuilt)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := sandbox.DefaultConfig()
 	cfg.MemoryLimit = hostileMemoryLimit(rootfs)
 	cfg.PidsLimit = 64
@@ -418,9 +410,25 @@ func gradeHostile(t *testing.T, ex *exercise.Exercise, q2, workRoot, rootfs stri
 	if opt.JobTimeout == 0 {
 		opt.JobTimeout = time.Minute
 	}
+	return executeAndScore(t, ex, up, e, opt, warm, zs)
+}
+
+// executeAndScore rebuilds the upload up from ex's answer, executes it
+// with e (warm: on a pre-started driver; zs: forked from the zygotes) and
+// scores it, as the server does.
+func executeAndScore(t *testing.T, ex *exercise.Exercise, up *notebook.Notebook, e *execution.Executor, opt execution.Options, warm bool, zs *zygotes) (scoring.Output, domain.ExecutionResult) {
+	t.Helper()
+	rebuilt, integ, err := notebook.Rebuild(ex.Answer, up)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := notebook.Encode(rebuilt)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var res domain.ExecutionResult
 	if warm {
-		// No preload: torch alone would not fit in the corpus's 256 MiB.
+		// No preload (the hostile corpus's 256 MiB would not hold torch).
 		w, perr := e.Prestart(context.Background(), nil, nil)
 		if perr != nil {
 			t.Fatalf("prestart: %v", perr)
