@@ -137,7 +137,7 @@ type serveApp struct {
 func warnStaleReferences(ctx context.Context, log *slog.Logger, cat *exercise.Catalog, refs *grade.Submissions) {
 	for _, ex := range cat.List() {
 		for _, p := range ex.ReferenceProfiles() {
-			if _, err := refs.Reference(ctx, ex, p); errors.Is(err, exercise.ErrNoReference) {
+			if _, err := refs.Reference(ctx, ex, p); errors.Is(err, exercise.ErrStaleReference) {
 				log.Warn("exercise references do not match its answer; record them again (npugrade check --only "+ex.ID+" --update-reference, then restart, or POST /api/v1/exercises/"+ex.ID+"/references)",
 					"exercise", ex.ID, "profile", p, "err", err)
 			}

@@ -449,12 +449,12 @@ func (ex *Exercise) Reference(profile string) (*Reference, error) {
 		return nil, fmt.Errorf("%w: exercise %s has no reference outputs for profile %q (record them with npugrade check --profile %s --update-reference)", ErrNoReference, ex.ID, profile, profile)
 	}
 	if ref.AnswerSHA256 != ex.AnswerSHA256() {
-		return nil, fmt.Errorf("%w: exercise %s: the reference outputs for profile %q were recorded from another version of the answer (re-record with --update-reference)", ErrNoReference, ex.ID, profile)
+		return nil, fmt.Errorf("%w: exercise %s: the reference outputs for profile %q were recorded from another version of the answer (re-record with --update-reference)", ErrStaleReference, ex.ID, profile)
 	}
 	if ex.HasProbes() {
 		for _, seed := range ex.Seeds() {
 			if _, ok := ref.Probes[strconv.FormatInt(seed, 10)]; !ok {
-				return nil, fmt.Errorf("%w: exercise %s: the reference outputs for profile %q hold no probe outputs for seed %d (re-record with --update-reference)", ErrNoReference, ex.ID, profile, seed)
+				return nil, fmt.Errorf("%w: exercise %s: the reference outputs for profile %q hold no probe outputs for seed %d (re-record with --update-reference)", ErrStaleReference, ex.ID, profile, seed)
 			}
 		}
 	}
@@ -480,6 +480,11 @@ func (ex *Exercise) ReferenceProfiles() []string {
 // for a profile: grading it again fails the same way until they are
 // recorded, so a job that meets it is failed at once, not retried.
 var ErrNoReference = errors.New("no usable reference outputs")
+
+// ErrStaleReference marks reference outputs recorded from another version
+// of the answer (or of its probes): the answer changed and they were not
+// recorded again. It is an ErrNoReference too.
+var ErrStaleReference = fmt.Errorf("%w: stale reference outputs", ErrNoReference)
 
 // MaxPoints is the most a submission can score on a runner profile whose
 // capabilities are given by satisfies.

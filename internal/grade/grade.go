@@ -197,7 +197,7 @@ func (s *Submissions) Reference(ctx context.Context, ex *exercise.Exercise, prof
 		return nil, err
 	}
 	if stored.AnswerSHA256 != ex.AnswerSHA256() {
-		return nil, fmt.Errorf("%w: exercise %s: the stored reference for profile %q was recorded from another version of the answer (record it again)", exercise.ErrNoReference, ex.ID, profile)
+		return nil, fmt.Errorf("%w: exercise %s: the stored reference for profile %q was recorded from another version of the answer (record it again)", exercise.ErrStaleReference, ex.ID, profile)
 	}
 	out := &exercise.Reference{Exercise: ex.ID, Profile: profile, AnswerSHA256: stored.AnswerSHA256}
 	if err := json.Unmarshal(stored.Cells, &out.Cells); err != nil {

@@ -336,6 +336,10 @@ func kernelVerdict(meta domain.CellMeta, rule compare.Rule) (verdict, msg string
 		if v := firstLine(meta.Evalue); v != "" {
 			msg += ": " + v
 		}
+		if mode == compare.ModeNoError {
+			// As the comparison judges a no-error cell that raised.
+			return domain.VerdictMismatch, msg, true
+		}
 		return domain.VerdictError, msg, true
 	}
 	return "", "", false

@@ -54,9 +54,11 @@ type References interface {
 	Reference(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error)
 }
 
-// gradable reports a conflict when no profile of ex has reference outputs
-// that match its answer (the answer changed and they were not recorded
-// again): such a submission could only fail. It is checked before the
+// gradable reports a conflict when the reference outputs of every profile
+// of ex were recorded from another version of its answer (it changed and
+// they were not recorded again): such a submission could only fail.
+// References not recorded yet at all are not refused (a reference job may
+// record them, as for a new exercise). It is checked before the
 // attempt is counted, so the refusal costs the learner nothing. Other
 // errors (the database) let the upload through: grading decides then.
 func (s *Service) gradable(ctx context.Context, ex *exercise.Exercise) error {
@@ -64,7 +66,7 @@ func (s *Service) gradable(ctx context.Context, ex *exercise.Exercise) error {
 		return nil
 	}
 	for _, p := range ex.ReferenceProfiles() {
-		if _, err := s.References.Reference(ctx, ex, p); err == nil || !errors.Is(err, exercise.ErrNoReference) {
+		if _, err := s.References.Reference(ctx, ex, p); err == nil || !errors.Is(err, exercise.ErrStaleReference) {
 			return nil
 		}
 	}
