@@ -134,7 +134,7 @@ func (p Policy) LateMultiplier(t time.Time) float64 {
 	return m
 }
 
-// Extension is one learner's own deadline (issue 18). LatePenalty
+// Extension is one learner's own deadline. LatePenalty
 // replaces the exercise's schedule after it when OwnPenalty is set (an
 // empty one: no penalty at all).
 type Extension struct {

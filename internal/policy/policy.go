@@ -41,11 +41,11 @@ type Service struct {
 	// Now is the clock deadlines are judged by: the database's (store.DB.Now),
 	// so that every server agrees; nil is time.Now.
 	Now func() time.Time
-	// Extensions finds a learner's own deadline (issue 18): their
+	// Extensions finds a learner's own deadline: their
 	// after_due_date details stay hidden until it. Nil: none are granted.
 	Extensions Extensions
 	// Releases says whether an exercise's feedback is released to a
-	// learner (policy feedback "on_release", issue 18). Nil: none is.
+	// learner (policy feedback "on_release"). Nil: none is.
 	Releases Releases
 }
 
