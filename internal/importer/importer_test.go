@@ -169,3 +169,36 @@ func TestPyFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestImportKeepsJSONOutputs: an output whose application/json value is an
+// object or a list of numbers (IPython.display.JSON) comes out of import
+// as the same JSON value, not as its text.
+func TestImportKeepsJSONOutputs(t *testing.T) {
+	t.Parallel()
+	src := `{"cells": [
+	  {"cell_type": "code", "execution_count": 1, "metadata": {}, "source": "JSON({'a': 1})",
+	   "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"application/json": {"a": 1}, "text/plain": "<JSON>"}}]},
+	  {"cell_type": "code", "execution_count": 2, "metadata": {}, "source": "JSON([1, 2])",
+	   "outputs": [{"output_type": "display_data", "metadata": {}, "data": {"application/json": [1, 2], "text/plain": "<JSON>"}}]}],
+	 "metadata": {}, "nbformat": 4, "nbformat_minor": 4}`
+	out, _, err := importer.ImportBytes([]byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		Cells []struct {
+			Outputs []struct {
+				Data map[string]any `json:"data"`
+			} `json:"outputs"`
+		} `json:"cells"`
+	}
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := back.Cells[0].Outputs[0].Data["application/json"].(map[string]any); !ok || got["a"] != 1.0 {
+		t.Errorf("object output imported as %#v", back.Cells[0].Outputs[0].Data["application/json"])
+	}
+	if got, ok := back.Cells[1].Outputs[0].Data["application/json"].([]any); !ok || len(got) != 2 || got[0] != 1.0 {
+		t.Errorf("list output imported as %#v", back.Cells[1].Outputs[0].Data["application/json"])
+	}
+}

@@ -8,6 +8,7 @@ package notebook
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 )
 
@@ -33,15 +34,15 @@ type Cell struct {
 
 // Output is one output of a code cell, as nbformat stores it.
 type Output struct {
-	OutputType     string                     `json:"output_type"`
-	Name           string                     `json:"name,omitempty"`
-	Text           MultilineString            `json:"text,omitempty"`
-	Data           map[string]MultilineString `json:"data,omitempty"`
-	Metadata       json.RawMessage            `json:"metadata,omitempty"`
-	ExecutionCount *int                       `json:"execution_count,omitempty"`
-	Ename          string                     `json:"ename,omitempty"`
-	Evalue         string                     `json:"evalue,omitempty"`
-	Traceback      []string                   `json:"traceback,omitempty"`
+	OutputType     string          `json:"output_type"`
+	Name           string          `json:"name,omitempty"`
+	Text           MultilineString `json:"text,omitempty"`
+	Data           MimeBundle      `json:"data,omitempty"`
+	Metadata       json.RawMessage `json:"metadata,omitempty"`
+	ExecutionCount *int            `json:"execution_count,omitempty"`
+	Ename          string          `json:"ename,omitempty"`
+	Evalue         string          `json:"evalue,omitempty"`
+	Traceback      []string        `json:"traceback,omitempty"`
 }
 
 // Output types defined by nbformat 4.
@@ -56,8 +57,8 @@ const (
 // into one string and encoded as a list of lines, as Jupyter writes it.
 type MultilineString string
 
-// UnmarshalJSON accepts a string or a list of strings. Any other JSON value
-// (a MIME bundle's application/json data) is kept as its JSON text.
+// UnmarshalJSON accepts a string or a list of strings. An object is kept
+// as its JSON text, for the schema to refuse where text is due.
 func (m *MultilineString) UnmarshalJSON(b []byte) error {
 	if len(b) > 0 && b[0] == '{' {
 		*m = MultilineString(b)
@@ -98,6 +99,52 @@ func (m MultilineString) MarshalJSON() ([]byte, error) {
 		lines = lines[:len(lines)-1]
 	}
 	return json.Marshal(lines)
+}
+
+// MimeBundle is an output's data, by MIME type. A text type holds its
+// text. A JSON type (application/json, application/*+json) holds its
+// value's JSON: nbformat lets it be any JSON value (IPython.display.JSON
+// records lists and numbers too), and it is written back as that value,
+// never as text.
+type MimeBundle map[string]MultilineString
+
+// UnmarshalJSON keeps JSON types' values as JSON, the others as text.
+func (b *MimeBundle) UnmarshalJSON(data []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	out := make(MimeBundle, len(raw))
+	for k, v := range raw {
+		if jsonMime(k) {
+			out[k] = MultilineString(v)
+			continue
+		}
+		var m MultilineString
+		if err := m.UnmarshalJSON(v); err != nil {
+			return fmt.Errorf("data %q: %w", k, err)
+		}
+		out[k] = m
+	}
+	*b = out
+	return nil
+}
+
+// MarshalJSON writes JSON types' values as JSON, the others as lines.
+func (b MimeBundle) MarshalJSON() ([]byte, error) {
+	out := make(map[string]json.RawMessage, len(b))
+	for k, v := range b {
+		if jsonMime(k) && json.Valid([]byte(v)) {
+			out[k] = json.RawMessage(v)
+			continue
+		}
+		enc, err := v.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out[k] = enc
+	}
+	return json.Marshal(out)
 }
 
 // String returns the text.
@@ -149,16 +196,16 @@ func (o *Output) MarshalJSON() ([]byte, error) {
 		}{o.OutputType, o.Name, o.Text})
 	case OutputExecuteResult:
 		return json.Marshal(struct {
-			OutputType     string                     `json:"output_type"`
-			ExecutionCount *int                       `json:"execution_count"`
-			Data           map[string]MultilineString `json:"data"`
-			Metadata       json.RawMessage            `json:"metadata"`
+			OutputType     string          `json:"output_type"`
+			ExecutionCount *int            `json:"execution_count"`
+			Data           MimeBundle      `json:"data"`
+			Metadata       json.RawMessage `json:"metadata"`
 		}{o.OutputType, o.ExecutionCount, nonNilData(o.Data), meta})
 	case OutputDisplayData:
 		return json.Marshal(struct {
-			OutputType string                     `json:"output_type"`
-			Data       map[string]MultilineString `json:"data"`
-			Metadata   json.RawMessage            `json:"metadata"`
+			OutputType string          `json:"output_type"`
+			Data       MimeBundle      `json:"data"`
+			Metadata   json.RawMessage `json:"metadata"`
 		}{o.OutputType, nonNilData(o.Data), meta})
 	case OutputError:
 		tb := o.Traceback
@@ -176,9 +223,9 @@ func (o *Output) MarshalJSON() ([]byte, error) {
 	return json.Marshal((*plain)(o))
 }
 
-func nonNilData(d map[string]MultilineString) map[string]MultilineString {
+func nonNilData(d MimeBundle) MimeBundle {
 	if d == nil {
-		return map[string]MultilineString{}
+		return MimeBundle{}
 	}
 	return d
 }

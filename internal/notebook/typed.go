@@ -530,9 +530,15 @@ func (p *typedParser) output(o *Output) (any, bool) {
 			return p.multiline(&o.Text, false)
 		case "data":
 			keys |= outData
-			o.Data = map[string]MultilineString{}
+			o.Data = MimeBundle{}
 			return p.members(func(mime string) (any, bool) {
-				plain = plain && (p.peek() != '{' || jsonMime(mime))
+				if jsonMime(mime) {
+					// Any JSON value: kept as its JSON.
+					v, raw, ok := p.raw()
+					o.Data[mime] = MultilineString(raw)
+					return v, ok
+				}
+				plain = plain && p.peek() != '{'
 				var m MultilineString
 				v, ok := p.multiline(&m, false)
 				o.Data[mime] = m
