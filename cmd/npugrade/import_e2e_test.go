@@ -152,8 +152,9 @@ func importFixture(t *testing.T, id, source string) (exDir, ansDir, fixtures str
 // TestImportNbgraderAssignment imports an nbgrader source notebook as an
 // exercise and grades, through npugrade check, the notebooks students
 // submit in nbgrader's own format: each scores what nbgrader's autograder
-// gives it (bitdiddle 2 of 5, hacker 5 of 5, the untouched release 0), the
-// manually graded cells count for nothing, and the answer key scores 5/5.
+// gives it (bitdiddle 2, hacker 5, the untouched release 0, of nbgrader's 5
+// automatic points), and the manually graded answers (3 points) wait for a
+// person.
 func TestImportNbgraderAssignment(t *testing.T) {
 	if testing.Short() {
 		t.Skip("executes notebooks")
@@ -179,8 +180,10 @@ func TestImportNbgraderAssignment(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("check: exit %d\n%s\n%s", code, out.String(), errb.String())
 	}
-	if !regexp.MustCompile(`(?m)^ps1\s+answer\s+\S+\s+5\.0/5\s`).MatchString(out.String()) {
-		t.Errorf("the answer key does not score 5/5:\n%s", out.String())
+	// 3 of the 8 points are nbgrader's manually graded answers (explain 1,
+	// plot 2): a person gives them, so the answer key scores 5 of 8 here.
+	if !regexp.MustCompile(`(?m)^ps1\s+answer\s+\S+\s+5\.0/8\s`).MatchString(out.String()) {
+		t.Errorf("the answer key does not score 5/8:\n%s", out.String())
 	}
 }
 

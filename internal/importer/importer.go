@@ -79,9 +79,10 @@ func ImportBytes(data []byte) ([]byte, Report, error) {
 }
 
 var (
-	quizLine    = regexp.MustCompile(`^(q[0-9]+)\s*=\s*(.+)$`)
-	idPattern   = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
-	hiddenTests = "### BEGIN HIDDEN TESTS"
+	quizLine       = regexp.MustCompile(`^(q[0-9]+)\s*=\s*(.+)$`)
+	idPattern      = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+	hiddenTests    = "### BEGIN HIDDEN TESTS"
+	endHiddenTests = "### END HIDDEN TESTS"
 )
 
 // Options tune how other tools' meaning is kept.
@@ -137,11 +138,14 @@ func ImportWith(in *notebook.Notebook, opt Options) (*notebook.Notebook, Report,
 			c.ID = uniqueID(used, fmt.Sprintf("cell-%d", i+1))
 		}
 		g := map[string]any{}
+		var extra *notebook.Cell
 		if raw, ok := c.Metadata["nbgrader"]; ok {
 			rep.format("nbgrader")
-			if err := fromNbgrader(c, raw, g, opt, &rep); err != nil {
+			probe, err := fromNbgrader(c, raw, g, opt, used, &rep)
+			if err != nil {
 				errs = multierror.Append(errs, fmt.Errorf("cell %d (%s): %w", i+1, c.ID, err))
 			}
+			extra = probe
 		} else if c.CellType == "code" {
 			if qs := quizVars(string(c.Source)); len(qs) > 0 {
 				rep.format("quiz")
@@ -161,6 +165,9 @@ func ImportWith(in *notebook.Notebook, opt Options) (*notebook.Notebook, Report,
 			c.Metadata["grader"] = b
 		}
 		cells = append(cells, c)
+		if extra != nil {
+			cells = append(cells, extra)
+		}
 	}
 	nb.Cells = cells
 	seen := map[string]bool{}
@@ -184,33 +191,37 @@ func uniqueID(used map[string]bool, base string) string {
 	return id
 }
 
-func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, opt Options, rep *Report) error {
+// fromNbgrader writes g from a cell's metadata.nbgrader; it returns the
+// probe cell that holds the cell's hidden tests, if it has any.
+func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, opt Options, used map[string]bool, rep *Report) (*notebook.Cell, error) {
 	var m notebook.NbgraderMeta
 	dec := json.NewDecoder(strings.NewReader(string(raw)))
 	dec.DisallowUnknownFields() // nbgrader's schema has additionalProperties: false
 	if err := dec.Decode(&m); err != nil {
-		return fmt.Errorf("metadata.nbgrader: %w", err)
+		return nil, fmt.Errorf("metadata.nbgrader: %w", err)
 	}
 	if m.SchemaVersion != 3 {
-		return fmt.Errorf("metadata.nbgrader.schema_version %d: only version 3 is supported", m.SchemaVersion)
-	}
-	if m.GradeID != "" && !idPattern.MatchString(m.GradeID) {
-		return fmt.Errorf("grade_id %q is not a valid id", m.GradeID)
+		return nil, fmt.Errorf("metadata.nbgrader.schema_version %d: only version 3 is supported", m.SchemaVersion)
 	}
 	var problems *multierror.Error
+	switch {
+	case m.GradeID == "" && (m.Grade || m.Solution || m.Locked || m.Task):
+		// nbgrader refuses it too; an invented id would not match the
+		// learners' notebooks nor nbgrader's gradebook.
+		problems = multierror.Append(problems, errors.New("nbgrader cell has no grade_id: give it a unique id in nbgrader's Create Assignment toolbar (nbgrader itself refuses the notebook) and import again"))
+	case m.GradeID != "" && !idPattern.MatchString(m.GradeID):
+		problems = multierror.Append(problems, fmt.Errorf("grade_id %q is not a valid id (letters, digits, '-' and '_')", m.GradeID))
+	}
 	if m.Sum != "" {
 		if sum := m.Checksum(c); sum != m.Sum {
 			problems = multierror.Append(problems, fmt.Errorf("nbgrader checksum %s does not match the cell (%s): the cell was edited after nbgrader generated it", m.Sum, sum))
 		}
 	}
-	if strings.Contains(string(c.Source), hiddenTests) {
-		problems = multierror.Append(problems, errors.New("nbgrader hidden tests would be shown in the starter; move them into a probe cell (metadata.grader.probe)"))
-	}
 	if m.CellType != "" && m.CellType != c.CellType {
 		problems = multierror.Append(problems, fmt.Errorf("nbgrader generated this cell as %s, but it is %s now", m.CellType, c.CellType))
 	}
 	if err := problems.ErrorOrNil(); err != nil {
-		return err
+		return nil, err
 	}
 	points := 0.0
 	if m.Points != nil {
@@ -218,21 +229,31 @@ func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, opt O
 	}
 	id := m.GradeID
 	if id == "" {
-		id = c.ID
+		id = c.ID // an nbgrader cell that is nothing (all flags false)
 	}
 	g["id"] = id
 	switch {
 	case m.Task || m.Grade && m.Solution:
-		// nbgrader's "manually graded answer" or "task": a person grades
-		// it there, so it is not auto-graded here.
-		rep.Notes = append(rep.Notes, id+": manually graded in nbgrader -> kept ungraded (manual grading; not counted in the score)")
+		// nbgrader's "manually graded answer" or "task": a person grades it.
+		what := "task"
 		if m.Solution {
 			g["solution"] = true
+			what = "answer"
+			if c.CellType == "markdown" {
+				g["starter"] = markdownStarter(string(c.Source))
+			}
+		}
+		if points > 0 {
+			g["manual"] = map[string]any{"points": points}
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: manually graded %s in nbgrader -> manual cell, %g points", id, what, points))
+		} else {
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: manually graded %s in nbgrader with no points -> kept ungraded", id, what))
 		}
 	case m.Solution:
 		g["solution"] = true
 		rep.Notes = append(rep.Notes, id+": nbgrader autograded answer -> solution cell")
 	case m.Grade && c.CellType == "code":
+		probe := hiddenTestsProbe(c, id, used)
 		g["points"], g["compare"] = points, "no-error"
 		note := "passes when it raises nothing"
 		if opt.NbgraderStderr {
@@ -242,11 +263,80 @@ func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, opt O
 		if autotest(c, g) {
 			note = "### AUTOTEST values compared with the answer's, asserts run"
 		}
+		if probe != nil {
+			pg := map[string]any{"id": probe.ID, "probe": true, "for": id, "group": id, "compare": "no-error"}
+			if opt.NbgraderStderr {
+				pg["targets"] = []string{"stderr"}
+			}
+			autotest(probe, pg)
+			if points > 0 {
+				// nbgrader gives the points when the visible and the hidden
+				// tests all pass: half each, all or nothing.
+				g["points"], pg["points"], g["group"] = points/2, points/2, id
+			}
+			b, _ := json.Marshal(pg)
+			probe.Metadata = map[string]json.RawMessage{"grader": b}
+			note += "; its hidden tests -> probe " + probe.ID + " (run after every cell, never shown to learners; all or nothing with the visible tests)"
+		}
 		rep.Notes = append(rep.Notes, id+": nbgrader autograder tests -> graded cell, "+note)
+		return probe, nil
 	default:
 		rep.Notes = append(rep.Notes, id+": nbgrader locked cell")
 	}
-	return nil
+	return nil, nil
+}
+
+// markdownStarter is what nbgrader's release makes of a written answer:
+// its solution regions, or the whole cell when it has none, replaced with
+// "YOUR ANSWER HERE".
+func markdownStarter(src string) string {
+	const stub = "YOUR ANSWER HERE"
+	var out []string
+	in, found := false, false
+	for _, ln := range strings.Split(src, "\n") {
+		switch t := strings.TrimSpace(ln); {
+		case strings.HasPrefix(t, notebook.BeginSolution):
+			in, found = true, true
+			out = append(out, stub)
+		case strings.HasPrefix(t, notebook.EndSolution):
+			in = false
+		case !in:
+			out = append(out, ln)
+		}
+	}
+	if !found {
+		return stub
+	}
+	return strings.TrimRight(strings.Join(out, "\n"), "\n")
+}
+
+// hiddenTestsProbe cuts the ### BEGIN/END HIDDEN TESTS regions out of an
+// nbgrader test cell (nbgrader's release strips them) and returns them as
+// a probe cell, or nil when the cell has none.
+func hiddenTestsProbe(c *notebook.Cell, id string, used map[string]bool) *notebook.Cell {
+	if !strings.Contains(string(c.Source), hiddenTests) {
+		return nil
+	}
+	var visible, hidden []string
+	in := false
+	for _, ln := range strings.Split(string(c.Source), "\n") {
+		switch strings.TrimSpace(ln) {
+		case hiddenTests:
+			in = true
+			continue
+		case endHiddenTests:
+			in = false
+			continue
+		}
+		if in {
+			hidden = append(hidden, ln)
+		} else {
+			visible = append(visible, ln)
+		}
+	}
+	c.Source = notebook.MultilineString(strings.TrimRight(strings.Join(visible, "\n"), "\n"))
+	pid := uniqueID(used, id+"-hidden")
+	return &notebook.Cell{ID: pid, CellType: "code", Source: notebook.MultilineString(strings.Join(hidden, "\n")), Outputs: []*notebook.Output{}}
 }
 
 // nbvalMarks reads a code cell's nbval comments, nbval tags and nbclient tags.

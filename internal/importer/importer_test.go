@@ -2,12 +2,14 @@ package importer_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/compare"
+	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/importer"
 	"github.com/npugrade/npugrade/internal/notebook"
 )
@@ -97,8 +99,9 @@ func TestImport(t *testing.T) {
 					continue
 				}
 				found[g.ID] = true
-				// Every converted cell must be a valid comparison rule.
-				if _, err := compare.ParseRule(nil, g.Raw); err != nil {
+				// Every converted cell compared automatically must be a
+				// valid comparison rule.
+				if _, err := compare.ParseRule(nil, g.Raw); g.Manual == nil && err != nil {
 					t.Errorf("%s: rule %s: %v", g.ID, g.Raw, err)
 				}
 				want, ok := tt.cells[g.ID]
@@ -142,22 +145,114 @@ func TestImport(t *testing.T) {
 	}
 }
 
-// TestImportRejects: an edited nbgrader release and hidden tests are
-// refused, each with its reason.
+// TestImportRejects: an edited nbgrader release and an nbgrader cell
+// without a grade_id are refused, each with its reason.
 func TestImportRejects(t *testing.T) {
 	t.Parallel()
 	_, _, err := load(t, "nbgrader_edited.ipynb")
 	if err == nil || !strings.Contains(err.Error(), "checksum") || !strings.Contains(err.Error(), "c3d4") {
 		t.Errorf("edited release: %v", err)
 	}
-	raw, _ := os.ReadFile(filepath.Join("testdata", "nbgrader_release.ipynb"))
-	hidden := strings.Replace(string(raw), `"assert squares(1) == [1]\n",`, `"### BEGIN HIDDEN TESTS\n", "assert squares(1) == [1]\n", "### END HIDDEN TESTS\n",`, 1)
+	raw, _ := os.ReadFile(filepath.Join("testdata", "nbgrader", "source.ipynb"))
+	blank := strings.Replace(string(raw), `"grade_id": "mean",`, `"grade_id": "",`, 1)
+	if blank == string(raw) {
+		t.Fatal("test setup: no replacement")
+	}
+	_, _, err = importer.ImportBytes([]byte(blank))
+	if err == nil || !strings.Contains(err.Error(), "nbgrader cell has no grade_id") || !strings.Contains(err.Error(), "src-mean") {
+		t.Errorf("blank grade_id: %v", err)
+	}
+}
+
+// TestImportNbgraderHiddenTests: the ### BEGIN/END HIDDEN TESTS region of
+// an nbgrader test cell becomes a probe cell (not in the starter, run after
+// every cell), all or nothing with the visible part, as nbgrader scores
+// the whole cell.
+func TestImportNbgraderHiddenTests(t *testing.T) {
+	t.Parallel()
+	raw, _ := os.ReadFile(filepath.Join("testdata", "nbgrader", "source.ipynb"))
+	hidden := strings.Replace(string(raw), `"assert squares(1) == [1]\n",`, `"assert squares(1) == [1]\n", "### BEGIN HIDDEN TESTS\n", "assert squares(7)[-1] == 49\n", "### END HIDDEN TESTS\n",`, 1)
 	if hidden == string(raw) {
 		t.Fatal("test setup: no replacement")
 	}
-	_, _, err = importer.ImportBytes([]byte(hidden))
-	if err == nil || !strings.Contains(err.Error(), "hidden tests") {
-		t.Errorf("hidden tests: %v", err)
+	out, rep, err := importer.ImportBytes([]byte(hidden))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nb, err := notebook.Parse(out, notebook.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	visible := nb.CellByGraderID("test_squares")
+	probe := nb.CellByGraderID("test_squares-hidden")
+	if visible == nil || probe == nil {
+		t.Fatalf("cells: %v", rep.Notes)
+	}
+	vg, pg := visible.MustGrader(), probe.MustGrader()
+	if strings.Contains(string(visible.Source), "squares(7)") || strings.Contains(string(visible.Source), "HIDDEN") {
+		t.Errorf("the visible test cell keeps the hidden tests:\n%s", visible.Source)
+	}
+	if strings.TrimSpace(string(probe.Source)) != "assert squares(7)[-1] == 49" {
+		t.Errorf("probe source %q", probe.Source)
+	}
+	if !pg.Probe || pg.For != "test_squares" || pg.Group != "test_squares" || vg.Group != "test_squares" || pg.Points != 1 || vg.Points != 1 {
+		t.Errorf("visible %s, probe %s: want 1 + 1 point in one all-or-nothing group", vg.Raw, pg.Raw)
+	}
+	st, err := notebook.Starter(nb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := notebook.Encode(st)
+	if strings.Contains(string(b), "squares(7)") {
+		t.Error("the starter shows the hidden test")
+	}
+	ex := loadExercise(t, "ps1", []byte(hidden))
+	if !ex.HasProbes() || len(ex.Graded) != 3 {
+		t.Errorf("graded cells %+v", ex.Graded)
+	}
+}
+
+// loadExercise writes raw as the answer (and starter) of exercise id and loads it.
+func loadExercise(t *testing.T, id string, raw []byte) *exercise.Exercise {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), id)
+	cfg := `{"id": "` + id + `", "title": "` + id + `", "starter": "nb.ipynb", "answer": "nb.ipynb"}`
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(os.WriteFile(filepath.Join(dir, "nb.ipynb"), raw, 0o644), os.WriteFile(filepath.Join(dir, "exercise.json"), []byte(cfg), 0o644)); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := exercise.LoadOne(dir, dir)
+	if err != nil {
+		t.Fatalf("the imported exercise does not load: %v", err)
+	}
+	return ex
+}
+
+// TestImportNbgraderManualOnly: problem 2 of nbgrader's user guide (ps1),
+// two written answers graded by hand and nothing automatic, imports as two
+// manual cells with nbgrader's points, and the exercise loads.
+func TestImportNbgraderManualOnly(t *testing.T) {
+	t.Parallel()
+	nb, rep, err := load(t, "nbgrader/ps1_problem2.ipynb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id, points := range map[string]float64{"part-a": 1, "part-b": 2} {
+		c := nb.CellByGraderID(id)
+		if c == nil {
+			t.Fatalf("no cell %s: %v", id, rep.Notes)
+		}
+		g := c.MustGrader()
+		if g.Manual == nil || g.Manual.Points != points || !g.Solution || notebook.StarterSource(c) != "YOUR ANSWER HERE" {
+			t.Errorf("%s: %s, starter %q", id, g.Raw, notebook.StarterSource(c))
+		}
+	}
+	raw, _ := os.ReadFile(filepath.Join("testdata", "nbgrader", "ps1_problem2.ipynb"))
+	ex := loadExercise(t, "problem2", raw)
+	if len(ex.Manual) != 2 || len(ex.Graded) != 0 {
+		t.Errorf("manual %v, graded %v", ex.Manual, ex.Graded)
 	}
 }
 

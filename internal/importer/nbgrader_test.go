@@ -51,12 +51,16 @@ func TestImportNbgraderSource(t *testing.T) {
 			!strings.Contains(string(mean.Source), "assert mean([4]) == 4") || strings.Contains(string(mean.Source), "### AUTOTEST") {
 			t.Errorf("AUTOTEST cell: %+v\n%s", gs["test_mean"], mean.Source)
 		}
-		for _, id := range []string{"explain", "plot"} {
-			if gs[id].Points != 0 || !gs[id].Solution {
-				t.Errorf("manually graded %s must be an ungraded solution cell: %+v", id, gs[id])
+		for id, points := range map[string]float64{"explain": 1, "plot": 2} {
+			g := nb.CellByGraderID(id).MustGrader()
+			if g.Points != 0 || !g.Solution || g.Manual == nil || g.Manual.Points != points {
+				t.Errorf("manually graded %s must be a manual solution cell worth %g: %s", id, points, g.Raw)
 			}
 		}
-		if !strings.Contains(strings.Join(rep.Notes, "\n"), "plot: manually graded in nbgrader") {
+		if g := nb.CellByGraderID("explain"); g.CellType != "markdown" || notebook.StarterSource(g) != "Explain why `squares(0)` is empty.\n\nYOUR ANSWER HERE" {
+			t.Errorf("a written answer's starter is nbgrader's: %q", notebook.StarterSource(g))
+		}
+		if !strings.Contains(strings.Join(rep.Notes, "\n"), "plot: manually graded answer in nbgrader -> manual cell, 2 points") {
 			t.Errorf("no note on the manual cell: %v", rep.Notes)
 		}
 	}
