@@ -13,6 +13,9 @@ if [ "${NPUGRADE_NEED_POSTGRES:-}" = 1 ] && ! command -v initdb >/dev/null && ! 
   need+=(postgresql)
 fi
 command -v runuser >/dev/null || need+=(util-linux)
+# pandas, only for the tests that grade Otter-Grader's tutorial (its
+# questions use it) on the host's Python.
+/usr/bin/python3 -c 'import pandas' 2>/dev/null || need+=(python3-pandas)
 # Debian's Chromium, only for the browser tests of the web pages (chromedp).
 command -v chromium >/dev/null || need+=(chromium)
 # npm for Redocly's OpenAPI linter, only for make test (scripts/test.sh).

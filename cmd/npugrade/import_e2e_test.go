@@ -187,6 +187,43 @@ func TestImportNbgraderAssignment(t *testing.T) {
 	}
 }
 
+// TestImportOtterTutorial imports Otter-Grader's tutorial assignment and
+// grades, through npugrade check on the host's Python (the assignment
+// needs pandas), the notebooks Otter's tutorial ships as submissions,
+// filled in from Otter's own student notebook: the passing one earns every
+// automatic point (3 of 5; the two manual questions wait for a person), the
+// one that fails a hidden test of q2 loses that test's half point, and the
+// untouched starter scores 0.
+func TestImportOtterTutorial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("executes notebooks")
+	}
+	t.Parallel()
+	data := filepath.Join("..", "..", "internal", "importer", "testdata", "otter")
+	exDir, ansDir, fixtures := importFixture(t, "demo", filepath.Join(data, "demo.ipynb"))
+	for name, expected := range map[string]string{
+		"demo-passesAll":    `{"cells": {"q1-test-1": "pass", "q1-hidden-1": "pass", "q2-hidden-1": "pass", "q3-hidden-4": "pass"}, "score": 3}`,
+		"demo-fails2Hidden": `{"cells": {"q2-test-1": "pass", "q2-hidden-1": "error", "q3-test-1": "pass"}, "score": 2.5}`,
+	} {
+		if err := os.WriteFile(filepath.Join(fixtures, name+".ipynb"), readFile(t, filepath.Join(data, name+".ipynb")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fixtures, name+".expected.json"), []byte(expected), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out, errb bytes.Buffer
+	code := run(context.Background(), []string{"check", "--env", "host", "--exercises", exDir, "--answers", ansDir, "--update-reference", "--jobs", "2"}, &out, &errb)
+	if code != exitOK {
+		t.Fatalf("check: exit %d\n%s\n%s", code, out.String(), errb.String())
+	}
+	for _, row := range []string{`(?m)^demo\s+demo_answer\.ipynb\s+answer\s+3/5\s`, `(?m)^demo\s+demo\.ipynb\s+starter\s+0/5\s`} {
+		if !regexp.MustCompile(row).MatchString(out.String()) {
+			t.Errorf("no row %s:\n%s", row, out.String())
+		}
+	}
+}
+
 // TestImportNbvalPapermill imports an nbval notebook with papermill
 // parameters and a solution region as an exercise: npugrade check gives the
 // answer key 1/1, the untouched starter 0/1 and the starter filled in with

@@ -162,7 +162,7 @@ var ignoredKeys = map[string]bool{
 	"id": true, "points": true, "solution": true, "starter": true,
 	"requires": true, "timeout": true, "locked": true, "probe": true,
 	"visibility": true, "group": true, "hidden": true, "for": true,
-	"feedback": true,
+	"feedback": true, "otter": true,
 }
 
 // targetPattern is what a MIME type target must look like; it keeps typos

@@ -607,11 +607,18 @@ func (ex *Exercise) applyConfig() []error {
 		}
 		if g.Probe {
 			target, ok := byID[g.For]
+			// A probe may also test an ungraded solution cell (Otter's
+			// hidden tests): then it earns its own points and scales none.
+			answer := ex.Answer.CellByGraderID(g.For)
 			switch {
 			case g.For == "":
 				errs = append(errs, fmt.Errorf("probe cell %s: metadata.grader.for must name the question it tests", g.ID))
+			case !ok && answer != nil && answer.MustGrader().Solution:
+				if g.Requires.IsZero() {
+					g.Requires = answer.MustGrader().Requires
+				}
 			case !ok || target.Probe:
-				errs = append(errs, fmt.Errorf("probe cell %s: for %q is not a graded question of the answer", g.ID, g.For))
+				errs = append(errs, fmt.Errorf("probe cell %s: for %q is not a graded question or a solution cell of the answer", g.ID, g.For))
 			case g.Requires.IsZero():
 				g.Requires = target.Requires
 			}

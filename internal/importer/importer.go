@@ -7,8 +7,10 @@
 //     solution cells, autograder test cells graded cells that pass when they
 //     raise nothing (compare no-error, as nbgrader scores them; stderr too
 //     with Options.NbgraderStderr), ### AUTOTEST lines compared values,
-//     manually graded answers and tasks ungraded cells, and every checksum
-//     is verified with nbgrader's own recipe so an edited release is caught;
+//     hidden tests probe cells, manually graded answers and tasks manual
+//     cells, and every checksum is verified with nbgrader's own recipe so
+//     an edited release is caught;
+//   - Otter-Grader's assign notebooks (otter.go);
 //   - nbval (comments # NBVAL_* and tags nbval-*, or none): every code cell
 //     with recorded outputs is graded on its outputs (exact), or only the
 //     NBVAL_CHECK_OUTPUT cells when a notebook marks any (nbval's lax mode);
@@ -39,7 +41,7 @@ import (
 
 // Report says what Import did.
 type Report struct {
-	// Formats found: nbgrader, nbval, nbclient, papermill, quiz.
+	// Formats found: nbgrader, otter, nbval, nbclient, papermill, quiz.
 	Formats []string
 	// Notes, one per converted cell.
 	Notes []string
@@ -131,6 +133,21 @@ func ImportWith(in *notebook.Notebook, opt Options) (*notebook.Notebook, Report,
 	used := map[string]bool{}
 	for _, c := range nb.Cells {
 		used[c.ID] = c.ID != ""
+	}
+	if isOtter(nb) {
+		rep.Formats = nil
+		rep.format("otter")
+		for i, c := range nb.Cells {
+			if c.ID == "" {
+				c.ID = uniqueID(used, fmt.Sprintf("cell-%d", i+1))
+			}
+		}
+		cells, err := fromOtter(nb, used, &rep)
+		if err != nil {
+			return nb, rep, err
+		}
+		nb.Cells = cells
+		return nb, rep, nil
 	}
 	var cells []*notebook.Cell
 	for i, c := range nb.Cells {

@@ -36,6 +36,9 @@ type GraderMeta struct {
 	// Manual makes the cell manually graded: a person scores it against
 	// its rubric; it is never compared automatically.
 	Manual *ManualSpec `json:"manual"`
+	// Otter is the Otter-Grader question a solution cell answers, for
+	// matching a notebook filled in from Otter's student notebook.
+	Otter string `json:"otter"`
 	// Raw is the whole grader object, for the comparators.
 	Raw json.RawMessage `json:"-"`
 }

@@ -184,6 +184,8 @@ type Template struct {
 	// once; nbgrader says some cell has one.
 	gradeIDs []string
 	nbgrader bool
+	// otter: some solution cell answers an Otter question (otter.go).
+	otter bool
 	// heads and tails hold each cell as Encode writes it (indented),
 	// before and after its source's lines: a rebuild changes nothing of
 	// a template cell but its source. nil where Encode could write a
@@ -211,6 +213,7 @@ func NewTemplate(answer *Notebook) (*Template, error) {
 		}
 		t.graders[i] = g
 		t.probes = t.probes || g.Probe
+		t.otter = t.otter || g.Otter != ""
 		if m, ok := c.Nbgrader(); ok && m.GradeID != "" {
 			t.gradeIDs[i], t.nbgrader = m.GradeID, true
 		}
@@ -344,6 +347,7 @@ type planCell struct {
 func (t *Template) plan(upload *Notebook, seed int64) ([]planCell, Integrity) {
 	integ := Integrity{Verdicts: map[string]string{}, Messages: map[string]string{}}
 	idx := indexUpload(upload, t.nbgrader)
+	idx.otter, idx.viaOtter = t.otterAnswers(upload)
 	plan := make([]planCell, 0, len(t.nb.Cells))
 	var probes []planCell
 	for i, c := range t.nb.Cells {
@@ -368,6 +372,13 @@ func (t *Template) plan(upload *Notebook, seed int64) ([]planCell, Integrity) {
 func (t *Template) learnerSource(i int, c *Cell, idx uploadIndex, integ *Integrity) MultilineString {
 	g := t.graders[i]
 	learner, viaNbgrader := idx.find(c, g.ID, t.gradeIDs[i])
+	if idx.viaOtter {
+		learner = idx.otter[i]
+		if !g.Solution {
+			// Otter's student notebook holds no tests; the template's run.
+			return c.Source
+		}
+	}
 	switch {
 	case g.Solution:
 		if learner == nil {
@@ -420,6 +431,10 @@ func edited(learner, template *Cell, viaNbgrader bool) bool {
 // uploadIndex finds the learner's cell for a template cell.
 type uploadIndex struct {
 	byGrader, byID, byGradeID map[string]*Cell
+	// otter holds the answers of an upload laid out as Otter's student
+	// notebook (viaOtter), by template cell index.
+	otter    map[int]*Cell
+	viaOtter bool
 }
 
 func indexUpload(upload *Notebook, withNbgrader bool) uploadIndex {
