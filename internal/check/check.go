@@ -5,11 +5,20 @@
 // full marks, starters at zero, fixtures as their .expected.json says).
 // It also records reference outputs (--update-reference) and finds cells
 // whose outputs change from run to run (--rerun).
+//
+// Reference outputs are recorded, and advised to be recorded, only when
+// they are safe to: when an exercise's recorded outputs are stale (its
+// answer changed since) or --update-reference asks for new ones, the
+// answer is executed for fresh outputs, the graded cells whose outputs
+// changed are named, and the answer and every fixture are graded against
+// the fresh outputs instead of the recorded ones. Only when they all grade
+// as expected does check advise --update-reference (or, asked to, record).
 package check
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -85,8 +94,41 @@ type Report struct {
 	Profile   string
 	Notebooks []*Notebook
 	Unstable  []string // exercise/cell ids whose outputs changed between reruns
-	Duration  time.Duration
+	// References are the exercises whose recorded reference outputs were
+	// stale, or whose outputs --update-reference was asked to record.
+	References []*References
+	Duration   time.Duration
 }
+
+// References is what check found about an exercise's reference outputs
+// when they were stale or to be recorded: the notebooks of the exercise
+// were graded against the answer's fresh outputs.
+type References struct {
+	Exercise string
+	Profile  string
+	// Stale: the recorded outputs were recorded from another version of
+	// the answer (or lack probe seeds).
+	Stale bool
+	// Update: --update-reference asked for the fresh outputs to be recorded.
+	Update bool
+	// Changed are the graded cells whose fresh outputs differ from the
+	// recorded ones (probe cells: under any seed), in notebook order; a
+	// cell the recorded outputs have and the answer no longer grades is
+	// listed with "(no longer graded)". Nil when none were recorded.
+	Changed []string
+	// Disagree is what did not grade as expected against the fresh
+	// outputs: the answer's or a fixture's cells, "KIND NAME CELL: why".
+	Disagree []string
+	// Err is why no fresh outputs could be had (the answer did not run,
+	// or one of its cells raised).
+	Err string
+	// Recorded: the fresh outputs were written as the reference.
+	Recorded bool
+}
+
+// Safe reports whether the fresh outputs may be recorded: the answer ran,
+// and it and every fixture grade as expected against them.
+func (r *References) Safe() bool { return r.Err == "" && len(r.Disagree) == 0 }
 
 // ExitCode is 0 when all is as expected, 2 on an execution error, else 1.
 func (r *Report) ExitCode() int {
@@ -101,6 +143,14 @@ func (r *Report) ExitCode() int {
 	}
 	if len(r.Unstable) > 0 && code == 0 {
 		code = 1
+	}
+	for _, ref := range r.References {
+		switch {
+		case ref.Err != "":
+			return 2
+		case (ref.Stale || ref.Update) && !ref.Recorded && code == 0:
+			code = 1 // the recorded outputs are stale, or recording was refused
+		}
 	}
 	return code
 }
@@ -135,12 +185,26 @@ func Run(ctx context.Context, cat *exercise.Catalog, opt Options) (*Report, erro
 			exs = append(exs, ex)
 		}
 	}
-	// Answers first: they record or need the references the rest compare with.
+	// Answers first: their fresh outputs, where stale or to be recorded,
+	// are what the rest is graded against.
+	fresh := candidates{}
 	for _, ex := range exs {
-		if opt.UpdateReference {
-			if err := record(ctx, ex, opt); err != nil {
+		_, refErr := ex.Reference(opt.Profile)
+		if stale := errors.Is(refErr, exercise.ErrStaleReference); stale || opt.UpdateReference {
+			rc := &References{Exercise: ex.ID, Profile: opt.Profile, Stale: stale, Update: opt.UpdateReference}
+			ref, err := freshReference(ctx, ex, opt)
+			switch {
+			case err != nil && opt.UpdateReference:
 				return nil, err
+			case err != nil:
+				rc.Err = err.Error()
+			default:
+				fresh[ex.ID] = ref
+				if old := ex.References[opt.Profile]; old != nil {
+					rc.Changed = changedCells(ex, old, ref)
+				}
 			}
+			rep.References = append(rep.References, rc)
 		}
 		if opt.Rerun > 0 {
 			unstable, err := rerun(ctx, ex, opt)
@@ -170,7 +234,7 @@ func Run(ctx context.Context, cat *exercise.Catalog, opt Options) (*Report, erro
 		go func(i int, t task) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			nb := runTask(ctx, t, opt)
+			nb := runTask(ctx, t, opt, fresh)
 			results[i] = nb
 			if opt.Progress != nil {
 				mu.Lock()
@@ -187,8 +251,108 @@ func Run(ctx context.Context, cat *exercise.Catalog, opt Options) (*Report, erro
 	}
 	wg.Wait()
 	rep.Notebooks = results
+	for _, rc := range rep.References {
+		if err := settle(rc, cat, fresh, results, opt); err != nil {
+			return nil, err
+		}
+	}
 	rep.Duration = time.Since(start)
 	return rep, nil
+}
+
+// settle lists what disagrees with an exercise's fresh outputs and, when
+// asked to and nothing does, records them.
+func settle(rc *References, cat *exercise.Catalog, fresh candidates, results []*Notebook, opt Options) error {
+	if rc.Err != "" {
+		return nil
+	}
+	for _, n := range results {
+		if n.Exercise != rc.Exercise || n.Kind == "starter" {
+			continue // a starter that passes is reported, but says nothing about the outputs
+		}
+		if n.ExecErr != "" {
+			rc.Disagree = append(rc.Disagree, fmt.Sprintf("%s %s: %s", n.Kind, n.Name, n.ExecErr))
+		}
+		for _, c := range n.Cases {
+			if c.Failure != "" {
+				rc.Disagree = append(rc.Disagree, fmt.Sprintf("%s %s %s: %s", n.Kind, n.Name, c.CellID, c.Failure))
+			}
+		}
+	}
+	if !rc.Update || !rc.Safe() {
+		return nil
+	}
+	ex, err := cat.Get(rc.Exercise)
+	if err != nil {
+		return err
+	}
+	ref := fresh[rc.Exercise]
+	if err := ex.WriteReference(ref); err != nil {
+		return err
+	}
+	rc.Recorded = true
+	if opt.Progress != nil {
+		fmt.Fprintf(opt.Progress, "%-4s recorded reference outputs for profile %s (%d cells)\n", ex.ID, opt.Profile, len(ref.Cells))
+	}
+	return nil
+}
+
+// candidates are fresh reference outputs, not recorded (yet), by exercise
+// id: the notebooks of those exercises are graded against them.
+type candidates map[string]*exercise.Reference
+
+// Reference implements grade.References: the fresh outputs, else the
+// recorded ones.
+func (c candidates) Reference(_ context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error) {
+	if ref, ok := c[ex.ID]; ok {
+		return ref, nil
+	}
+	ref, err := ex.Reference(profile)
+	if errors.Is(err, exercise.ErrStaleReference) {
+		// The advice is the report's (References), not the error's.
+		return nil, fmt.Errorf("%w: the reference outputs of %s for profile %q were recorded from another version of the answer, and the answer's fresh outputs could not be had", exercise.ErrStaleReference, ex.ID, profile)
+	}
+	return ref, err
+}
+
+// changedCells lists the graded cells of ex whose outputs in fresh differ
+// from those in old (normalised as compared), in notebook order, then the
+// cells old has that ex no longer grades.
+func changedCells(ex *exercise.Exercise, old, fresh *exercise.Reference) []string {
+	changed := []string{}
+	graded := map[string]bool{}
+	for _, g := range ex.Graded {
+		graded[g.ID] = true
+		differs := false
+		if g.Probe {
+			for seed, cells := range fresh.Probes {
+				was, ok := old.Probes[seed][g.ID]
+				now, okNow := cells[g.ID]
+				differs = differs || ok != okNow || !sameOutputs(was, now)
+			}
+		} else {
+			was, ok := old.Cells[g.ID]
+			now, okNow := fresh.Cells[g.ID]
+			differs = ok != okNow || !sameOutputs(was, now)
+		}
+		if differs {
+			changed = append(changed, g.ID)
+		}
+	}
+	var gone []string
+	for id := range old.Cells {
+		if !graded[id] {
+			gone = append(gone, id+" (no longer graded)")
+		}
+	}
+	sort.Strings(gone)
+	return append(changed, gone...)
+}
+
+func sameOutputs(a, b []*notebook.Output) bool {
+	ja, _ := json.Marshal(compare.Normalize(a))
+	jb, _ := json.Marshal(compare.Normalize(b))
+	return string(ja) == string(jb)
 }
 
 func fixtures(ex *exercise.Exercise) ([]task, error) {
@@ -247,12 +411,12 @@ func execute(ctx context.Context, ex *exercise.Exercise, upload *notebook.Notebo
 	return nb, integ, res, err
 }
 
-func runTask(ctx context.Context, t task, opt Options) *Notebook {
+func runTask(ctx context.Context, t task, opt Options, refs grade.References) *Notebook {
 	start := time.Now()
 	out := &Notebook{Exercise: t.ex.ID, Kind: t.kind, Name: t.name, Path: t.path}
 	defer func() { out.Duration = time.Since(start) }()
 	// Fail before executing when there is nothing to compare with.
-	if _, err := t.ex.Reference(opt.Profile); err != nil {
+	if _, err := refs.Reference(ctx, t.ex, opt.Profile); err != nil {
 		out.ExecErr = err.Error()
 		return out
 	}
@@ -264,7 +428,7 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 		return out
 	}
 	res.Profile = opt.Profile // the profile whose references this check compares with
-	sc, err := grade.Grader{References: grade.Files{}}.Grade(ctx, grade.Run{Exercise: t.ex, Integrity: integ, Executed: executed, Result: res})
+	sc, err := grade.Grader{References: refs}.Grade(ctx, grade.Run{Exercise: t.ex, Integrity: integ, Executed: executed, Result: res})
 	if err != nil {
 		out.ExecErr = err.Error()
 		return out
@@ -319,10 +483,11 @@ func runTask(ctx context.Context, t task, opt Options) *Notebook {
 	return out
 }
 
-// record executes the answer and writes its graded outputs as the profile's reference.
-// With probe cells the answer is executed once per seed of the pool, and
-// the probes' outputs are recorded per seed.
-func record(ctx context.Context, ex *exercise.Exercise, opt Options) error {
+// freshReference executes the answer and returns its graded outputs as a
+// reference of the profile, not written anywhere. With probe cells the
+// answer is executed once per seed of the pool, and the probes' outputs
+// are kept per seed.
+func freshReference(ctx context.Context, ex *exercise.Exercise, opt Options) (*exercise.Reference, error) {
 	ref := &exercise.Reference{Exercise: ex.ID, Profile: opt.Profile, AnswerSHA256: ex.AnswerSHA256(), Cells: map[string][]*notebook.Output{}}
 	seeds := []int64{0}
 	if ex.HasProbes() {
@@ -332,10 +497,10 @@ func record(ctx context.Context, ex *exercise.Exercise, opt Options) error {
 	for i, seed := range seeds {
 		executed, _, res, err := execute(ctx, ex, ex.Answer, seed, opt)
 		if err != nil {
-			return fmt.Errorf("record reference of %s (seed %d): %w", ex.ID, seed, err)
+			return nil, fmt.Errorf("record reference of %s (seed %d): %w", ex.ID, seed, err)
 		}
 		if executed == nil {
-			return fmt.Errorf("record reference of %s (seed %d): %s", ex.ID, seed, res.Reason)
+			return nil, fmt.Errorf("record reference of %s (seed %d): %s", ex.ID, seed, res.Reason)
 		}
 		probes := map[string][]*notebook.Output{}
 		for _, g := range ex.Graded {
@@ -348,7 +513,7 @@ func record(ctx context.Context, ex *exercise.Exercise, opt Options) error {
 			}
 			outs := notebook.StripVolatile(c.Outputs)
 			if e := compare.FirstError(outs); e != nil && !expectsError(ex, g.ID) {
-				return fmt.Errorf("record reference of %s: the answer's cell %s raised %s: %s", ex.ID, g.ID, e.Ename, e.Evalue)
+				return nil, fmt.Errorf("record reference of %s: the answer's cell %s raised %s: %s", ex.ID, g.ID, e.Ename, e.Evalue)
 			}
 			if g.Probe {
 				probes[g.ID] = outs
@@ -360,10 +525,7 @@ func record(ctx context.Context, ex *exercise.Exercise, opt Options) error {
 			ref.Probes[strconv.FormatInt(seed, 10)] = probes
 		}
 	}
-	if opt.Progress != nil {
-		fmt.Fprintf(opt.Progress, "%-4s recorded reference outputs for profile %s (%d cells)\n", ex.ID, opt.Profile, len(ref.Cells))
-	}
-	return ex.WriteReference(ref)
+	return ref, nil
 }
 
 func expectsError(ex *exercise.Exercise, id string) bool {

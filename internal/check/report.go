@@ -47,7 +47,90 @@ func (r *Report) Summary(w io.Writer) {
 	if len(r.Unstable) > 0 {
 		fmt.Fprintf(w, "\ncells whose outputs change between runs (they need a sanitizer or a tolerance): %s\n", strings.Join(r.Unstable, ", "))
 	}
+	for _, ref := range r.References {
+		fmt.Fprintf(w, "\n%s\n", ref.Advice())
+	}
 	fmt.Fprintf(w, "\n%d notebooks checked on profile %s in %.1fs\n", len(r.Notebooks), r.Profile, r.Duration.Seconds())
+}
+
+// Advice says what was found about the exercise's reference outputs, and
+// whether to record the fresh ones: only when the answer and every fixture
+// grade as expected against them.
+func (r *References) Advice() string {
+	var b strings.Builder
+	switch {
+	case r.Stale:
+		fmt.Fprintf(&b, "%s: the reference outputs for profile %s were recorded from another version of the answer (they are stale); its notebooks above were graded against the answer's fresh outputs, which are not recorded.", r.Exercise, r.Profile)
+	case r.Recorded:
+		fmt.Fprintf(&b, "%s: recorded the answer's outputs as the reference outputs for profile %s.", r.Exercise, r.Profile)
+	default:
+		fmt.Fprintf(&b, "%s: the answer's fresh outputs for profile %s were checked before recording them.", r.Exercise, r.Profile)
+	}
+	switch {
+	case r.Changed == nil:
+	case len(r.Changed) == 0:
+		b.WriteString("\n  graded cells whose outputs changed: none")
+	default:
+		fmt.Fprintf(&b, "\n  graded cells whose outputs changed: %s", strings.Join(r.Changed, ", "))
+	}
+	if r.Err != "" {
+		fmt.Fprintf(&b, "\n  the answer does not run as its reference must: %s\n  recording its outputs is not advised: fix the answer first.", r.Err)
+		return b.String()
+	}
+	if !r.Safe() {
+		who := disagreeing(r.Disagree)
+		fmt.Fprintf(&b, "\n  graded against the fresh outputs, %s now disagree%s with %s expectations:", strings.Join(who, " and "), plural(len(who)), theirs(len(who)))
+		for _, d := range r.Disagree {
+			fmt.Fprintf(&b, "\n    %s", d)
+		}
+		if r.Update {
+			b.WriteString("\n  NOT recorded: ")
+		} else {
+			b.WriteString("\n  recording them (--update-reference) is not advised: ")
+		}
+		b.WriteString("fix the answer, or, when the change is intended, update the fixtures' expected verdicts (.expected.json) and check again.")
+		return b.String()
+	}
+	if r.Stale {
+		fmt.Fprintf(&b, "\n  the answer and every fixture grade as expected against them: review the changed cells, then record them with npugrade check --profile %s --only %s --update-reference", r.Profile, r.Exercise)
+	}
+	return b.String()
+}
+
+// disagreeing names the notebooks of disagreements ("KIND NAME ..."), in
+// order, once each: "the answer", "fixture wrong.ipynb".
+func disagreeing(ds []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, d := range ds {
+		f := strings.Fields(d)
+		if len(f) < 2 {
+			continue
+		}
+		name := "fixture " + strings.TrimSuffix(f[1], ":")
+		if f[0] == "answer" {
+			name = "the answer"
+		}
+		if !seen[name] {
+			seen[name] = true
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return "s"
+	}
+	return ""
+}
+
+func theirs(n int) string {
+	if n == 1 {
+		return "its"
+	}
+	return "their"
 }
 
 func indent(s string) string {
@@ -123,6 +206,21 @@ func (r *Report) WriteJUnit(w io.Writer) error {
 		out.Errors += s.Errors
 		out.Suites = append(out.Suites, s)
 	}
+	for _, ref := range r.References {
+		s := junitSuite{Name: ref.Exercise + "/references", Tests: 1}
+		jc := junitCase{Name: "references " + ref.Profile, Classname: ref.Exercise}
+		switch {
+		case ref.Err != "":
+			jc.Error, s.Errors = &junitMessage{Message: ref.Err, Type: "references", Text: ref.Advice()}, 1
+		case !ref.Recorded:
+			jc.Failure, s.Failures = &junitMessage{Message: "reference outputs stale or not recorded", Type: "references", Text: ref.Advice()}, 1
+		}
+		s.Cases = []junitCase{jc}
+		out.Tests++
+		out.Failures += s.Failures
+		out.Errors += s.Errors
+		out.Suites = append(out.Suites, s)
+	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return err
 	}
@@ -146,6 +244,11 @@ func (r *Report) WriteGitHub(w io.Writer) error {
 			if c.Failure != "" {
 				fmt.Fprintf(w, "::error file=%s,title=%s::%s\n", ghProp(n.Path), ghProp(n.Exercise+" "+c.CellID+" "+c.Got.Verdict), ghData(c.Failure))
 			}
+		}
+	}
+	for _, ref := range r.References {
+		if !ref.Recorded {
+			fmt.Fprintf(w, "::error title=%s::%s\n", ghProp(ref.Exercise+" references "+ref.Profile), ghData(ref.Advice()))
 		}
 	}
 	path := os.Getenv("GITHUB_STEP_SUMMARY")

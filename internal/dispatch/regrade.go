@@ -2,9 +2,11 @@ package dispatch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -19,7 +21,12 @@ func (d *Dispatcher) completeRegrade(ctx context.Context, job domain.Job, token,
 	g, err := d.grade(ctx, subID, res)
 	if err != nil {
 		d.Log.Error("grade regrade job", "job", job.ID, "submission", subID, "err", err)
-		if ferr := d.Fail(ctx, job.ID, token, err.Error()); ferr != nil {
+		// Without usable references another attempt fails the same way.
+		fail := d.Fail
+		if errors.Is(err, exercise.ErrNoReference) {
+			fail = d.failNow
+		}
+		if ferr := fail(ctx, job.ID, token, err.Error()); ferr != nil {
 			return fmt.Errorf("grade regrade job %d: %w (and failing it: %v)", job.ID, err, ferr)
 		}
 		return nil

@@ -39,6 +39,10 @@ type Regrade struct {
 	CreatedAt       time.Time     `json:"created_at"`
 	DecidedAt       *time.Time    `json:"decided_at,omitempty"`
 	Items           []RegradeItem `json:"items"`
+	// SkippedFailed counts the exercise's failed submissions a recompare
+	// regrade left out: they have no run to score again, and a reexecute
+	// regrade queues them (always 0 for a reexecute regrade).
+	SkippedFailed int `json:"skipped_failed"`
 }
 
 // RegradeItem is one affected submission: its score now and the new one.
@@ -58,4 +62,7 @@ type RegradeItem struct {
 	Profile        string       `json:"profile,omitempty"`
 	EnvFingerprint string       `json:"env_fingerprint,omitempty"`
 	Cells          []CellResult `json:"cells,omitempty"`
+	// OldStatus is the submission's status when the regrade was staged:
+	// StatusFailed means it had no score (OldScore and OldMaxScore are 0).
+	OldStatus string `json:"old_status,omitempty"`
 }

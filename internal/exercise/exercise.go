@@ -449,12 +449,12 @@ func (ex *Exercise) Reference(profile string) (*Reference, error) {
 		return nil, fmt.Errorf("%w: exercise %s has no reference outputs for profile %q (record them with npugrade check --profile %s --update-reference)", ErrNoReference, ex.ID, profile, profile)
 	}
 	if ref.AnswerSHA256 != ex.AnswerSHA256() {
-		return nil, fmt.Errorf("%w: exercise %s: the reference outputs for profile %q were recorded from another version of the answer (re-record with --update-reference)", ErrStaleReference, ex.ID, profile)
+		return nil, fmt.Errorf("%w: exercise %s: the reference outputs for profile %q were recorded from another version of the answer (npugrade check --profile %s --only %s names the cells that changed and says whether to record them again)", ErrStaleReference, ex.ID, profile, profile, ex.ID)
 	}
 	if ex.HasProbes() {
 		for _, seed := range ex.Seeds() {
 			if _, ok := ref.Probes[strconv.FormatInt(seed, 10)]; !ok {
-				return nil, fmt.Errorf("%w: exercise %s: the reference outputs for profile %q hold no probe outputs for seed %d (re-record with --update-reference)", ErrStaleReference, ex.ID, profile, seed)
+				return nil, fmt.Errorf("%w: exercise %s: the reference outputs for profile %q hold no probe outputs for seed %d (npugrade check --profile %s --only %s says whether to record them again)", ErrStaleReference, ex.ID, profile, seed, profile, ex.ID)
 			}
 		}
 	}

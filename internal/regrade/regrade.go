@@ -8,6 +8,14 @@
 // job per submission (kind "regrade") and is ready when the last one is
 // back. Nothing changes a submission's score until the regrade is applied;
 // applying keeps the old scores in score_history.
+//
+// A regrade also covers the exercise's failed submissions (grading failed,
+// e.g. because its reference outputs were stale then): a reexecute regrade
+// queues each again like a graded one, and applying it makes the
+// submission graded with its new score; a recompare regrade cannot score
+// them (they have no run) and counts them in Regrade.SkippedFailed. A
+// failed submission is never one of the learner's attempts, before or
+// after (store.DB.CountSubmissions).
 package regrade
 
 import (
@@ -36,7 +44,8 @@ type Request struct {
 	Exercise string `json:"exercise"`
 	Mode     string `json:"mode"`
 	// All regrades every graded submission, not only those graded with
-	// another version of the exercise.
+	// another version of the exercise. Failed submissions are covered
+	// either way (they were never graded with any version).
 	All bool `json:"all"`
 }
 
@@ -58,11 +67,21 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store
 	if err != nil {
 		return store.Regrade{}, err
 	}
+	failed, err := s.DB.FailedSubmissions(ctx, ex.ID)
+	if err != nil {
+		return store.Regrade{}, err
+	}
 	version := scoring.GraderVersion(ex)
 	var items []store.NewRegradeItem
 	payloads := map[*domain.Job][]byte{}
-	for _, sub := range subs {
-		if !req.All && sub.GraderVersion == version {
+	skipped := 0
+	for _, sub := range append(subs, failed...) {
+		isFailed := sub.Status == domain.StatusFailed
+		if !isFailed && !req.All && sub.GraderVersion == version {
+			continue
+		}
+		if isFailed && req.Mode == store.RegradeRecompare {
+			skipped++ // no run to score again: a reexecute regrade queues it
 			continue
 		}
 		switch req.Mode {
@@ -92,7 +111,8 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store
 		job.PayloadSHA256 = sha
 		return s.Queue.Enqueue(tx, job)
 	}
-	id, err := s.DB.CreateRegrade(ctx, store.Regrade{ExerciseID: ex.ID, Mode: req.Mode, ExerciseVersion: ex.Version, GraderVersion: version}, by.ID, items, enqueue)
+	r := store.Regrade{ExerciseID: ex.ID, Mode: req.Mode, ExerciseVersion: ex.Version, GraderVersion: version, SkippedFailed: skipped}
+	id, err := s.DB.CreateRegrade(ctx, r, by.ID, items, enqueue)
 	if err != nil {
 		return store.Regrade{}, err
 	}

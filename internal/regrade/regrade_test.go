@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -274,6 +275,162 @@ func TestRecompareUsesRecordedReferences(t *testing.T) {
 			}
 			if len(r.Items) != 1 || r.Items[0].State != store.ItemDone || r.Items[0].NewScore != 2 || r.Items[0].Change != 1 {
 				t.Fatalf("items %+v, want alice rescored 2 of 2 (+1)", r.Items)
+			}
+		})
+	}
+}
+
+// TestRegradeRequeuesFailedSubmissions: a submission whose grading failed
+// at once because the exercise's reference outputs were stale (its answer
+// was edited while the job waited) is covered by the next regrade. A
+// recompare cannot score it and says so (skipped_failed); a reexecute
+// queues it again, and once applied it is graded with its score, its
+// history records that it had none, and it is still not one of the
+// learner's attempts.
+func TestRegradeRequeuesFailedSubmissions(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := setup(t, d)
+			ctx, db, q, alice, teacher := e.ctx, e.db, e.q, e.alice, e.teacher
+			// v1: the reference outputs were recorded on the server from
+			// v1's answer; alice uploads, and bob is graded.
+			v1 := exercisetest.Catalog(t, exercisetest.Spec{ID: "rg", NoReference: true})
+			ex1, _ := v1.Get("rg")
+			cells, _ := json.Marshal(map[string][]*notebook.Output{"q1": exercisetest.Stdout("1\n"), "q2": exercisetest.Stdout("2\n")})
+			saveRef := func(answerSHA string) {
+				t.Helper()
+				err := db.InTx(ctx, func(tx *store.Tx) error {
+					return tx.SaveReference(store.StoredReference{ExerciseID: "rg", Profile: "cpu", AnswerSHA256: answerSHA, Cells: cells})
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			saveRef(ex1.AnswerSHA256())
+			e.sub.Catalog = v1
+			sa, _, err := e.sub.Submit(ctx, submission.Request{User: alice, ExerciseID: "rg", Notebook: []byte(exercisetest.Answer)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			bob, _, err := db.CreateUser(ctx, "bob", domain.RoleLearner)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sb := e.graded(t, catalog(t, "2\n"), bob, "2\n")
+
+			// v2: the answer's solution is edited and the server restarted
+			// before alice's job ran: her grading meets the stale reference
+			// and fails at once.
+			v2 := exercisetest.Catalog(t, exercisetest.Spec{ID: "rg", NoReference: true,
+				Answer: strings.Replace(exercisetest.Answer, `x = 1\n`, `x = 0 + 1\n`, 1)})
+			ex2, _ := v2.Get("rg")
+			log := slog.New(slog.NewTextHandler(io.Discard, nil))
+			disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: v2, Log: log}
+			any := func(domain.Requirement) (bool, string) { return true, "" }
+			lease, err := disp.Claim(ctx, "runner-1", any, time.Second)
+			if err != nil || lease == nil || lease.SubmissionID != sa.ID {
+				t.Fatalf("claim alice's job: %+v %v", lease, err)
+			}
+			err = disp.Complete(ctx, lease.JobID, lease.Token, "runner-1", domain.ExecutionResult{Notebook: exercisetest.Executed(t, ex2, "2\n"), Profile: "cpu"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			failed, _ := db.Submission(ctx, sa.ID)
+			if failed.Status != domain.StatusFailed || !strings.Contains(failed.Message, "recorded from another version") {
+				t.Fatalf("alice's submission is %s (%q), want failed on the stale reference", failed.Status, failed.Message)
+			}
+			attempts := func(when string) {
+				t.Helper()
+				if n, err := db.CountSubmissions(ctx, alice.ID, "rg", time.Time{}); err != nil || n != 0 {
+					t.Errorf("%s: alice has used %d attempts (%v), want 0: her only submission failed", when, n, err)
+				}
+			}
+			attempts("failed")
+
+			// The instructor records the references again.
+			saveRef(ex2.AnswerSHA256())
+			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
+
+			// A recompare has no run of alice's to score: it says so.
+			rc, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare}, teacher)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rc.SkippedFailed != 1 {
+				t.Errorf("recompare: skipped_failed %d, want 1 (alice's failed submission needs reexecute)", rc.SkippedFailed)
+			}
+			for _, it := range rc.Items {
+				if it.SubmissionID == sa.ID {
+					t.Errorf("recompare scored alice's failed submission: %+v", it)
+				}
+			}
+			if again, _ := svc.Get(ctx, rc.ID); again.SkippedFailed != 1 {
+				t.Errorf("GET of the recompare: skipped_failed %d, want 1", again.SkippedFailed)
+			}
+			if _, err := svc.Discard(ctx, rc.ID); err != nil {
+				t.Fatal(err)
+			}
+
+			// A reexecute queues alice's submission again, a job like a graded one's.
+			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeReexecute}, teacher)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var item *store.RegradeItem
+			for i := range r.Items {
+				if r.Items[i].SubmissionID == sa.ID {
+					item = &r.Items[i]
+				}
+			}
+			if r.State != store.RegradeStaged || r.SkippedFailed != 0 || item == nil || item.JobID == nil ||
+				item.OldStatus != domain.StatusFailed || item.OldScore != 0 || item.OldMaxScore != 0 {
+				t.Fatalf("reexecute staged %+v, alice's item %+v", r, item)
+			}
+			for range r.Items { // alice's and bob's jobs, in either order
+				lease, err := disp.Claim(ctx, "runner-1", any, time.Second)
+				if err != nil || lease == nil || lease.Kind != domain.JobRegrade {
+					t.Fatalf("claim a regrade job: %+v %v", lease, err)
+				}
+				err = disp.Complete(ctx, lease.JobID, lease.Token, "runner-1", domain.ExecutionResult{Notebook: exercisetest.Executed(t, ex2, "2\n"), Profile: "cpu", EnvFingerprint: "fp-2"})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if s, _ := db.Submission(ctx, sa.ID); s.Status != domain.StatusFailed {
+				t.Errorf("alice's submission is %s before the regrade is applied, want failed", s.Status)
+			}
+			r, err = svc.Get(ctx, r.ID)
+			if err != nil || r.State != store.RegradeReady {
+				t.Fatalf("after the runs: %+v %v", r, err)
+			}
+			for _, it := range r.Items {
+				if it.SubmissionID == sa.ID && (it.State != store.ItemDone || it.NewScore != 2 || it.Change != 2) {
+					t.Errorf("alice's item %+v, want done 2/2 (+2)", it)
+				}
+			}
+			if _, err := svc.Apply(ctx, r.ID); err != nil {
+				t.Fatal(err)
+			}
+			s, _ := db.Submission(ctx, sa.ID)
+			if s.Status != domain.StatusGraded || s.Score != 2 || s.MaxScore != 2 || s.GraderVersion != scoring.GraderVersion(ex2) || s.EnvFingerprint != "fp-2" {
+				t.Errorf("applied: %s %g/%g grader %s fingerprint %s", s.Status, s.Score, s.MaxScore, s.GraderVersion, s.EnvFingerprint)
+			}
+			if _, err := db.ExecutedNotebook(ctx, sa.ID); err != nil {
+				t.Errorf("applied: no executed notebook: %v", err)
+			}
+			hist, err := db.ScoreHistory(ctx, sa.ID)
+			if err != nil || len(hist) != 1 || hist[0].Status != domain.StatusFailed || hist[0].Score != 0 || hist[0].MaxScore != 0 ||
+				!strings.Contains(hist[0].Message, "grading failed") || hist[0].RegradeID == nil || *hist[0].RegradeID != r.ID {
+				t.Errorf("alice's history %+v %v, want one entry: failed, no score", hist, err)
+			}
+			if hb, _ := db.ScoreHistory(ctx, sb.ID); len(hb) != 1 || hb[0].Status != domain.StatusGraded || hb[0].Score != 2 {
+				t.Errorf("bob's history %+v, want his old graded score", hb)
+			}
+			attempts("applied")
+			if n, _ := db.CountSubmissions(ctx, bob.ID, "rg", time.Time{}); n != 1 {
+				t.Errorf("bob has used %d attempts, want 1", n)
 			}
 		})
 	}

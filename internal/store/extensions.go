@@ -196,7 +196,7 @@ func (tx *Tx) keepScore(sub submissionRow, cells []cellResultRow) error {
 	}
 	hist := scoreHistoryRow{SubmissionID: sub.ID, ExerciseVersion: sub.ExerciseVersion, GraderVersion: sub.GraderVersion,
 		Profile: sub.Profile, EnvFingerprint: sub.EnvFingerprint, Score: sub.Score, MaxScore: sub.MaxScore,
-		Message: sub.Message, Cells: string(oc), GradedAt: sub.GradedAt, RecordedAt: tx.db.Now()}
+		Message: sub.Message, Cells: string(oc), GradedAt: sub.GradedAt, RecordedAt: tx.db.Now(), PriorStatus: sub.Status}
 	if err := tx.g.Create(&hist).Error; err != nil {
 		return fmt.Errorf("keep old score of %s: %w", sub.ID, err)
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
@@ -15,11 +17,10 @@ func (db *DB) SubmissionByKey(ctx context.Context, userID int64, key string) (do
 
 // CountSubmissions counts a user's submissions of an exercise made at or
 // after since (zero: all), leaving out those that failed for infrastructure
-// reasons (they are not the learner's attempts).
+// reasons (they are not the learner's attempts): see attempts.
 func (db *DB) CountSubmissions(ctx context.Context, userID int64, exerciseID string, since time.Time) (int64, error) {
 	var n int64
-	q := db.gorm.WithContext(ctx).Model(&submissionRow{}).
-		Where("user_id = ? AND exercise_id = ? AND status <> ?", userID, exerciseID, domain.StatusFailed)
+	q := attempts(db.gorm.WithContext(ctx).Model(&submissionRow{}).Where("user_id = ? AND exercise_id = ?", userID, exerciseID))
 	if !since.IsZero() {
 		q = q.Where("created_at >= ?", since)
 	}
@@ -27,6 +28,15 @@ func (db *DB) CountSubmissions(ctx context.Context, userID int64, exerciseID str
 		return 0, fmt.Errorf("count submissions of user %d for %s: %w", userID, exerciseID, err)
 	}
 	return n, nil
+}
+
+// attempts narrows q (on submissions) to the learner's attempts, what
+// max_submissions caps: a submission whose grading failed is none, and
+// stays none when a regrade later scores it (its score history then
+// holds an entry whose prior status is failed).
+func attempts(q *gorm.DB) *gorm.DB {
+	return q.Where("submissions.status <> ? AND NOT EXISTS (SELECT 1 FROM score_history h WHERE h.submission_id = submissions.id AND h.prior_status = ?)",
+		domain.StatusFailed, domain.StatusFailed)
 }
 
 // SubmissionTimes returns the creation times of a user's submissions of an
@@ -46,7 +56,17 @@ func (db *DB) SubmissionTimes(ctx context.Context, userID int64, exerciseID stri
 // their automatic part and waiting for manual grading) of an exercise
 // ("": of all; optionally of one user), oldest first, without cell results.
 func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]domain.Submission, error) {
-	q := db.gorm.WithContext(ctx).Where("status IN ?", []string{domain.StatusGraded, domain.StatusNeedsManual})
+	return db.submissionsIn(ctx, exerciseID, userID, domain.StatusGraded, domain.StatusNeedsManual)
+}
+
+// FailedSubmissions lists the submissions of an exercise whose grading
+// failed (they have no score), oldest first, without cell results.
+func (db *DB) FailedSubmissions(ctx context.Context, exerciseID string) ([]domain.Submission, error) {
+	return db.submissionsIn(ctx, exerciseID, 0, domain.StatusFailed)
+}
+
+func (db *DB) submissionsIn(ctx context.Context, exerciseID string, userID int64, statuses ...string) ([]domain.Submission, error) {
+	q := db.gorm.WithContext(ctx).Where("status IN ?", statuses)
 	if exerciseID != "" {
 		q = q.Where("exercise_id = ?", exerciseID)
 	}
@@ -55,7 +75,7 @@ func (db *DB) GradedSubmissions(ctx context.Context, exerciseID string, userID i
 	}
 	var rows []submissionRow
 	if err := q.Order("created_at, id").Find(&rows).Error; err != nil {
-		return nil, fmt.Errorf("list graded submissions of %s: %w", exerciseID, err)
+		return nil, fmt.Errorf("list %v submissions of %s: %w", statuses, exerciseID, err)
 	}
 	names := map[int64]string{}
 	out := make([]domain.Submission, len(rows))

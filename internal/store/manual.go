@@ -162,7 +162,7 @@ func (db *DB) writeRescore(tx *gorm.DB, row submissionRow, old domain.Submission
 		oc, _ := json.Marshal(old.Cells)
 		hist := scoreHistoryRow{SubmissionID: row.ID, ExerciseVersion: row.ExerciseVersion, GraderVersion: row.GraderVersion,
 			Profile: row.Profile, EnvFingerprint: row.EnvFingerprint, Score: row.Score, MaxScore: row.MaxScore,
-			Message: row.Message, Cells: string(oc), GradedAt: row.GradedAt, RecordedAt: now, Reason: Printable(rs.History)}
+			Message: row.Message, Cells: string(oc), GradedAt: row.GradedAt, RecordedAt: now, Reason: Printable(rs.History), PriorStatus: row.Status}
 		if err := tx.Create(&hist).Error; err != nil {
 			return fmt.Errorf("keep old score of %s: %w", row.ID, err)
 		}

@@ -39,6 +39,7 @@ type regradeRow struct {
 	CreatedBy       *int64
 	CreatedAt       time.Time
 	DecidedAt       *time.Time
+	SkippedFailed   int // migration 00023
 }
 
 func (regradeRow) TableName() string { return "regrades" }
@@ -49,6 +50,7 @@ type regradeItemRow struct {
 	SubmissionID   string
 	UserID         int64
 	State          string
+	OldStatus      string // migration 00023
 	JobID          *int64
 	OldScore       float64
 	OldMaxScore    float64
@@ -79,6 +81,7 @@ type scoreHistoryRow struct {
 	GradedAt        *time.Time
 	RecordedAt      time.Time
 	Reason          string // migration 00012
+	PriorStatus     string // migration 00023
 }
 
 func (scoreHistoryRow) TableName() string { return "score_history" }
@@ -96,7 +99,7 @@ type NewRegradeItem struct {
 // in one transaction. The regrade is ready at once when no item waits for a job.
 func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, items []NewRegradeItem, enqueue func(tx *Tx, job *domain.Job) error) (int64, error) {
 	row := regradeRow{ExerciseID: r.ExerciseID, Mode: r.Mode, State: RegradeReady, ExerciseVersion: r.ExerciseVersion,
-		GraderVersion: r.GraderVersion, CreatedAt: db.Now()}
+		GraderVersion: r.GraderVersion, CreatedAt: db.Now(), SkippedFailed: r.SkippedFailed}
 	if createdBy != 0 {
 		row.CreatedBy = &createdBy
 	}
@@ -112,8 +115,11 @@ func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, ite
 		}
 		for _, it := range items {
 			s := it.Submission
-			ir := regradeItemRow{RegradeID: row.ID, SubmissionID: s.ID, UserID: s.UserID, State: ItemPending,
+			ir := regradeItemRow{RegradeID: row.ID, SubmissionID: s.ID, UserID: s.UserID, State: ItemPending, OldStatus: s.Status,
 				OldScore: s.Score, OldMaxScore: s.MaxScore, OldVersion: s.GraderVersion, Cells: "[]"}
+			if s.Status == domain.StatusFailed {
+				ir.OldScore, ir.OldMaxScore = 0, 0 // it had no score
+			}
 			if it.Job != nil {
 				if err := enqueue(t, it.Job); err != nil {
 					return err
@@ -199,10 +205,11 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 		return Regrade{}, fmt.Errorf("read items of regrade %d: %w", id, err)
 	}
 	r := Regrade{ID: row.ID, ExerciseID: row.ExerciseID, Mode: row.Mode, State: row.State, ExerciseVersion: row.ExerciseVersion,
-		GraderVersion: row.GraderVersion, CreatedAt: row.CreatedAt, DecidedAt: row.DecidedAt, Items: []RegradeItem{}}
+		GraderVersion: row.GraderVersion, CreatedAt: row.CreatedAt, DecidedAt: row.DecidedAt, Items: []RegradeItem{},
+		SkippedFailed: row.SkippedFailed}
 	waiting := 0
 	for _, ir := range items {
-		it := RegradeItem{SubmissionID: ir.SubmissionID, UserID: ir.UserID, State: ir.State, JobID: ir.JobID,
+		it := RegradeItem{SubmissionID: ir.SubmissionID, UserID: ir.UserID, State: ir.State, OldStatus: ir.OldStatus, JobID: ir.JobID,
 			OldScore: ir.OldScore, OldMaxScore: ir.OldMaxScore, OldVersion: ir.OldVersion, NewScore: ir.NewScore,
 			NewMaxScore: ir.NewMaxScore, Message: ir.Message, Profile: ir.Profile, EnvFingerprint: ir.EnvFingerprint}
 		_ = json.Unmarshal([]byte(ir.Cells), &it.Cells)
@@ -233,6 +240,8 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 // ApplyRegrade replaces the scores of every done item's submission with
 // the new ones, keeping the old score in score_history, in one transaction.
 // Only a ready regrade can be applied; failed items keep their old score.
+// A submission whose grading had failed becomes graded (or needs-manual)
+// with its new score; its history entry records that it had none.
 func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
 	r, err := db.RegradeByID(ctx, id)
 	if err != nil {
@@ -289,7 +298,12 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 	rid := regradeID
 	hist := scoreHistoryRow{SubmissionID: sub.ID, RegradeID: &rid, ExerciseVersion: sub.ExerciseVersion, GraderVersion: sub.GraderVersion,
 		Profile: sub.Profile, EnvFingerprint: sub.EnvFingerprint, Score: sub.Score, MaxScore: sub.MaxScore,
-		Message: sub.Message, Cells: string(oc), GradedAt: sub.GradedAt, RecordedAt: now}
+		Message: sub.Message, Cells: string(oc), GradedAt: sub.GradedAt, RecordedAt: now, PriorStatus: sub.Status}
+	if sub.Status == domain.StatusFailed {
+		// No previous score: the entry keeps the failure (message, when)
+		// and says so by its status; it had neither score nor maximum.
+		hist.Score, hist.MaxScore = 0, 0
+	}
 	if err := tx.Create(&hist).Error; err != nil {
 		return fmt.Errorf("keep old score of %s: %w", sub.ID, err)
 	}
@@ -345,6 +359,10 @@ type ScoreHistoryEntry struct {
 	// Reason says why a person replaced the score (a regrade request's
 	// override); empty for an applied regrade.
 	Reason string `json:"reason,omitempty"`
+	// Status is the submission's status when this score was replaced
+	// (empty in entries recorded before it was kept): StatusFailed means
+	// there was no score (Score and MaxScore 0, Message the failure).
+	Status string `json:"status,omitempty"`
 }
 
 // ScoreHistory lists a submission's earlier scores, oldest first.
@@ -357,7 +375,7 @@ func (db *DB) ScoreHistory(ctx context.Context, submissionID string) ([]ScoreHis
 	for i, r := range rows {
 		out[i] = ScoreHistoryEntry{RegradeID: r.RegradeID, ExerciseVersion: r.ExerciseVersion, GraderVersion: r.GraderVersion,
 			Profile: r.Profile, EnvFingerprint: r.EnvFingerprint, Score: r.Score, MaxScore: r.MaxScore, Message: r.Message,
-			GradedAt: r.GradedAt, RecordedAt: r.RecordedAt, Reason: r.Reason}
+			GradedAt: r.GradedAt, RecordedAt: r.RecordedAt, Reason: r.Reason, Status: r.PriorStatus}
 		_ = json.Unmarshal([]byte(r.Cells), &out[i].Cells)
 	}
 	return out, nil

@@ -162,8 +162,7 @@ func (tx *Tx) underCap(ns NewSubmission) error {
 		return nil
 	}
 	var n int64
-	err := tx.g.Model(&submissionRow{}).
-		Where("user_id = ? AND exercise_id = ? AND status <> ?", ns.UserID, ns.ExerciseID, domain.StatusFailed).Count(&n).Error
+	err := attempts(tx.g.Model(&submissionRow{}).Where("user_id = ? AND exercise_id = ?", ns.UserID, ns.ExerciseID)).Count(&n).Error
 	if err != nil {
 		return fmt.Errorf("count submissions of user %d for %s: %w", ns.UserID, ns.ExerciseID, err)
 	}
