@@ -138,7 +138,7 @@ func warnStaleReferences(ctx context.Context, log *slog.Logger, cat *exercise.Ca
 	for _, ex := range cat.List() {
 		for _, p := range ex.ReferenceProfiles() {
 			if _, err := refs.Reference(ctx, ex, p); errors.Is(err, exercise.ErrStaleReference) {
-				log.Warn("exercise references do not match its answer; record them again (npugrade check --only "+ex.ID+" --update-reference, then restart, or POST /api/v1/exercises/"+ex.ID+"/references)",
+				log.Warn("exercise references do not match its answer: npugrade check --only "+ex.ID+" names the changed cells and says whether they may be recorded (then --update-reference and a restart, or POST /api/v1/exercises/"+ex.ID+"/references); a regrade requeues the submissions that failed meanwhile",
 					"exercise", ex.ID, "profile", p, "err", err)
 			}
 		}
