@@ -149,6 +149,20 @@ func importFixture(t *testing.T, id, source string) (exDir, ansDir, fixtures str
 	return exDir, ansDir, fixtures
 }
 
+// addFixtures copies the notebooks data/NAME.ipynb into fixtures, each
+// with the verdicts it is expected to get (NAME.expected.json).
+func addFixtures(t *testing.T, data, fixtures string, expected map[string]string) {
+	t.Helper()
+	for name, want := range expected {
+		if err := os.WriteFile(filepath.Join(fixtures, name+".ipynb"), readFile(t, filepath.Join(data, name+".ipynb")), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(fixtures, name+".expected.json"), []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestImportNbgraderAssignment imports an nbgrader source notebook as an
 // exercise and grades, through npugrade check, the notebooks students
 // submit in nbgrader's own format: each scores what nbgrader's autograder
@@ -162,19 +176,12 @@ func TestImportNbgraderAssignment(t *testing.T) {
 	t.Parallel()
 	data := filepath.Join("..", "..", "internal", "importer", "testdata", "nbgrader")
 	exDir, ansDir, fixtures := importFixture(t, "ps1", filepath.Join(data, "source.ipynb"))
-	for name, expected := range map[string]string{
+	addFixtures(t, data, fixtures, map[string]string{
 		"submitted_bitdiddle":  `{"cells": {"test_squares": "pass", "test_mean": "error"}, "score": 2}`,
 		"submitted_hacker":     `{"cells": {"test_squares": "pass", "test_mean": "pass"}, "score": 5}`,
 		"release":              `{"cells": {"test_squares": "mismatch", "test_mean": "error"}, "score": 0}`,
 		"autograded_bitdiddle": `{"cells": {"test_squares": "pass", "test_mean": "error"}, "score": 2}`,
-	} {
-		if err := os.WriteFile(filepath.Join(fixtures, name+".ipynb"), readFile(t, filepath.Join(data, name+".ipynb")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(fixtures, name+".expected.json"), []byte(expected), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"check", "--exercises", exDir, "--answers", ansDir, "--update-reference", "--jobs", "2"}, &out, &errb)
 	if code != exitOK {
@@ -201,17 +208,10 @@ func TestImportOtterTutorial(t *testing.T) {
 	t.Parallel()
 	data := filepath.Join("..", "..", "internal", "importer", "testdata", "otter")
 	exDir, ansDir, fixtures := importFixture(t, "demo", filepath.Join(data, "demo.ipynb"))
-	for name, expected := range map[string]string{
+	addFixtures(t, data, fixtures, map[string]string{
 		"demo-passesAll":    `{"cells": {"q1-test-1": "pass", "q1-hidden-1": "pass", "q2-hidden-1": "pass", "q3-hidden-4": "pass"}, "score": 3}`,
 		"demo-fails2Hidden": `{"cells": {"q2-test-1": "pass", "q2-hidden-1": "error", "q3-test-1": "pass"}, "score": 2.5}`,
-	} {
-		if err := os.WriteFile(filepath.Join(fixtures, name+".ipynb"), readFile(t, filepath.Join(data, name+".ipynb")), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(fixtures, name+".expected.json"), []byte(expected), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
 	var out, errb bytes.Buffer
 	code := run(context.Background(), []string{"check", "--env", "host", "--exercises", exDir, "--answers", ansDir, "--update-reference", "--jobs", "2"}, &out, &errb)
 	if code != exitOK {
