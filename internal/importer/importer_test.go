@@ -230,29 +230,67 @@ func loadExercise(t *testing.T, id string, raw []byte) *exercise.Exercise {
 	return ex
 }
 
-// TestImportNbgraderManualOnly: problem 2 of nbgrader's user guide (ps1),
-// two written answers graded by hand and nothing automatic, imports as two
-// manual cells with nbgrader's points, and the exercise loads.
-func TestImportNbgraderManualOnly(t *testing.T) {
+// TestImportNbgraderUserGuidePS1: both problems of nbgrader's user guide
+// (ps1, copied from nbgrader) import with nbgrader's meaning: problem 1's
+// autograder tests graded, its written and coded answers graded by hand
+// with their points, its task a manual cell; problem 2, two written
+// answers and nothing automatic, two manual cells. Both exercises load.
+func TestImportNbgraderUserGuidePS1(t *testing.T) {
 	t.Parallel()
-	nb, rep, err := load(t, "nbgrader/ps1_problem2.ipynb")
-	if err != nil {
-		t.Fatal(err)
+	type want struct {
+		points, manual float64
+		solution       bool
+		cellType       string
 	}
-	for id, points := range map[string]float64{"part-a": 1, "part-b": 2} {
-		c := nb.CellByGraderID(id)
-		if c == nil {
-			t.Fatalf("no cell %s: %v", id, rep.Notes)
+	for file, cells := range map[string]map[string]want{
+		"ps1_problem1.ipynb": {
+			"squares":                     {solution: true, cellType: "code"},
+			"correct_squares":             {points: 1, cellType: "code"},
+			"squares_invalid_input":       {points: 1, cellType: "code"},
+			"correct_sum_of_squares":      {points: 0.5, cellType: "code"},
+			"sum_of_squares_uses_squares": {points: 0.5, cellType: "code"},
+			"sum_of_squares_equation":     {manual: 1, solution: true, cellType: "markdown"},
+			"sum_of_squares_application":  {manual: 2, solution: true, cellType: "code"},
+			"cell-938593c4a215c6cc":       {manual: 4, cellType: "markdown"},
+		},
+		"ps1_problem2.ipynb": {
+			"part-a": {manual: 1, solution: true, cellType: "markdown"},
+			"part-b": {manual: 2, solution: true, cellType: "markdown"},
+		},
+	} {
+		nb, rep, err := load(t, filepath.Join("nbgrader", file))
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
 		}
-		g := c.MustGrader()
-		if g.Manual == nil || g.Manual.Points != points || !g.Solution || notebook.StarterSource(c) != "YOUR ANSWER HERE" {
-			t.Errorf("%s: %s, starter %q", id, g.Raw, notebook.StarterSource(c))
+		for id, w := range cells {
+			c := nb.CellByGraderID(id)
+			if c == nil {
+				t.Errorf("%s: no cell %s: %v", file, id, rep.Notes)
+				continue
+			}
+			g := c.MustGrader()
+			manual := 0.0
+			if g.Manual != nil {
+				manual = g.Manual.Points
+			}
+			if g.Points != w.points || manual != w.manual || g.Solution != w.solution || c.CellType != w.cellType {
+				t.Errorf("%s %s: %s", file, id, g.Raw)
+			}
+			if w.solution && w.cellType == "markdown" && !strings.HasSuffix(notebook.StarterSource(c), "YOUR ANSWER HERE") {
+				t.Errorf("%s %s: starter %q", file, id, notebook.StarterSource(c))
+			}
 		}
-	}
-	raw, _ := os.ReadFile(filepath.Join("testdata", "nbgrader", "ps1_problem2.ipynb"))
-	ex := loadExercise(t, "problem2", raw)
-	if len(ex.Manual) != 2 || len(ex.Graded) != 0 {
-		t.Errorf("manual %v, graded %v", ex.Manual, ex.Graded)
+		raw, _ := os.ReadFile(filepath.Join("testdata", "nbgrader", file))
+		ex := loadExercise(t, strings.TrimSuffix(strings.ReplaceAll(file, "_", "-"), ".ipynb"), raw)
+		manual := 0
+		for _, w := range cells {
+			if w.manual > 0 {
+				manual++
+			}
+		}
+		if len(ex.Manual) != manual {
+			t.Errorf("%s: manual cells %v", file, ex.Manual)
+		}
 	}
 }
 
