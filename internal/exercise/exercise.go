@@ -435,6 +435,29 @@ func (ex *Exercise) collectCells() []error {
 	return errs
 }
 
+// probeTarget checks what probe cell g tests (its for) and gives it the
+// requirements of that cell when it names none.
+func (ex *Exercise) probeTarget(g *GradedCell, byID map[string]*GradedCell) []error {
+	var errs []error
+	target, ok := byID[g.For]
+	// A probe may also test an ungraded solution cell (Otter's
+	// hidden tests): then it earns its own points and scales none.
+	answer := ex.Answer.CellByGraderID(g.For)
+	switch {
+	case g.For == "":
+		errs = append(errs, fmt.Errorf("probe cell %s: metadata.grader.for must name the question it tests", g.ID))
+	case !ok && answer != nil && answer.MustGrader().Solution:
+		if g.Requires.IsZero() {
+			g.Requires = answer.MustGrader().Requires
+		}
+	case !ok || target.Probe:
+		errs = append(errs, fmt.Errorf("probe cell %s: for %q is not a graded question or a solution cell of the answer", g.ID, g.For))
+	case g.Requires.IsZero():
+		g.Requires = target.Requires
+	}
+	return errs
+}
+
 // AnswerSHA256 is the digest references record, so a stale reference is detected.
 func (ex *Exercise) AnswerSHA256() string {
 	sum := sha256.Sum256(ex.AnswerBytes)
@@ -606,22 +629,7 @@ func (ex *Exercise) applyConfig() []error {
 			g.Visibility = VisibilityVisible
 		}
 		if g.Probe {
-			target, ok := byID[g.For]
-			// A probe may also test an ungraded solution cell (Otter's
-			// hidden tests): then it earns its own points and scales none.
-			answer := ex.Answer.CellByGraderID(g.For)
-			switch {
-			case g.For == "":
-				errs = append(errs, fmt.Errorf("probe cell %s: metadata.grader.for must name the question it tests", g.ID))
-			case !ok && answer != nil && answer.MustGrader().Solution:
-				if g.Requires.IsZero() {
-					g.Requires = answer.MustGrader().Requires
-				}
-			case !ok || target.Probe:
-				errs = append(errs, fmt.Errorf("probe cell %s: for %q is not a graded question or a solution cell of the answer", g.ID, g.For))
-			case g.Requires.IsZero():
-				g.Requires = target.Requires
-			}
+			errs = append(errs, ex.probeTarget(g, byID)...)
 		}
 	}
 	switch ex.Counts {
