@@ -10,7 +10,34 @@ const (
 	EventGraded         = "graded"          // a submission was scored
 	EventFailed         = "failed"          // a submission failed for good (infrastructure, or canceled)
 	EventRegradeApplied = "regrade-applied" // a staged regrade replaced scores
+	EventScoreChanged   = "score-changed"   // a scored submission's score changed (ScoreChanged)
 )
+
+// Why a score changed: the doors a score changes through after the first
+// grade (ScoreChanged.Reason).
+const (
+	ScoreReasonManual    = "manual"         // a person graded a manual cell
+	ScoreReasonOverride  = "override"       // an instructor set a cell's points
+	ScoreReasonRequest   = "request-answer" // an override answering a regrade request
+	ScoreReasonRubric    = "rubric"         // a changed rubric re-applied at start
+	ScoreReasonExtension = "extension"      // an extension granted or revoked
+	ScoreReasonRegrade   = "regrade"        // a staged regrade applied
+)
+
+// ScoreChanged is the payload of a score-changed event.
+type ScoreChanged struct {
+	Submission string `json:"submission"`
+	Exercise   string `json:"exercise"`
+	LearnerID  int64  `json:"learner_id"`
+	// OldScore is nil when the submission had none (its grading had failed).
+	OldScore  *float64 `json:"old_score"`
+	NewScore  float64  `json:"new_score"`
+	MaxScore  float64  `json:"max_score"`
+	OldStatus string   `json:"old_status"`
+	NewStatus string   `json:"new_status"`
+	Reason    string   `json:"reason"`
+	Actor     string   `json:"actor"`
+}
 
 // Event is one durable notification: written to the outbox with the change
 // it reports, delivered at least once to the notifier after the commit

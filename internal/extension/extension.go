@@ -12,6 +12,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -83,7 +84,7 @@ func (s *Service) Grant(ctx context.Context, actor domain.User, exerciseID strin
 		if err != nil {
 			return err
 		}
-		if out.Rescored, err = rescore(tx, ex, learner.ID, ext); err != nil {
+		if out.Rescored, err = rescore(tx, ex, learner.ID, ext, actor); err != nil {
 			return err
 		}
 		detail := "deadline " + deadline.Format(time.RFC3339)
@@ -118,7 +119,7 @@ func (s *Service) Revoke(ctx context.Context, actor domain.User, exerciseID, lea
 		if out.Extension, err = tx.RevokeExtension(ex.ID, learner.ID, by); err != nil {
 			return err
 		}
-		if out.Rescored, err = rescore(tx, ex, learner.ID, nil); err != nil {
+		if out.Rescored, err = rescore(tx, ex, learner.ID, nil, actor); err != nil {
 			return err
 		}
 		return tx.Audit(actor, AuditRevoked, learner.Name+" on "+ex.ID, fmt.Sprintf("extension %d; %d score(s) changed", out.ID, out.Rescored))
@@ -206,8 +207,26 @@ func ParseDeadline(s string) (time.Time, error) {
 }
 
 // rescore re-applies the late penalty of ex under ext to the learner's
-// graded submissions.
-func rescore(tx *store.Tx, ex *exercise.Exercise, userID int64, ext *exercise.Extension) (int, error) {
+// scored submissions (scoring computes each score, the store writes the
+// ones that changed) and returns how many changed.
+func rescore(tx *store.Tx, ex *exercise.Exercise, userID int64, ext *exercise.Extension, actor domain.User) (int, error) {
 	p := ex.Policy.Extended(ext)
-	return tx.Rescore(ex.ID, userID, p.LateMultiplier, scoring.LateNote)
+	subs, err := tx.ScoredSubmissions(ex.ID, userID)
+	if err != nil {
+		return 0, err
+	}
+	changed := 0
+	for _, sub := range subs {
+		m := p.LateMultiplier(sub.CreatedAt)
+		score, msg := scoring.Points(sub.Cells)*m, scoring.LateNote(sub.Message, m)
+		if math.Abs(score-sub.Score) < 1e-9 && msg == sub.Message {
+			continue
+		}
+		if err := tx.ChangeScore(sub.ID, store.ScoreChange{Reason: domain.ScoreReasonExtension, Actor: actor,
+			Score: score, Message: msg, KeepHistory: true}); err != nil {
+			return changed, err
+		}
+		changed++
+	}
+	return changed, nil
 }

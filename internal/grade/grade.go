@@ -126,7 +126,7 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 	if res.Killed {
 		killed = res.Reason
 	}
-	sc.Score, sc.Message = Total(sc.Cells, sc.Multiplier, killed)
+	sc.Score, sc.Message = scoring.Total(sc.Cells, sc.Multiplier, killed)
 	return store.Grade{
 		SubmissionID: sub.ID, Score: sc.Score, MaxScore: sc.MaxScore, Message: sc.Message,
 		Profile: sc.Profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: sc.GraderVersion,

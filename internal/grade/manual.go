@@ -152,36 +152,6 @@ func manualMessage(m exercise.ManualCell, g store.ManualGrade) string {
 	return b.String()
 }
 
-// Total is a submission's score and message from its cells: the counted
-// points times the late multiplier (the exercise's policy with the
-// learner's extension, as scoring applies it). A killed run keeps its
-// reason as the message.
-func Total(cells []domain.CellResult, multiplier float64, killedReason string) (float64, string) {
-	var score float64
-	var auto []domain.CellResult
-	waiting := 0
-	for _, c := range cells {
-		if c.Counted {
-			score += c.Points
-		}
-		switch c.Verdict {
-		case domain.VerdictNeedsManual:
-			waiting++
-		case domain.VerdictManual:
-		default:
-			auto = append(auto, c)
-		}
-	}
-	msg := killedReason
-	if msg == "" {
-		msg = scoring.Summary(auto)
-	}
-	if waiting > 0 {
-		msg += fmt.Sprintf("; %d questions wait for manual grading", waiting)
-	}
-	return score * multiplier, scoring.LateNote(msg, multiplier)
-}
-
 // multiplier is the late multiplier of sub under ex's policy with the
 // learner's extension in force.
 func (s Manual) multiplier(ctx context.Context, ex *exercise.Exercise, sub domain.Submission) (float64, error) {
@@ -303,10 +273,23 @@ func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string
 		// The cells carry the decisions in force already: apply the new one.
 		cells := append([]domain.CellResult(nil), sub.Cells...)
 		ApplyManual(ex, cells, map[string]store.ManualGrade{g.CellID: g})
-		score, msg := Total(cells, mult, "")
-		return store.ManualChange{Grade: g, Cells: cells, Score: score, Message: msg, History: history,
+		score, msg := scoring.Total(cells, mult, "")
+		return store.ManualChange{Grade: g, Cells: cells, Score: score, Message: msg, History: history, Reason: scoreReason(g.Kind, answer),
 			AuditAction: action, AuditDetail: detail, Answer: answer}, nil
 	})
+}
+
+// scoreReason is the door a manual decision of kind changes a score through.
+func scoreReason(kind string, answer *store.RequestAnswer) string {
+	switch {
+	case answer != nil:
+		return domain.ScoreReasonRequest
+	case kind == store.ManualOverride:
+		return domain.ScoreReasonOverride
+	case kind == store.ManualRubricChange:
+		return domain.ScoreReasonRubric
+	}
+	return domain.ScoreReasonManual
 }
 
 // SyncRubrics records each manual cell's rubric and, when one changed

@@ -8,6 +8,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -58,7 +59,7 @@ func TestApplyManualAndTotal(t *testing.T) {
 		{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "differs"},
 		{CellID: "explain", Verdict: domain.VerdictNeedsManual, MaxPoints: 2, Counted: true},
 	}
-	score, msg := Total(cells, ex.LateMultiplier(deadline.Add(-time.Hour)), "")
+	score, msg := scoring.Total(cells, ex.LateMultiplier(deadline.Add(-time.Hour)), "")
 	if score != 0 || msg != "0 of 1 graded cells pass; 1 questions wait for manual grading" {
 		t.Errorf("before grading: %v %q", score, msg)
 	}
@@ -72,7 +73,7 @@ func TestApplyManualAndTotal(t *testing.T) {
 	if c := cells[0]; c.Points != 1 || c.Verdict != domain.VerdictMismatch || !strings.HasSuffix(c.Message, "points set to 1 of 1 by an instructor") {
 		t.Errorf("overridden cell: %+v", c)
 	}
-	score, msg = Total(cells, ex.LateMultiplier(deadline.Add(time.Hour)), "")
+	score, msg = scoring.Total(cells, ex.LateMultiplier(deadline.Add(time.Hour)), "")
 	if score != 1 || !strings.HasSuffix(msg, "score multiplied by 0.5") {
 		t.Errorf("late total: %v %q", score, msg)
 	}

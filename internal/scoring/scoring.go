@@ -124,9 +124,9 @@ func Score(in Input) Output {
 	for _, cr := range out.Cells {
 		if cr.Counted {
 			out.MaxScore += cr.MaxPoints
-			out.Score += cr.Points
 		}
 	}
+	out.Score = Points(out.Cells)
 	out.Multiplier = 1
 	if !in.SubmittedAt.IsZero() {
 		out.Multiplier = in.Exercise.Policy.Extended(in.Extension).LateMultiplier(in.SubmittedAt)
@@ -142,6 +142,45 @@ func Score(in Input) Output {
 	}
 	out.Message = LateNote(out.Message, out.Multiplier)
 	return out
+}
+
+// Points is the sum of the counted cells' points: the one place a score
+// is added up (before the late multiplier).
+func Points(cells []domain.CellResult) float64 {
+	var p float64
+	for _, c := range cells {
+		if c.Counted {
+			p += c.Points
+		}
+	}
+	return p
+}
+
+// Total is a submission's score (once its cells are known, after a manual
+// grade, an override or an extension) and message from its cells: the counted
+// points times the late multiplier (the exercise's policy with the
+// learner's extension, as scoring applies it). A killed run keeps its
+// reason as the message.
+func Total(cells []domain.CellResult, multiplier float64, killedReason string) (float64, string) {
+	var auto []domain.CellResult
+	waiting := 0
+	for _, c := range cells {
+		switch c.Verdict {
+		case domain.VerdictNeedsManual:
+			waiting++
+		case domain.VerdictManual:
+		default:
+			auto = append(auto, c)
+		}
+	}
+	msg := killedReason
+	if msg == "" {
+		msg = Summary(auto)
+	}
+	if waiting > 0 {
+		msg += fmt.Sprintf("; %d questions wait for manual grading", waiting)
+	}
+	return Points(cells) * multiplier, LateNote(msg, multiplier)
 }
 
 const lateNote = "; submitted after the deadline: score multiplied by "

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"gorm.io/gorm"
@@ -141,64 +140,4 @@ func (db *DB) Extensions(ctx context.Context, exerciseID string, revoked bool) (
 		out[i] = toExtension(r, names[r.UserID])
 	}
 	return out, nil
-}
-
-// Rescore re-applies the late penalty to a learner's graded submissions
-// of an exercise after their deadline changed: each score becomes the
-// counted cells' points times multiplier(submitted at), and message(old
-// message, multiplier) its message. A changed score keeps the old one in
-// the score history. It returns how many scores changed.
-func (tx *Tx) Rescore(exerciseID string, userID int64, multiplier func(time.Time) float64, message func(string, float64) string) (int, error) {
-	var subs []submissionRow
-	if err := tx.g.Where("exercise_id = ? AND user_id = ? AND status IN ?", exerciseID, userID, []string{domain.StatusGraded, domain.StatusNeedsManual}).
-		Order("created_at, id").Find(&subs).Error; err != nil {
-		return 0, fmt.Errorf("read graded submissions of user %d for %s: %w", userID, exerciseID, err)
-	}
-	changed := 0
-	for _, sub := range subs {
-		var cells []cellResultRow
-		if err := tx.g.Where("submission_id = ?", sub.ID).Order("position").Find(&cells).Error; err != nil {
-			return changed, fmt.Errorf("read cells of %s: %w", sub.ID, err)
-		}
-		raw := 0.0
-		for _, c := range cells {
-			if c.Counted {
-				raw += c.Points
-			}
-		}
-		m := multiplier(sub.CreatedAt)
-		score, msg := raw*m, message(sub.Message, m)
-		if math.Abs(score-sub.Score) < 1e-9 && msg == sub.Message {
-			continue
-		}
-		if err := tx.keepScore(sub, cells); err != nil {
-			return changed, err
-		}
-		if err := tx.g.Model(&submissionRow{}).Where("id = ?", sub.ID).
-			Updates(map[string]any{"score": score, "message": msg}).Error; err != nil {
-			return changed, fmt.Errorf("rescore %s: %w", sub.ID, err)
-		}
-		changed++
-	}
-	return changed, nil
-}
-
-// keepScore writes sub's current score to the score history.
-func (tx *Tx) keepScore(sub submissionRow, cells []cellResultRow) error {
-	crs := make([]domain.CellResult, len(cells))
-	for i, c := range cells {
-		crs[i] = domain.CellResult{CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
-			Counted: c.Counted, Message: string(c.Message), Observed: string(c.Observed), Expected: string(c.Expected), Diff: string(c.Diff)}
-	}
-	oc, err := json.Marshal(crs)
-	if err != nil {
-		return fmt.Errorf("encode old cells of %s: %w", sub.ID, err)
-	}
-	hist := scoreHistoryRow{SubmissionID: sub.ID, ExerciseVersion: sub.ExerciseVersion, GraderVersion: sub.GraderVersion,
-		Profile: sub.Profile, EnvFingerprint: sub.EnvFingerprint, Score: sub.Score, MaxScore: sub.MaxScore,
-		Message: sub.Message, Cells: string(oc), GradedAt: sub.GradedAt, RecordedAt: tx.db.Now(), PriorStatus: sub.Status}
-	if err := tx.g.Create(&hist).Error; err != nil {
-		return fmt.Errorf("keep old score of %s: %w", sub.ID, err)
-	}
-	return nil
 }

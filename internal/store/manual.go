@@ -108,6 +108,8 @@ type ManualChange struct {
 	Message string
 	// History, when set, keeps the old score in score_history with this reason.
 	History string
+	// Reason is the door (domain.ScoreReason*) the score-changed event names.
+	Reason string
 	// AuditAction and AuditDetail are written to the audit log (subject:
 	// the submission and cell).
 	AuditAction string
@@ -158,15 +160,6 @@ func (db *DB) ApplyManualChange(ctx context.Context, submissionID string, actor 
 
 func (db *DB) writeRescore(tx *gorm.DB, row submissionRow, old domain.Submission, rs ManualChange, actor domain.User) error {
 	now := db.Now()
-	if rs.History != "" {
-		oc, _ := json.Marshal(old.Cells)
-		hist := scoreHistoryRow{SubmissionID: row.ID, ExerciseVersion: row.ExerciseVersion, GraderVersion: row.GraderVersion,
-			Profile: row.Profile, EnvFingerprint: row.EnvFingerprint, Score: row.Score, MaxScore: row.MaxScore,
-			Message: row.Message, Cells: string(oc), GradedAt: row.GradedAt, RecordedAt: now, Reason: Printable(rs.History), PriorStatus: row.Status}
-		if err := tx.Create(&hist).Error; err != nil {
-			return fmt.Errorf("keep old score of %s: %w", row.ID, err)
-		}
-	}
 	g := rs.Grade
 	items, _ := json.Marshal(g.Items)
 	mg := manualGradeRow{SubmissionID: row.ID, CellID: g.CellID, Kind: g.Kind, Items: string(items), Adjustment: g.Adjustment,
@@ -181,14 +174,11 @@ func (db *DB) writeRescore(tx *gorm.DB, row submissionRow, old domain.Submission
 	if err := tx.Create(&mg).Error; err != nil {
 		return fmt.Errorf("record manual grade of %s/%s: %w", row.ID, g.CellID, err)
 	}
-	status := statusOf(rs.Cells)
-	if err := db.writeCells(tx, row.ID, rs.Cells); err != nil {
+	if err := db.changeScore(tx, row, old.Cells, ScoreChange{Reason: rs.Reason, Note: rs.History, Actor: actor,
+		Score: rs.Score, Message: rs.Message, Cells: rs.Cells}); err != nil {
 		return err
 	}
-	if err := tx.Model(&submissionRow{}).Where("id = ?", row.ID).
-		Updates(map[string]any{"status": status, "score": rs.Score, "message": Printable(rs.Message)}).Error; err != nil {
-		return fmt.Errorf("update score of %s: %w", row.ID, err)
-	}
+	status := statusOf(rs.Cells)
 	if status == domain.StatusGraded && row.Status != domain.StatusGraded {
 		if err := db.addEvent(tx, domain.EventGraded, row.ID,
 			map[string]any{"score": rs.Score, "max_score": row.MaxScore, "profile": row.Profile, "grader_version": row.GraderVersion, "manual": true}); err != nil {

@@ -285,48 +285,25 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 	if err := tx.Where("id = ?", it.SubmissionID).Take(&sub).Error; err != nil {
 		return fmt.Errorf("read submission %s: %w", it.SubmissionID, err)
 	}
-	var old []cellResultRow
-	if err := tx.Where("submission_id = ?", sub.ID).Order("position").Find(&old).Error; err != nil {
-		return fmt.Errorf("read cells of %s: %w", sub.ID, err)
-	}
-	oldCells := make([]domain.CellResult, len(old))
-	for i, c := range old {
-		oldCells[i] = domain.CellResult{CellID: c.CellID, Verdict: c.Verdict, Points: c.Points, MaxPoints: c.MaxPoints,
-			Counted: c.Counted, Message: string(c.Message), Observed: string(c.Observed), Expected: string(c.Expected), Diff: string(c.Diff)}
-	}
-	oc, _ := json.Marshal(oldCells)
-	rid := regradeID
-	hist := scoreHistoryRow{SubmissionID: sub.ID, RegradeID: &rid, ExerciseVersion: sub.ExerciseVersion, GraderVersion: sub.GraderVersion,
-		Profile: sub.Profile, EnvFingerprint: sub.EnvFingerprint, Score: sub.Score, MaxScore: sub.MaxScore,
-		Message: sub.Message, Cells: string(oc), GradedAt: sub.GradedAt, RecordedAt: now, PriorStatus: sub.Status}
-	if sub.Status == domain.StatusFailed {
-		// No previous score: the entry keeps the failure (message, when)
-		// and says so by its status; it had neither score nor maximum.
-		hist.Score, hist.MaxScore = 0, 0
-	}
-	if err := tx.Create(&hist).Error; err != nil {
-		return fmt.Errorf("keep old score of %s: %w", sub.ID, err)
+	old, err := withCellsIn(tx, sub)
+	if err != nil {
+		return err
 	}
 	profile, env := it.Profile, it.EnvFingerprint
 	if profile == "" {
 		profile, env = sub.Profile, sub.EnvFingerprint
 	}
-	g := Grade{SubmissionID: sub.ID, Score: it.NewScore, MaxScore: it.NewMaxScore, Message: it.Message,
-		Profile: profile, RunnerID: sub.RunnerID, EnvFingerprint: env, GraderVersion: graderVersion, Cells: it.Cells}
-	if err := db.saveGrade(tx, g); err != nil {
-		return err
-	}
-	// SaveGrade was given no notebook: point at the re-executed one, or keep
-	// the old run for a recompare.
-	upd := map[string]any{"exercise_version": exVersion, "executed_sha256": sub.ExecutedSHA256}
+	// The re-executed run, or the old run for a recompare.
+	executed := sub.ExecutedSHA256
 	var ir regradeItemRow
 	if err := tx.Where("regrade_id = ? AND submission_id = ?", regradeID, sub.ID).Take(&ir).Error; err == nil && ir.ExecutedSHA256 != nil {
-		upd["executed_sha256"] = *ir.ExecutedSHA256
+		executed = ir.ExecutedSHA256
 	}
-	if err := tx.Model(&submissionRow{}).Where("id = ?", sub.ID).Updates(upd).Error; err != nil {
-		return fmt.Errorf("update version of %s: %w", sub.ID, err)
-	}
-	return nil
+	rid := regradeID
+	return db.changeScore(tx, sub, old.Cells, ScoreChange{Reason: domain.ScoreReasonRegrade, Actor: domain.User{Name: "regrade " + strconv.FormatInt(regradeID, 10)},
+		Score: it.NewScore, Message: it.Message, Cells: it.Cells, regradeID: &rid,
+		fields: map[string]any{"max_score": it.NewMaxScore, "profile": profile, "env_fingerprint": env, "grader_version": graderVersion,
+			"exercise_version": exVersion, "executed_sha256": executed, "graded_at": now}})
 }
 
 // DiscardRegrade drops a regrade that is not applied; scores stay as they are.
