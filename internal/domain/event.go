@@ -51,3 +51,14 @@ type Event struct {
 	Attempts  int
 	CreatedAt time.Time
 }
+
+// EventFilter selects events of the outbox for reading.
+type EventFilter struct {
+	After      int64    // only events with a greater id (the cursor)
+	Kinds      []string // any of these kinds; none: all
+	Submission string   // about this submission
+	LearnerID  int64    // about a submission of this learner
+	Exercise   string   // about a submission of this exercise
+	Since      time.Time
+	Limit      int // default 100, at most 1000
+}

@@ -96,6 +96,7 @@ func (s *Server) Handler() http.Handler {
 	api.GET("/submissions/:id/executed", s.executedNotebook)
 	api.GET("/queue", s.requireRole(domain.RoleInstructor, domain.RoleAdmin), s.queueDepth)
 	s.regradeRoutes(api)
+	s.eventRoutes(api)
 	s.extensionRoutes(api)
 	s.rosterRoutes(api)
 	s.similarityRoutes(api)

@@ -85,3 +85,40 @@ func (db *DB) EventFailed(ctx context.Context, id int64, reason string, retryAt 
 	}
 	return nil
 }
+
+// Events reads the outbox in id order after f.After, delivered or not:
+// integrations follow scores by reading it with a cursor.
+func (db *DB) Events(ctx context.Context, f domain.EventFilter) ([]domain.Event, error) {
+	if f.Limit <= 0 || f.Limit > 1000 {
+		f.Limit = 100
+	}
+	q := db.gorm.WithContext(ctx).Model(&outboxRow{}).Where("outbox.id > ?", f.After)
+	if len(f.Kinds) > 0 {
+		q = q.Where("outbox.kind IN ?", f.Kinds)
+	}
+	if f.Submission != "" {
+		q = q.Where("outbox.subject = ?", f.Submission)
+	}
+	if !f.Since.IsZero() {
+		q = q.Where("outbox.created_at >= ?", f.Since)
+	}
+	if f.LearnerID != 0 || f.Exercise != "" {
+		sub := db.gorm.Model(&submissionRow{}).Select("id")
+		if f.LearnerID != 0 {
+			sub = sub.Where("user_id = ?", f.LearnerID)
+		}
+		if f.Exercise != "" {
+			sub = sub.Where("exercise_id = ?", f.Exercise)
+		}
+		q = q.Where("outbox.subject IN (?)", sub)
+	}
+	var rows []outboxRow
+	if err := q.Order("outbox.id").Limit(f.Limit).Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("read events: %w", translate(err))
+	}
+	out := make([]domain.Event, len(rows))
+	for i, r := range rows {
+		out[i] = domain.Event{ID: r.ID, Kind: r.Kind, Subject: r.Subject, Payload: json.RawMessage(r.Payload), Attempts: r.Attempts, CreatedAt: r.CreatedAt}
+	}
+	return out, nil
+}
