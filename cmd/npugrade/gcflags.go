@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Garbage collector settings of serve (issue 15). Intake allocates a few
+// Garbage collector settings of serve. Intake allocates a few
 // hundred KB per 100 KB upload (the body, the parsed notebook, the
 // rebuilt one) and keeps almost none of it, so with Go's default GOGC=100
 // the collector ran about every 2 × a small live heap and took a large

@@ -1,4 +1,4 @@
-// Package appeal handles regrade requests (issue 18): a learner asks
+// Package appeal handles regrade requests: a learner asks
 // about one graded question of their submission with a message; an
 // instructor answers from a queue and may override the question's points
 // with a reason (package grade records the override, the old score kept

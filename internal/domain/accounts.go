@@ -13,7 +13,7 @@ const (
 	AuditRegradeApply  = "regrade-applied"
 	AuditRunnerDrain   = "runner-drain"
 	AuditRunnerResume  = "runner-resume"
-	// Issue 18 (f18grading): manual grading, feedback release, regrade requests.
+	// Manual grading, feedback release, regrade requests.
 	AuditManualGrade     = "manual-grade"
 	AuditRubricChanged   = "rubric-changed"
 	AuditFeedbackRelease = "feedback-released"

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Extension is one learner's own deadline for one exercise (issue 18).
+// Extension is one learner's own deadline for one exercise.
 // LatePenalty is the schedule after that deadline as the exercise writes
 // it (JSON list of {after, multiplier}); nil keeps the exercise's.
 type Extension struct {

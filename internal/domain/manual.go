@@ -2,8 +2,8 @@ package domain
 
 import "time"
 
-// ManualGrade is one manual grading decision on one cell of a submission
-// (issue 18): a rubric grade of a manual cell, an instructor's override
+// ManualGrade is one manual grading decision on one cell of a submission:
+// a rubric grade of a manual cell, an instructor's override
 // of any cell's points, or a rubric change re-applied.
 type ManualGrade struct {
 	ID           int64     `json:"id"`

@@ -17,7 +17,7 @@ type GradebookFilter struct {
 	ExerciseID string
 	// Learner keeps learners whose name contains it (case-insensitive).
 	Learner string
-	// Section keeps the learners of one section ("" = all; issue 18).
+	// Section keeps the learners of one section ("" = all).
 	Section string
 	// Counts returns an exercise's policy, CountBest or CountLatest; nil
 	// or "" means CountBest.

@@ -3,7 +3,7 @@ package domain
 import "time"
 
 // FeedbackRelease is an exercise's feedback released by an instructor, to
-// every learner (All) or to one (issue 18: policy feedback "on_release").
+// every learner (All) or to one (policy feedback "on_release").
 type FeedbackRelease struct {
 	Exercise   string    `json:"exercise"`
 	All        bool      `json:"all"`
@@ -19,7 +19,7 @@ const (
 )
 
 // RegradeRequest is a learner's question about one graded cell of their
-// submission, and the instructor's answer (issue 18).
+// submission, and the instructor's answer.
 type RegradeRequest struct {
 	ID           int64      `json:"id"`
 	SubmissionID string     `json:"submission_id"`

@@ -1,6 +1,6 @@
 package domain
 
-// RosterEntry is one person of a class roster (issue 18): Name is the
+// RosterEntry is one person of a class roster: Name is the
 // unique login name (a student number or email), FullName and Section
 // what the roster says.
 type RosterEntry struct {

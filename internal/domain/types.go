@@ -34,7 +34,7 @@ type User struct {
 	Name      string
 	Role      Role
 	CreatedAt time.Time
-	// FullName and Section come from a roster import (issue 18); both
+	// FullName and Section come from a roster import; both
 	// may be empty.
 	FullName string
 	Section  string

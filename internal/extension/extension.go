@@ -1,4 +1,4 @@
-// Package extension grants and revokes per-learner extensions (issue 18):
+// Package extension grants and revokes per-learner extensions:
 // one learner's deadline for one exercise, and optionally their own
 // late-penalty schedule, without touching the exercise. Grading reads the
 // extension in force (grade.Submissions); granting or revoking one

@@ -1,4 +1,4 @@
-// Package feedback releases exercises' feedback to learners (issue 18):
+// Package feedback releases exercises' feedback to learners:
 // under the exercise policy feedback "on_release" a learner sees the
 // details of their feedback only once an instructor releases it, to
 // everyone or to them (package policy applies it). The API and the pages

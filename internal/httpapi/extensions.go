@@ -9,7 +9,7 @@ import (
 	"github.com/npugrade/npugrade/internal/extension"
 )
 
-// extensionRoutes mounts per-learner extensions (issue 18) for staff.
+// extensionRoutes mounts per-learner extensions for staff.
 func (s *Server) extensionRoutes(api *gin.RouterGroup) {
 	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)
 	api.POST("/exercises/:id/extensions", staff, s.grantExtension)

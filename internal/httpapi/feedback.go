@@ -11,7 +11,7 @@ import (
 	"github.com/npugrade/npugrade/internal/feedback"
 )
 
-// feedbackRoutes mounts feedback release and regrade requests (issue 18).
+// feedbackRoutes mounts feedback release and regrade requests.
 func (s *Server) feedbackRoutes(api *gin.RouterGroup) {
 	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)
 	api.POST("/exercises/:id/feedback/release", staff, s.releaseFeedback)

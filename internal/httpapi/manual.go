@@ -12,7 +12,7 @@ import (
 	"github.com/npugrade/npugrade/internal/grade"
 )
 
-// manualRoutes mounts manual grading (issue 18): instructors grade a
+// manualRoutes mounts manual grading: instructors grade a
 // manual cell of a submission with its rubric.
 func (s *Server) manualRoutes(api *gin.RouterGroup) {
 	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)

@@ -10,7 +10,7 @@ import (
 	"github.com/npugrade/npugrade/internal/regrade"
 )
 
-// regradeRoutes mounts the grading-engine routes (issue 3): staged
+// regradeRoutes mounts the grading-engine routes: staged
 // regrades for instructors, score history, and the score that counts.
 func (s *Server) regradeRoutes(api *gin.RouterGroup) {
 	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)

@@ -12,7 +12,7 @@ import (
 	"github.com/npugrade/npugrade/internal/roster"
 )
 
-// rosterRoutes mounts the roster import (issue 18) for admins: the same
+// rosterRoutes mounts the roster import for admins: the same
 // import as npugrade user import and the admin page's upload.
 func (s *Server) rosterRoutes(api *gin.RouterGroup) {
 	api.POST("/roster", s.requireRole(domain.RoleAdmin), s.importRoster)

@@ -10,7 +10,7 @@ import (
 	"github.com/npugrade/npugrade/internal/similarity"
 )
 
-// similarityRoutes mounts the advisory similarity report (issue 18).
+// similarityRoutes mounts the advisory similarity report.
 func (s *Server) similarityRoutes(api *gin.RouterGroup) {
 	api.GET("/exercises/:id/similarity", s.requireRole(domain.RoleInstructor, domain.RoleAdmin), s.similarityReport)
 }

@@ -1,4 +1,4 @@
-// Package roster imports class rosters (issue 18): a CSV of people with
+// Package roster imports class rosters: a CSV of people with
 // a name, an email or student number, a section and a role. The student
 // number (else the email) becomes the unique login name, so importing the
 // same roster again updates people instead of duplicating them. A roster

@@ -1,5 +1,5 @@
 // Package similarity reports pairs of submissions whose solution code is
-// unusually similar (issue 18), the way MOSS does (Schleimer, Wilkerson
+// unusually similar, the way MOSS does (Schleimer, Wilkerson
 // and Aiken, "Winnowing: local algorithms for document fingerprinting",
 // SIGMOD 2003): the code is cut into normalized Python tokens (every
 // name becomes V, every number N, every string S, so renaming variables

@@ -21,10 +21,10 @@ const (
 	AuditRegradeApply  = domain.AuditRegradeApply
 	AuditRunnerDrain   = domain.AuditRunnerDrain
 	AuditRunnerResume  = domain.AuditRunnerResume
-	// Issue 18 (rosters).
+	// Rosters.
 	AuditRosterImported = "roster-imported"
 	AuditRosterUpdated  = "user-updated"
-	// Issue 18 (internal/grade/manual.go, feedback release, regrade requests).
+	// Manual grading (internal/grade/manual.go), feedback release, regrade requests.
 	AuditManualGrade     = domain.AuditManualGrade
 	AuditRubricChanged   = domain.AuditRubricChanged
 	AuditFeedbackRelease = domain.AuditFeedbackRelease

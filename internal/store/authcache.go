@@ -11,7 +11,7 @@ import (
 	"github.com/npugrade/npugrade/internal/pgnotify"
 )
 
-// Token checks kept in memory (issue 15). Looking a token up was a round
+// Token checks kept in memory. Looking a token up was a round
 // trip per request, about a tenth of intake's CPU in the server and in
 // Postgres together. On Postgres a server keeps the checks of valid
 // tokens it has made while a dedicated connection LISTENs on

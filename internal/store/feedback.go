@@ -12,7 +12,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Feedback releases and regrade requests (issue 18, migration 00013).
+// Feedback releases and regrade requests (migration 00013).
 
 type feedbackReleaseRow struct {
 	ID           int64

@@ -13,7 +13,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// The intake's hot path (issue 15): a submission with no cap to check is
+// The intake's hot path: a submission with no cap to check is
 // written by hand-written statements instead of GORM's reflection — on
 // Postgres by one statement, so it costs one round trip and commits by
 // itself (no BEGIN and COMMIT): the blobs, the submission, the upload

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Group commit of intake on Postgres (issue 15). Uploads that arrive
+// Group commit of intake on Postgres. Uploads that arrive
 // while an intake statement is running wait for it and are then written
 // together by one statement: one round trip, one commit and one plan for
 // several submissions instead of one each, and a rebuilt notebook that

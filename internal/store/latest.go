@@ -9,7 +9,7 @@ import (
 
 // LatestSubmissionsOf returns each learner's latest submission of an
 // exercise (any status), by learner name, at most limit (the similarity
-// report's input, issue 18).
+// report's input).
 func (db *DB) LatestSubmissionsOf(ctx context.Context, exerciseID string, limit int) ([]domain.Submission, error) {
 	var rows []submissionRow
 	err := db.gorm.WithContext(ctx).Raw(`SELECT s.* FROM submissions s JOIN users u ON u.id = s.user_id

@@ -8,7 +8,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// The dashboard's views of one section (issue 18): a section's learners'
+// The dashboard's views of one section: a section's learners'
 // submissions only. An empty section is everyone's, the unfiltered
 // queries'.
 

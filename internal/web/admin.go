@@ -22,7 +22,7 @@ type usersData struct {
 	NewToken string
 	NewFor   string
 	Message  string
-	Problems []string // a roster's, every one (issue 18)
+	Problems []string // a roster's, every one
 	Notice   string
 }
 

@@ -128,13 +128,13 @@ type exerciseStatsData struct {
 	Failures    []domain.FailureStat
 	Counts      string
 	HasFailures bool
-	// Manual are the manual cells, each with its grading page (issue 18).
+	// Manual are the manual cells, each with its grading page.
 	Manual []string
-	// Feedback is the exercise's feedback policy and Releases its releases (issue 18).
+	// Feedback is the exercise's feedback policy and Releases its releases.
 	Feedback string
 	Releases []domain.FeedbackRelease
 	Released bool
-	// Section filters every statistic of the page (issue 18); Pending
+	// Section filters every statistic of the page; Pending
 	// counts the counted submissions waiting for manual grading.
 	Section  string
 	Sections []string
@@ -221,7 +221,7 @@ type gradebookData struct {
 	Section   string
 	Sections  []string
 	// Extended holds each active extension's deadline, by learner and
-	// exercise (issue 18): the scores already count it; the page says so.
+	// exercise: the scores already count it; the page says so.
 	Extended  map[[2]string]*time.Time
 	Rows      []domain.GradebookRow
 	Truncated bool
@@ -326,7 +326,7 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 	c.Header("Cache-Control", "no-store")
 	c.Status(http.StatusOK)
 	w := csv.NewWriter(c.Writer)
-	// section and status (issue 18), then manual_waiting, come last, so the
+	// section and status, then manual_waiting, come last, so the
 	// earlier columns keep their places; status is needs-manual while the
 	// counted score is the automatic part's and a manual question waits for
 	// a person; manual_waiting counts the learner's submissions that wait.

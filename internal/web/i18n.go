@@ -228,7 +228,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"axis.score_pct":        {"counted score (% of the maximum)", "计分（占满分的百分比）"},
 	"axis.learners":         {"learners", "学员数"},
 	"axis.pass_pct":         {"graded attempts that pass the question (%), hardest first", "通过该题的已评分提交（%），最难的在前"},
-	// Issue 18 (g18roster): rosters and sections.
+	// Rosters and sections.
 	"roster.title":          {"Import a roster", "导入名单"},
 	"roster.file":           {"Roster (CSV)", "名单（CSV）"},
 	"roster.help":           {"A CSV with a header row: name, email or student_number, section, role (learner, instructor or admin; empty is learner). The student number (else the email) is the login name, so importing again updates people instead of duplicating them. Every bad row is listed and then nothing is imported. The new users' tokens download once as CSV; they are not stored and cannot be shown again.", "CSV 文件，首行为表头：name、email 或 student_number、section、role（learner、instructor 或 admin，留空为 learner）。学号（无学号时为邮箱）作为登录名，重复导入只会更新而不会重复创建。所有有误的行会一次列出，此时不导入任何内容。新用户的令牌以 CSV 形式仅下载一次，服务器不保存，之后无法再次显示。"},
@@ -241,7 +241,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"section.all":           {"All sections", "全部班级"},
 	"audit.roster-imported": {"roster imported", "导入名单"},
 	"audit.user-updated":    {"user updated", "更新用户"},
-	// Issue 18 (g18roster): similarity report.
+	// Similarity report.
 	"sim.title":               {"Similarity", "相似度"},
 	"sim.advisory":            {"Advisory only: similar code is a reason to talk to the learners, not proof of copying, and it never changes a score. Each learner's latest submission is compared on its solution cells, as normalized Python tokens (names, numbers and strings do not matter), by winnowed fingerprints as MOSS does; code of the starter notebook and idioms most of the class share are ignored.", "仅供参考：代码相似只是与学员沟通的理由，并不证明抄袭，也不会改变任何分数。比较每位学员最新一次提交的解答单元格，代码先归一化为 Python 记号（变量名、数字和字符串不计），再按 MOSS 的 winnowing 指纹比较；起始笔记本中的代码和大多数学员共有的惯用写法不计入。"},
 	"sim.submissions":         {"Submissions compared", "参与比较的提交"},
@@ -252,7 +252,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"sim.shared":              {"Shared fingerprints", "共同指纹"},
 	"sim.lines":               {"lines", "行"},
 	"audit.similarity-report": {"similarity report read", "查看相似度报告"},
-	// Issue 18 (g18roster): extensions.
+	// Extensions.
 	"ext.title":               {"Extensions", "延期"},
 	"ext.grant":               {"Grant an extension", "批准延期"},
 	"ext.deadline":            {"New deadline (UTC)", "新截止时间（UTC）"},
@@ -325,7 +325,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"v.memory-limit":      {"memory limit", "超出内存"},
 	"v.needs-manual":      {"awaiting manual grading", "待人工评分"},
 	"v.manual":            {"graded by hand", "人工评分"},
-	// Issue 18: manual grading.
+	// Manual grading.
 	"mg.title":           {"Manual grading", "人工评分"},
 	"mg.waiting":         {"submissions wait for manual grading", "份提交待人工评分"},
 	"mg.mode":            {"Grading mode", "评分方式"},
@@ -347,7 +347,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"mg.next":            {"Next", "下一份"},
 	"mg.grade":           {"Grade by hand", "人工评分"},
 	"mg.invalid":         {"The grade was not saved; please correct:", "评分未保存，请修改："},
-	// Issue 18: feedback release and regrade requests.
+	// Feedback release and regrade requests.
 	"fr.title":      {"Feedback release", "发布反馈"},
 	"fr.policy":     {"Feedback policy", "反馈策略"},
 	"fr.done":       {"Released.", "已发布。"},

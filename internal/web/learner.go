@@ -229,7 +229,7 @@ type submissionPageData struct {
 	Notebook      []cellView
 	NotebookError string
 	Executed      bool
-	// Requests are the regrade requests on the submission (issue 18), and
+	// Requests are the regrade requests on the submission, and
 	// Ask the request form as the learner filled it in when it came back
 	// with its problems.
 	Requests []domain.RegradeRequest

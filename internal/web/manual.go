@@ -17,7 +17,7 @@ import (
 	"github.com/npugrade/npugrade/internal/grade"
 )
 
-// Manual grading pages (issue 18). An instructor grades one manual cell
+// Manual grading pages. An instructor grades one manual cell
 // of one submission at a time: the learner's cell as they wrote it and as
 // it ran (rendered like the staff notebook view: Markdown sanitised,
 // outputs inert, PNG images shown), the rubric as one-click items, an

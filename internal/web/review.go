@@ -12,7 +12,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Feedback release and regrade requests (issue 18): the release form on
+// Feedback release and regrade requests: the release form on
 // an exercise's dashboard page, the request form and answers on the
 // learner's submission page, and the instructors' queue.
 

@@ -21,7 +21,7 @@ type Rosters interface {
 }
 
 // Sections lists the sections of a roster and the dashboard's views of
-// one (issue 18); "" is everyone.
+// one; "" is everyone.
 type Sections interface {
 	Sections(ctx context.Context) ([]string, error)
 	SectionSubmissionsPerDay(ctx context.Context, days int, section string) ([]domain.DayCount, error)

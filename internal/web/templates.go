@@ -11,9 +11,9 @@ import (
 
 var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "submission",
 	"dashboard", "exercise_stats", "gradebook", "users", "runners", "regrade", "audit",
-	"extensions", "similarity", // issue 18 (g18roster)
-	"manual", "requests", // issue 18 (f18grading)
-	"references", // issue 14 (c14)
+	"extensions", "similarity",
+	"manual", "requests",
+	"references",
 }
 
 // mustParse builds every page once per language, each with its own

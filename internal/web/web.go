@@ -82,17 +82,17 @@ type Deps struct {
 	Tokens func(ctx context.Context, addr, path, token string) (domain.User, error)
 	// SessionTTL is how long a sign-in lasts (default 12 hours).
 	SessionTTL time.Duration
-	// Extensions grants and revokes per-learner extensions (issue 18).
+	// Extensions grants and revokes per-learner extensions.
 	Extensions Extensions
-	// Rosters imports class rosters (issue 18).
+	// Rosters imports class rosters.
 	Rosters Rosters
-	// Sections lists sections and filters the dashboard by one (issue 18).
+	// Sections lists sections and filters the dashboard by one.
 	Sections Sections
-	// Similarity builds the advisory similarity report (issue 18).
+	// Similarity builds the advisory similarity report.
 	Similarity Similarity
-	// Manual grades manual cells with their rubrics (issue 18).
+	// Manual grades manual cells with their rubrics.
 	Manual ManualGrading
-	// Releases releases feedback and Appeals handles regrade requests (issue 18).
+	// Releases releases feedback and Appeals handles regrade requests.
 	Releases FeedbackReleases
 	Appeals  Appeals
 }
@@ -159,13 +159,13 @@ func Mount(r gin.IRouter, d Deps) {
 	p.POST("/dashboard/references/:id/accept", h.session(staff...), h.csrf(), h.decideReference(true))
 	p.POST("/dashboard/references/:id/reject", h.session(staff...), h.csrf(), h.decideReference(false))
 
-	// Issue 18 (g18roster): per-learner extensions.
+	// Per-learner extensions.
 	p.GET("/dashboard/exercises/:id/extensions", h.session(staff...), h.extensionsPage)
 	p.POST("/dashboard/exercises/:id/extensions", h.session(staff...), h.csrf(), h.grantExtension)
 	p.POST("/dashboard/exercises/:id/extensions/:learner/revoke", h.session(staff...), h.csrf(), h.revokeExtension)
 	p.GET("/dashboard/exercises/:id/similarity", h.session(staff...), h.similarityPage)
 
-	// Issue 18: manual grading.
+	// Manual grading.
 	p.GET("/dashboard/manual/:id/:cell", h.session(staff...), h.manualPage)
 	p.POST("/dashboard/manual/:id/:cell", h.session(staff...), h.csrf(), h.saveManual)
 	p.POST("/dashboard/exercises/:id/feedback/release", h.session(staff...), h.csrf(), h.releaseFeedbackForm)
