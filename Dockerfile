@@ -88,7 +88,7 @@ CMD ["runner", "--profile", "cpu", "--env", "host"]
 # the kernel side of nbconvert (pip: CANN images are Ubuntu or openEuler) and
 # bubblewrap. The host gives the NPU devices and driver (docker-compose.yml,
 # profile npu). On an NPU host without Docker, import the same image as an
-# environment instead: npugrade env import npu-a2 --tar image.tar (README).
+# environment instead: npugrade env import npu-a2 --tar image.tar (docs/environments.md).
 FROM ${CANN_IMAGE} AS runner-npu
 USER root
 RUN (command -v apt-get >/dev/null \

@@ -14,7 +14,7 @@ import (
 )
 
 // envVar documents one environment variable a command reads; every command
-// lists its own in --help, and README lists them all.
+// lists its own in --help, and docs/cli.md lists them all.
 type envVar struct{ name, help string }
 
 var (

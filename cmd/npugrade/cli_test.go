@@ -124,14 +124,14 @@ func TestCLIVersion(t *testing.T) {
 }
 
 // TestCLIHelpListsEnvironment: every NPUGRADE_* variable the commands read
-// is listed in the --help of each command that reads it, and in README.
+// is listed in the --help of each command that reads it, and in docs/cli.md.
 func TestCLIHelpListsEnvironment(t *testing.T) {
 	t.Parallel()
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "docs", "cli.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestCLIHelpListsEnvironment(t *testing.T) {
 			t.Errorf("%s is read but no command's --help lists it", v)
 		}
 		if !bytes.Contains(readme, []byte(v)) {
-			t.Errorf("%s is read but README.md does not document it", v)
+			t.Errorf("%s is read but docs/cli.md does not document it", v)
 		}
 	}
 }
