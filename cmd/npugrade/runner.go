@@ -13,7 +13,6 @@ import (
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/envs"
 	"github.com/npugrade/npugrade/internal/execution"
-	"github.com/npugrade/npugrade/internal/npudevice"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerclient"
 	"github.com/npugrade/npugrade/internal/runnerproto"
@@ -71,9 +70,9 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitOK
 	}
 	log := newLogger(stderr, *logLevel)
-	var npus []npudevice.Device
+	var npus []envprobe.Device
 	if rep.HasNPU() {
-		if npus, err = npudevice.List("/dev", *devices); err != nil {
+		if npus, err = envprobe.List("/dev", *devices); err != nil {
 			fmt.Fprintln(stderr, "npugrade runner:", err)
 			return exitError
 		}
@@ -99,7 +98,7 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if *slots > len(npus) {
 			log.Warn("more slots than NPUs: slots share devices", "slots", *slots, "npus", len(npus))
 		}
-		pinned := npudevice.Slots(npus, npudevice.Existing(npudevice.ManagerNodes), npudevice.Existing(npudevice.DriverDirs(env != nil)), *slots)
+		pinned := envprobe.Slots(npus, envprobe.Existing(envprobe.ManagerNodes), envprobe.Existing(envprobe.DriverDirs(env != nil)), *slots)
 		for _, e := range slotExecutors(ex, pinned) {
 			se, stop := warmPool(e, 1, log)
 			defer stop()
@@ -172,8 +171,8 @@ func runnerReport(ctx context.Context, python, profile string, envFor envChooser
 		rep.Environment = envs.Host
 	} else {
 		sb := sandbox.DefaultConfig()
-		if npus, err := npudevice.List("/dev", ""); err == nil && hostErr == nil && host.HasNPU() {
-			s := npudevice.Slots(npus, npudevice.Existing(npudevice.ManagerNodes), npudevice.Existing(npudevice.DriverDirs(true)), 1)[0]
+		if npus, err := envprobe.List("/dev", ""); err == nil && hostErr == nil && host.HasNPU() {
+			s := envprobe.Slots(npus, envprobe.Existing(envprobe.ManagerNodes), envprobe.Existing(envprobe.DriverDirs(true)), 1)[0]
 			sb.Devices, sb.DriverDirs = s.Nodes, s.DriverDirs
 		}
 		if rep, err = envs.Probe(ctx, *env, sb, p == envprobe.ProfileCPU); err != nil {
@@ -190,10 +189,10 @@ func runnerReport(ctx context.Context, python, profile string, envFor envChooser
 	return rep, env, nil
 }
 
-// slotExecutors pins slot i to NPU i (npudevice.Slots): a copy of base
+// slotExecutors pins slot i to NPU i (envprobe.Slots): a copy of base
 // whose kernel sees ASCEND_RT_VISIBLE_DEVICES=<id> and whose sandbox binds
 // only that device node plus the manager nodes and the driver, read-only.
-func slotExecutors(base *execution.Executor, slots []npudevice.Slot) []*execution.Executor {
+func slotExecutors(base *execution.Executor, slots []envprobe.Slot) []*execution.Executor {
 	out := make([]*execution.Executor, len(slots))
 	for i, s := range slots {
 		e := *base

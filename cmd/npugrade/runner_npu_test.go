@@ -4,8 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/execution"
-	"github.com/npugrade/npugrade/internal/npudevice"
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
@@ -13,10 +13,10 @@ import (
 // device: ASCEND_RT_VISIBLE_DEVICES=<its id> in the kernel's environment
 // and only its /dev/davinciN (plus the manager nodes) bound into the
 // sandbox; the base executor is left as it was. (Device discovery and
-// pinning are internal/npudevice's, tested there on recorded hosts.)
+// pinning are internal/envprobe's, tested there on recorded hosts.)
 func TestNPUSlotsPinOneDeviceEach(t *testing.T) {
 	t.Parallel()
-	devs := []npudevice.Device{{ID: 0, Node: "/dev/davinci0"}, {ID: 1, Node: "/dev/davinci1"}, {ID: 3, Node: "/dev/davinci3"}}
+	devs := []envprobe.Device{{ID: 0, Node: "/dev/davinci0"}, {ID: 1, Node: "/dev/davinci1"}, {ID: 3, Node: "/dev/davinci3"}}
 	managers := []string{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc"}
 	base := &execution.Executor{Profile: "npu-a2", ExtraEnv: map[string]string{"KEEP": "1"},
 		Isolation: &sandbox.Config{Mode: sandbox.ModeBwrap, Devices: []string{"/dev/should-be-replaced"}}}
@@ -29,7 +29,7 @@ func TestNPUSlotsPinOneDeviceEach(t *testing.T) {
 		{4, []string{"0", "1", "3", "0"}}, // more slots than NPUs share devices
 	}
 	for _, tc := range tests {
-		exs := slotExecutors(base, npudevice.Slots(devs, managers, []string{"/usr/local/Ascend/driver"}, tc.slots))
+		exs := slotExecutors(base, envprobe.Slots(devs, managers, []string{"/usr/local/Ascend/driver"}, tc.slots))
 		if len(exs) != tc.slots {
 			t.Fatalf("%d slots: %d executors", tc.slots, len(exs))
 		}

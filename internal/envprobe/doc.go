@@ -22,6 +22,9 @@
 // Options, which is how the tests feed it recorded output from real Ascend
 // hosts (testdata/recordings) instead of needing an NPU.
 //
+// The NPUs themselves are found from the host's /dev/davinciN nodes
+// (npudevice.go), and runner slots are pinned to them (Slots).
+//
 // Decisions on rules the reference leaves open:
 //
 //   - A machine without a usable NPU is a supported runner for CPU questions:

@@ -1,9 +1,11 @@
-// Package npudevice finds the Ascend NPUs a runner's host offers (its
-// /dev/davinciN nodes) and pins runner slots to them: which device nodes
-// and driver directories a slot's kernel gets bound into its sandbox, and
-// the ASCEND_RT_VISIBLE_DEVICES it sees. An NPU runs one notebook's graphs
-// at a time, so a runner defaults to one slot per device.
-package npudevice
+package envprobe
+
+// Device discovery: the Ascend NPUs a runner's host offers (its
+// /dev/davinciN nodes), and runner slots pinned to them: which device
+// nodes and driver directories a slot's kernel gets bound into its
+// sandbox, and the ASCEND_RT_VISIBLE_DEVICES it sees. An NPU runs one
+// notebook's graphs at a time, so a runner defaults to one slot per
+// device.
 
 import (
 	"fmt"

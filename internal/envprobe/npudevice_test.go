@@ -1,4 +1,4 @@
-package npudevice_test
+package envprobe_test
 
 import (
 	"os"
@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/envprobe"
-	"github.com/npugrade/npugrade/internal/npudevice"
 )
 
 // recordedHostDev builds the /dev of an Ascend host recorded in
@@ -75,7 +74,7 @@ func TestListRecordedHosts(t *testing.T) {
 		t.Run(tc.recording, func(t *testing.T) {
 			t.Parallel()
 			dev, ids := recordedHostDev(t, tc.recording)
-			all, err := npudevice.List(dev, "")
+			all, err := envprobe.List(dev, "")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -88,18 +87,18 @@ func TestListRecordedHosts(t *testing.T) {
 				}
 			}
 			last, first := ids[len(ids)-1], ids[0]
-			some, err := npudevice.List(dev, strconv.Itoa(last)+", "+strconv.Itoa(first))
+			some, err := envprobe.List(dev, strconv.Itoa(last)+", "+strconv.Itoa(first))
 			if err != nil || len(some) != 2 || some[0].ID != last || some[1].ID != first {
 				t.Errorf("--devices %d,%d: %+v %v", last, first, some, err)
 			}
 			for _, bad := range []string{strconv.Itoa(last + 1), "x"} {
-				if _, err := npudevice.List(dev, bad); err == nil || !strings.HasPrefix(err.Error(), "--devices") {
+				if _, err := envprobe.List(dev, bad); err == nil || !strings.HasPrefix(err.Error(), "--devices") {
 					t.Errorf("--devices %s: %v", bad, err)
 				}
 			}
 		})
 	}
-	if _, err := npudevice.List(t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "davinciN") {
+	if _, err := envprobe.List(t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "davinciN") {
 		t.Errorf("no NPU nodes: %v", err)
 	}
 }
@@ -110,14 +109,14 @@ func TestListRecordedHosts(t *testing.T) {
 func TestSlotsPinOneDeviceEach(t *testing.T) {
 	t.Parallel()
 	dev, ids := recordedHostDev(t, "npu-smi-info.a3-ascend910-8npu-16chip.txt")
-	all, err := npudevice.List(dev, "")
+	all, err := envprobe.List(dev, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	managers := []string{filepath.Join(dev, "davinci_manager"), filepath.Join(dev, "devmm_svm"), filepath.Join(dev, "hisi_hdc")}
 	driver := []string{"/usr/local/Ascend/driver"}
 	for _, slots := range []int{1, len(ids), len(ids) + 2} {
-		got := npudevice.Slots(all, managers, driver, slots)
+		got := envprobe.Slots(all, managers, driver, slots)
 		if len(got) != slots {
 			t.Fatalf("%d slots: got %d", slots, len(got))
 		}
@@ -137,17 +136,17 @@ func TestSlotsPinOneDeviceEach(t *testing.T) {
 			t.Error("slots share their node lists")
 		}
 	}
-	if npudevice.Slots(nil, managers, driver, 2) != nil {
+	if envprobe.Slots(nil, managers, driver, 2) != nil {
 		t.Error("slots without devices")
 	}
 }
 
 func TestDriverDirsAndExisting(t *testing.T) {
 	t.Parallel()
-	if got := npudevice.DriverDirs(true); !slices.Equal(got, []string{"/usr/local/Ascend/driver"}) {
+	if got := envprobe.DriverDirs(true); !slices.Equal(got, []string{"/usr/local/Ascend/driver"}) {
 		t.Errorf("in an environment: %v (the environment brings its own CANN)", got)
 	}
-	if got := npudevice.DriverDirs(false); len(got) != 3 || got[0] != "/usr/local/Ascend/driver" {
+	if got := envprobe.DriverDirs(false); len(got) != 3 || got[0] != "/usr/local/Ascend/driver" {
 		t.Errorf("on the host: %v", got)
 	}
 	dir := t.TempDir()
@@ -155,7 +154,7 @@ func TestDriverDirsAndExisting(t *testing.T) {
 	if err := os.WriteFile(have, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := npudevice.Existing([]string{filepath.Join(dir, "devmm_svm"), have}); !slices.Equal(got, []string{have}) {
+	if got := envprobe.Existing([]string{filepath.Join(dir, "devmm_svm"), have}); !slices.Equal(got, []string{have}) {
 		t.Errorf("Existing: %v", got)
 	}
 }
