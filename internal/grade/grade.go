@@ -4,6 +4,11 @@
 // outputs, it produces the score. The server's completion of a grading job
 // (dispatch), a staged regrade (regrade) and the local answer check
 // (check) all call it; nothing else scores.
+//
+// Every later change of a score is computed here too and written through
+// the store's one score-change write: manual grades and overrides
+// (manual.go), extensions granted and revoked (extension.go), and the
+// answers to regrade requests (appeal.go).
 package grade
 
 import (

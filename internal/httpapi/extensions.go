@@ -6,7 +6,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/extension"
+	"github.com/npugrade/npugrade/internal/grade"
 )
 
 // extensionRoutes mounts per-learner extensions for staff.
@@ -17,12 +17,12 @@ func (s *Server) extensionRoutes(api *gin.RouterGroup) {
 	api.DELETE("/exercises/:id/extensions/:learner", staff, s.revokeExtension)
 }
 
-func (s *Server) extensions() *extension.Service {
-	return &extension.Service{DB: s.DB, Catalog: s.Catalog}
+func (s *Server) extensions() *grade.Extensions {
+	return &grade.Extensions{DB: s.DB, Catalog: s.Catalog}
 }
 
 func (s *Server) grantExtension(c *gin.Context) {
-	var req extension.Request
+	var req grade.ExtensionRequest
 	if err := c.ShouldBindJSON(&req); err != nil {
 		s.problem(c, &domain.Error{Code: domain.EINVALID,
 			Message:  `the body must be JSON {"learner": ..., "deadline": "RFC 3339", "late_penalty": [{"after": "24h", "multiplier": 0.5}]}`,

@@ -6,9 +6,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/appeal"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/feedback"
+	"github.com/npugrade/npugrade/internal/grade"
 )
 
 // feedbackRoutes mounts feedback release and regrade requests.
@@ -24,8 +24,8 @@ func (s *Server) feedbackRoutes(api *gin.RouterGroup) {
 
 func (s *Server) feedback() feedback.Service { return feedback.Service{DB: s.DB, Catalog: s.Catalog} }
 
-func (s *Server) appeals() appeal.Service {
-	return appeal.Service{DB: s.DB, Catalog: s.Catalog, Policy: s.policy()}
+func (s *Server) appeals() grade.Appeals {
+	return grade.Appeals{DB: s.DB, Catalog: s.Catalog, Policy: s.policy()}
 }
 
 func (s *Server) releaseFeedback(c *gin.Context) {
@@ -61,7 +61,7 @@ func (s *Server) feedbackReleases(c *gin.Context) {
 }
 
 func (s *Server) askRegrade(c *gin.Context) {
-	var req appeal.Request
+	var req grade.AppealRequest
 	if err := decodeStrict(c, &req, `{"cell": "q3", "message": "..."}`); err != nil {
 		s.problem(c, err)
 		return
@@ -98,7 +98,7 @@ func (s *Server) answerRegradeRequest(c *gin.Context) {
 		s.problem(c, domain.Errorf(domain.ENOTFOUND, "regrade request %q not found", c.Param("id")))
 		return
 	}
-	var a appeal.Answer
+	var a grade.AppealAnswer
 	if err := decodeStrict(c, &a, `{"answer": "...", "points": 2, "reason": "..."}`); err != nil {
 		s.problem(c, err)
 		return

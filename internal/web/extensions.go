@@ -12,15 +12,15 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/extension"
+	"github.com/npugrade/npugrade/internal/grade"
 )
 
 // Extensions grants, lists and revokes per-learner extensions and says
 // which policy applies to a learner (package extension; the API uses the
 // same service).
 type Extensions interface {
-	Grant(ctx context.Context, actor domain.User, exerciseID string, req extension.Request) (extension.Result, error)
-	Revoke(ctx context.Context, actor domain.User, exerciseID, learner string) (extension.Result, error)
+	Grant(ctx context.Context, actor domain.User, exerciseID string, req grade.ExtensionRequest) (grade.ExtensionResult, error)
+	Revoke(ctx context.Context, actor domain.User, exerciseID, learner string) (grade.ExtensionResult, error)
 	List(ctx context.Context, exerciseID string, revoked bool) ([]domain.Extension, error)
 	Policy(ctx context.Context, ex *exercise.Exercise, userID int64) (exercise.Policy, *domain.Extension, error)
 }
@@ -63,7 +63,7 @@ func (h *handler) renderExtensions(c *gin.Context, status int, d extensionsData)
 
 func (h *handler) grantExtension(c *gin.Context) {
 	d := extensionsData{Learner: c.PostForm("learner"), NewDeadline: c.PostForm("deadline"), LatePenalty: strings.TrimSpace(c.PostForm("late_penalty"))}
-	req := extension.Request{Learner: d.Learner, Deadline: d.NewDeadline}
+	req := grade.ExtensionRequest{Learner: d.Learner, Deadline: d.NewDeadline}
 	if d.LatePenalty != "" {
 		var steps []exercise.LateStep
 		if err := json.Unmarshal([]byte(d.LatePenalty), &steps); err != nil {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/appeal"
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/grade"
 )
 
 // Feedback release and regrade requests: the release form on
@@ -24,10 +24,10 @@ type FeedbackReleases interface {
 
 // Appeals handles regrade requests (package appeal; the API uses the same).
 type Appeals interface {
-	Ask(ctx context.Context, u domain.User, submissionID string, req appeal.Request) (domain.RegradeRequest, error)
+	Ask(ctx context.Context, u domain.User, submissionID string, req grade.AppealRequest) (domain.RegradeRequest, error)
 	Of(ctx context.Context, u domain.User, submissionID string) ([]domain.RegradeRequest, error)
 	Queue(ctx context.Context, state string) ([]domain.RegradeRequest, error)
-	Respond(ctx context.Context, by domain.User, id int64, a appeal.Answer) (domain.RegradeRequest, error)
+	Respond(ctx context.Context, by domain.User, id int64, a grade.AppealAnswer) (domain.RegradeRequest, error)
 }
 
 func (h *handler) releaseFeedbackForm(c *gin.Context) {
@@ -41,7 +41,7 @@ func (h *handler) releaseFeedbackForm(c *gin.Context) {
 
 func (h *handler) askRegradeForm(c *gin.Context) {
 	id := c.Param("id")
-	req := appeal.Request{Cell: c.PostForm("cell"), Message: c.PostForm("message")}
+	req := grade.AppealRequest{Cell: c.PostForm("cell"), Message: c.PostForm("message")}
 	if _, err := h.Appeals.Ask(c.Request.Context(), sessionOf(c).User, id, req); err != nil {
 		// The submission page again, the form as the learner filled it in
 		// and why it was not accepted (invalid, or one still open).
@@ -97,7 +97,7 @@ func (h *handler) answerRegradeForm(c *gin.Context) {
 		return
 	}
 	form := regradeAnswerForm{Answer: c.PostForm("answer"), Points: c.PostForm("points"), Reason: c.PostForm("reason")}
-	a := appeal.Answer{Answer: form.Answer, Reason: form.Reason}
+	a := grade.AppealAnswer{Answer: form.Answer, Reason: form.Reason}
 	err = nil
 	if p := strings.TrimSpace(form.Points); p != "" {
 		v, perr := strconv.ParseFloat(p, 64)

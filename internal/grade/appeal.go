@@ -1,10 +1,11 @@
-// Package appeal handles regrade requests: a learner asks
+package grade
+
+// Appeals handle regrade requests: a learner asks
 // about one graded question of their submission with a message; an
 // instructor answers from a queue and may override the question's points
-// with a reason (package grade records the override, the old score kept
+// with a reason (Manual records the override, the old score kept
 // in the score history). The API and the pages both call this service;
 // every step is audit-logged.
-package appeal
 
 import (
 	"context"
@@ -14,41 +15,40 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
-// maxText bounds a request's message and an answer (bytes).
-const maxText = 10000
+// maxAppealText bounds a request's message and an answer (bytes).
+const maxAppealText = 10000
 
-// Service handles regrade requests over one database and catalog.
-type Service struct {
+// Appeals handles regrade requests over one database and catalog.
+type Appeals struct {
 	DB      *store.DB
 	Catalog *exercise.Catalog
 	Policy  *policy.Service
 }
 
-// Request is a learner's question: POST /api/v1/submissions/{id}/regrade-requests.
-type Request struct {
+// AppealRequest is a learner's question: POST /api/v1/submissions/{id}/regrade-requests.
+type AppealRequest struct {
 	Cell    string `json:"cell"`
 	Message string `json:"message"`
 }
 
-// Answer is an instructor's answer: POST /api/v1/regrade-requests/{id}/answer.
-type Answer struct {
+// AppealAnswer is an instructor's answer: POST /api/v1/regrade-requests/{id}/answer.
+type AppealAnswer struct {
 	Answer string `json:"answer"`
 	// Points, when set, overrides the question's points (with Reason).
 	Points *float64 `json:"points,omitempty"`
 	Reason string   `json:"reason,omitempty"`
 }
 
-func textProblems(field, s string, required bool) []string {
+func appealTextProblems(field, s string, required bool) []string {
 	switch {
 	case required && strings.TrimSpace(s) == "":
 		return []string{field + ": required"}
-	case len(s) > maxText:
-		return []string{fmt.Sprintf("%s: at most %d bytes", field, maxText)}
+	case len(s) > maxAppealText:
+		return []string{fmt.Sprintf("%s: at most %d bytes", field, maxAppealText)}
 	case !utf8.ValidString(s):
 		return []string{field + ": not valid UTF-8"}
 	}
@@ -56,7 +56,7 @@ func textProblems(field, s string, required bool) []string {
 }
 
 // Ask records u's question about a cell of their own scored submission.
-func (s Service) Ask(ctx context.Context, u domain.User, submissionID string, req Request) (domain.RegradeRequest, error) {
+func (s Appeals) Ask(ctx context.Context, u domain.User, submissionID string, req AppealRequest) (domain.RegradeRequest, error) {
 	sub, err := s.Policy.Readable(ctx, u, submissionID)
 	if err == nil && sub.UserID != u.ID {
 		err = domain.Errorf(domain.EFORBIDDEN, "only the learner who made submission %s asks for its regrade", submissionID)
@@ -67,7 +67,7 @@ func (s Service) Ask(ctx context.Context, u domain.User, submissionID string, re
 	if !domain.Scored(sub.Status) {
 		return domain.RegradeRequest{}, domain.Errorf(domain.ECONFLICT, "submission %s is %s; a regrade is asked of a scored submission", sub.ID, sub.Status)
 	}
-	problems := textProblems("message", req.Message, true)
+	problems := appealTextProblems("message", req.Message, true)
 	found := false
 	for _, c := range sub.Cells {
 		found = found || c.CellID == req.Cell
@@ -91,7 +91,7 @@ func (s Service) Ask(ctx context.Context, u domain.User, submissionID string, re
 }
 
 // Of lists the requests on a submission u may read.
-func (s Service) Of(ctx context.Context, u domain.User, submissionID string) ([]domain.RegradeRequest, error) {
+func (s Appeals) Of(ctx context.Context, u domain.User, submissionID string) ([]domain.RegradeRequest, error) {
 	sub, err := s.Policy.Readable(ctx, u, submissionID)
 	if err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func (s Service) Of(ctx context.Context, u domain.User, submissionID string) ([]
 }
 
 // Queue lists the requests in a state ("" = all), oldest first (staff).
-func (s Service) Queue(ctx context.Context, state string) ([]domain.RegradeRequest, error) {
+func (s Appeals) Queue(ctx context.Context, state string) ([]domain.RegradeRequest, error) {
 	switch state {
 	case "", domain.RegradeRequestOpen, domain.RegradeRequestAnswered:
 	default:
@@ -110,17 +110,17 @@ func (s Service) Queue(ctx context.Context, state string) ([]domain.RegradeReque
 }
 
 // Respond answers open request id; with Points set it also overrides the
-// question's points (grade.Manual.OverrideAnswering: the old score goes to
+// question's points (Manual.OverrideAnswering: the old score goes to
 // the score history, the new one is the submission's), the answer, the
 // override and their audit entries in one transaction.
-func (s Service) Respond(ctx context.Context, by domain.User, id int64, a Answer) (domain.RegradeRequest, error) {
+func (s Appeals) Respond(ctx context.Context, by domain.User, id int64, a AppealAnswer) (domain.RegradeRequest, error) {
 	r, err := s.DB.RegradeRequest(ctx, id)
 	if err != nil {
 		return r, err
 	}
-	problems := textProblems("answer", a.Answer, true)
+	problems := appealTextProblems("answer", a.Answer, true)
 	if a.Points != nil {
-		problems = append(problems, textProblems("reason", a.Reason, true)...)
+		problems = append(problems, appealTextProblems("reason", a.Reason, true)...)
 	}
 	if len(problems) > 0 {
 		return r, &domain.Error{Code: domain.EINVALID, Message: "the answer is invalid", Problems: problems}
@@ -137,7 +137,7 @@ func (s Service) Respond(ctx context.Context, by domain.User, id int64, a Answer
 		return r, err
 	}
 	reason := fmt.Sprintf("regrade request %d: %s", id, a.Reason)
-	if _, err := (grade.Manual{DB: s.DB}).OverrideAnswering(ctx, ex, r.SubmissionID, r.CellID, *a.Points, reason, by, answer); err != nil {
+	if _, err := (Manual{DB: s.DB}).OverrideAnswering(ctx, ex, r.SubmissionID, r.CellID, *a.Points, reason, by, answer); err != nil {
 		return r, err
 	}
 	return s.DB.RegradeRequest(ctx, id)

@@ -1,12 +1,13 @@
-// Package extension grants and revokes per-learner extensions:
+package grade
+
+// Extensions grant and revoke per-learner extensions:
 // one learner's deadline for one exercise, and optionally their own
 // late-penalty schedule, without touching the exercise. Grading reads the
-// extension in force (grade.Submissions); granting or revoking one
+// extension in force (Submissions); granting or revoking one
 // rescores the learner's graded submissions of the exercise at once, the
 // old scores kept in the score history, so the learner's pages and the
 // gradebook show the new standing. The API and the pages both call this
 // service and both write the audit log through it.
-package extension
 
 import (
 	"context"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -29,14 +29,14 @@ const (
 	AuditRevoked = "extension-revoked"
 )
 
-// Service grants, lists and revokes extensions over one database and catalog.
-type Service struct {
+// Extensions grants, lists and revokes extensions over one database and catalog.
+type Extensions struct {
 	DB      *store.DB
 	Catalog *exercise.Catalog
 }
 
-// Request is a grant: POST /api/v1/exercises/{id}/extensions.
-type Request struct {
+// ExtensionRequest is a grant: POST /api/v1/exercises/{id}/extensions.
+type ExtensionRequest struct {
 	// Learner is the learner's user name.
 	Learner string `json:"learner"`
 	// Deadline is RFC 3339 ("2026-12-24T18:00:00+08:00"); the page's
@@ -47,40 +47,40 @@ type Request struct {
 	LatePenalty *[]exercise.LateStep `json:"late_penalty,omitempty"`
 }
 
-// Result is a grant or revocation with how many scores it changed.
-type Result struct {
+// ExtensionResult is a grant or revocation with how many scores it changed.
+type ExtensionResult struct {
 	store.Extension
 	Rescored int `json:"rescored"`
 }
 
 // Grant validates req (every problem at once) and makes it the learner's
 // active extension for exercise exerciseID, replacing any earlier one.
-func (s *Service) Grant(ctx context.Context, actor domain.User, exerciseID string, req Request) (Result, error) {
+func (s *Extensions) Grant(ctx context.Context, actor domain.User, exerciseID string, req ExtensionRequest) (ExtensionResult, error) {
 	ex, err := s.Catalog.Get(exerciseID)
 	if err != nil {
-		return Result{}, err
+		return ExtensionResult{}, err
 	}
 	learner, deadline, problems := s.check(ctx, ex, req)
 	if len(problems) > 0 {
-		return Result{}, &domain.Error{Code: domain.EINVALID, Message: "the extension is invalid", Problems: problems}
+		return ExtensionResult{}, &domain.Error{Code: domain.EINVALID, Message: "the extension is invalid", Problems: problems}
 	}
 	e := store.Extension{ExerciseID: ex.ID, UserID: learner.ID, Learner: learner.Name, Deadline: deadline, GrantedBy: actor.Name}
 	if req.LatePenalty != nil {
 		raw, err := json.Marshal(*req.LatePenalty)
 		if err != nil {
-			return Result{}, fmt.Errorf("encode late penalty: %w", err)
+			return ExtensionResult{}, fmt.Errorf("encode late penalty: %w", err)
 		}
 		e.LatePenalty = raw
 	}
 	if e.GrantedBy == "" {
 		e.GrantedBy = "cli"
 	}
-	var out Result
+	var out ExtensionResult
 	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
 		if out.Extension, err = tx.GrantExtension(e); err != nil {
 			return err
 		}
-		ext, err := grade.ExtensionPolicy(&out.Extension)
+		ext, err := ExtensionPolicy(&out.Extension)
 		if err != nil {
 			return err
 		}
@@ -94,27 +94,27 @@ func (s *Service) Grant(ctx context.Context, actor domain.User, exerciseID strin
 		return tx.Audit(actor, AuditGranted, learner.Name+" on "+ex.ID, fmt.Sprintf("%s; %d score(s) changed", detail, out.Rescored))
 	})
 	if err != nil {
-		return Result{}, err
+		return ExtensionResult{}, err
 	}
 	return out, nil
 }
 
 // Revoke ends learner's active extension for exerciseID (ENOTFOUND when
 // there is none) and rescores under the exercise's own policy.
-func (s *Service) Revoke(ctx context.Context, actor domain.User, exerciseID, learnerName string) (Result, error) {
+func (s *Extensions) Revoke(ctx context.Context, actor domain.User, exerciseID, learnerName string) (ExtensionResult, error) {
 	ex, err := s.Catalog.Get(exerciseID)
 	if err != nil {
-		return Result{}, err
+		return ExtensionResult{}, err
 	}
 	learner, err := s.DB.UserByName(ctx, learnerName)
 	if err != nil {
-		return Result{}, err
+		return ExtensionResult{}, err
 	}
 	by := actor.Name
 	if by == "" {
 		by = "cli"
 	}
-	var out Result
+	var out ExtensionResult
 	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
 		if out.Extension, err = tx.RevokeExtension(ex.ID, learner.ID, by); err != nil {
 			return err
@@ -125,14 +125,14 @@ func (s *Service) Revoke(ctx context.Context, actor domain.User, exerciseID, lea
 		return tx.Audit(actor, AuditRevoked, learner.Name+" on "+ex.ID, fmt.Sprintf("extension %d; %d score(s) changed", out.ID, out.Rescored))
 	})
 	if err != nil {
-		return Result{}, err
+		return ExtensionResult{}, err
 	}
 	out.Learner = learner.Name
 	return out, nil
 }
 
 // List returns an exercise's extensions (with revoked: also past ones).
-func (s *Service) List(ctx context.Context, exerciseID string, revoked bool) ([]store.Extension, error) {
+func (s *Extensions) List(ctx context.Context, exerciseID string, revoked bool) ([]store.Extension, error) {
 	if _, err := s.Catalog.Get(exerciseID); err != nil {
 		return nil, err
 	}
@@ -141,19 +141,19 @@ func (s *Service) List(ctx context.Context, exerciseID string, revoked bool) ([]
 
 // Policy is ex's policy as it applies to user userID, with their active
 // extension (nil when none).
-func (s *Service) Policy(ctx context.Context, ex *exercise.Exercise, userID int64) (exercise.Policy, *store.Extension, error) {
+func (s *Extensions) Policy(ctx context.Context, ex *exercise.Exercise, userID int64) (exercise.Policy, *store.Extension, error) {
 	e, err := s.DB.ActiveExtension(ctx, ex.ID, userID)
 	if err != nil {
 		return ex.Policy, nil, err
 	}
-	ext, err := grade.ExtensionPolicy(e)
+	ext, err := ExtensionPolicy(e)
 	if err != nil {
 		return ex.Policy, nil, err
 	}
 	return ex.Policy.Extended(ext), e, nil
 }
 
-func (s *Service) check(ctx context.Context, ex *exercise.Exercise, req Request) (domain.User, time.Time, []string) {
+func (s *Extensions) check(ctx context.Context, ex *exercise.Exercise, req ExtensionRequest) (domain.User, time.Time, []string) {
 	var problems []string
 	var learner domain.User
 	if name := strings.TrimSpace(req.Learner); name == "" {

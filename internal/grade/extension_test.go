@@ -1,4 +1,4 @@
-package extension_test
+package grade_test
 
 import (
 	"context"
@@ -9,7 +9,6 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
-	"github.com/npugrade/npugrade/internal/extension"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
@@ -71,22 +70,22 @@ func TestExtensionLateWithoutPenalty(t *testing.T) {
 			cat := catalog(t)
 			q := queue.New(db, nil)
 			subs := &submission.Service{DB: db, Queue: q, Catalog: cat}
-			svc := &extension.Service{DB: db, Catalog: cat}
+			svc := &grade.Extensions{DB: db, Catalog: cat}
 			lena, _, _ := db.CreateUser(ctx, "lena", domain.RoleLearner)
 			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)
 			tom, _, _ := db.CreateUser(ctx, "tom", domain.RoleInstructor)
 
 			// Every problem of a bad grant at once.
-			_, err := svc.Grant(ctx, tom, "late", extension.Request{Learner: "tom", Deadline: "2026-02-01T00:00:00Z",
+			_, err := svc.Grant(ctx, tom, "late", grade.ExtensionRequest{Learner: "tom", Deadline: "2026-02-01T00:00:00Z",
 				LatePenalty: &[]exercise.LateStep{{After: exercise.Duration(time.Hour), Multiplier: 2}}})
 			if domain.ErrorCode(err) != domain.EINVALID || len(domain.ErrorProblems(err)) != 3 {
 				t.Errorf("bad grant: %v (want 3 problems: not a learner, not after the deadline, multiplier)", err)
 			}
-			if _, err := svc.Grant(ctx, tom, "nope", extension.Request{Learner: "lena", Deadline: "2026-04-01T00:00:00Z"}); domain.ErrorCode(err) != domain.ENOTFOUND {
+			if _, err := svc.Grant(ctx, tom, "nope", grade.ExtensionRequest{Learner: "lena", Deadline: "2026-04-01T00:00:00Z"}); domain.ErrorCode(err) != domain.ENOTFOUND {
 				t.Errorf("unknown exercise: %v", err)
 			}
 
-			granted, err := svc.Grant(ctx, tom, "late", extension.Request{Learner: "lena", Deadline: "2026-03-08T12:00:00+08:00"})
+			granted, err := svc.Grant(ctx, tom, "late", grade.ExtensionRequest{Learner: "lena", Deadline: "2026-03-08T12:00:00+08:00"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +105,7 @@ func TestExtensionLateWithoutPenalty(t *testing.T) {
 			}
 
 			// Bob is granted one afterwards, with his own schedule: rescored.
-			res, err := svc.Grant(ctx, tom, "late", extension.Request{Learner: "bob", Deadline: "2026-03-04T00:00:00Z",
+			res, err := svc.Grant(ctx, tom, "late", grade.ExtensionRequest{Learner: "bob", Deadline: "2026-03-04T00:00:00Z",
 				LatePenalty: &[]exercise.LateStep{{After: 0, Multiplier: 0.8}}})
 			if err != nil || res.Rescored != 1 {
 				t.Fatalf("grant to bob: %+v %v", res, err)
