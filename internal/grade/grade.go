@@ -101,7 +101,7 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 	}
 	run := Run{Exercise: ex, Integrity: integ, Result: res, SubmittedAt: sub.CreatedAt}
 	// The extension in force when grading applies (a later grant or
-	// revocation rescores: package extension).
+	// revocation rescores: Extensions).
 	ext, err := s.DB.ActiveExtension(ctx, ex.ID, sub.UserID)
 	if err != nil {
 		return store.Grade{}, err

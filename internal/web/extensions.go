@@ -16,7 +16,7 @@ import (
 )
 
 // Extensions grants, lists and revokes per-learner extensions and says
-// which policy applies to a learner (package extension; the API uses the
+// which policy applies to a learner (grade.Extensions; the API uses the
 // same service).
 type Extensions interface {
 	Grant(ctx context.Context, actor domain.User, exerciseID string, req grade.ExtensionRequest) (grade.ExtensionResult, error)
@@ -97,7 +97,7 @@ func (h *handler) revokeExtension(c *gin.Context) {
 // lateSteps reads an extension's stored schedule for display.
 func lateSteps(raw json.RawMessage) []exercise.LateStep {
 	var steps []exercise.LateStep
-	_ = json.Unmarshal(raw, &steps) // written by package extension from valid steps
+	_ = json.Unmarshal(raw, &steps) // written by grade.Extensions from valid steps
 	return steps
 }
 

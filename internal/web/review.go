@@ -22,7 +22,7 @@ type FeedbackReleases interface {
 	Releases(ctx context.Context, exerciseID string) ([]domain.FeedbackRelease, error)
 }
 
-// Appeals handles regrade requests (package appeal; the API uses the same).
+// Appeals handles regrade requests (grade.Appeals; the API uses the same).
 type Appeals interface {
 	Ask(ctx context.Context, u domain.User, submissionID string, req grade.AppealRequest) (domain.RegradeRequest, error)
 	Of(ctx context.Context, u domain.User, submissionID string) ([]domain.RegradeRequest, error)
