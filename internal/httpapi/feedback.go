@@ -7,8 +7,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/feedback"
 	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/policy"
 )
 
 // feedbackRoutes mounts feedback release and regrade requests.
@@ -22,7 +22,9 @@ func (s *Server) feedbackRoutes(api *gin.RouterGroup) {
 	api.POST("/regrade-requests/:id/answer", staff, s.answerRegradeRequest)
 }
 
-func (s *Server) feedback() feedback.Service { return feedback.Service{DB: s.DB, Catalog: s.Catalog} }
+func (s *Server) feedback() policy.FeedbackReleases {
+	return policy.FeedbackReleases{DB: s.DB, Catalog: s.Catalog}
+}
 
 func (s *Server) appeals() grade.Appeals {
 	return grade.Appeals{DB: s.DB, Catalog: s.Catalog, Policy: s.policy()}

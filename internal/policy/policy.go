@@ -4,7 +4,9 @@
 // probed), redaction (the details of questions whose feedback a learner may
 // not see yet), which graded submission counts (best or latest, per
 // exercise), the learner-facing reads that apply them, and the one mapping
-// of errors to HTTP statuses. Handlers decide nothing of this themselves.
+// of errors to HTTP statuses, and the instructors' feedback releases that
+// open the details (feedback.go). Handlers decide nothing of this
+// themselves.
 package policy
 
 import (

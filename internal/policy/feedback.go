@@ -1,9 +1,10 @@
-// Package feedback releases exercises' feedback to learners:
+package policy
+
+// FeedbackReleases release exercises' feedback to learners:
 // under the exercise policy feedback "on_release" a learner sees the
 // details of their feedback only once an instructor releases it, to
-// everyone or to them (package policy applies it). The API and the pages
+// everyone or to them (the Policy applies it). The API and the pages
 // both call this service; every release is audit-logged with it.
-package feedback
 
 import (
 	"context"
@@ -14,14 +15,14 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
-// Service releases feedback over one database and catalog.
-type Service struct {
+// FeedbackReleases releases feedback over one database and catalog.
+type FeedbackReleases struct {
 	DB      *store.DB
 	Catalog *exercise.Catalog
 }
 
 // Release releases exerciseID's feedback to learner ("" = everyone).
-func (s Service) Release(ctx context.Context, actor domain.User, exerciseID, learner string) (domain.FeedbackRelease, error) {
+func (s FeedbackReleases) Release(ctx context.Context, actor domain.User, exerciseID, learner string) (domain.FeedbackRelease, error) {
 	ex, err := s.Catalog.Get(exerciseID)
 	if err != nil {
 		return domain.FeedbackRelease{}, err
@@ -39,7 +40,7 @@ func (s Service) Release(ctx context.Context, actor domain.User, exerciseID, lea
 }
 
 // Releases lists exerciseID's releases, oldest first.
-func (s Service) Releases(ctx context.Context, exerciseID string) ([]domain.FeedbackRelease, error) {
+func (s FeedbackReleases) Releases(ctx context.Context, exerciseID string) ([]domain.FeedbackRelease, error) {
 	if _, err := s.Catalog.Get(exerciseID); err != nil {
 		return nil, err
 	}
