@@ -27,13 +27,13 @@ import (
 	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/sandbox"
 	"github.com/npugrade/npugrade/internal/store"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -180,7 +180,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
 	srv := &httpapi.Server{
 		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: o.log, Metrics: metrics, MaxUpload: *o.maxUpload, MetricsToken: *o.metricsToken,
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *o.maxUpload}, UploadLimit: uploadWindow, References: refs},
+		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *o.maxUpload}, UploadLimit: uploadWindow, References: refs},
 	}
 	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log}, nil
 }

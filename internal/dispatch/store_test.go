@@ -10,10 +10,10 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // refuseCellResults makes the database itself refuse to store any cell
@@ -142,8 +142,8 @@ func setupClaimed(t *testing.T, dialect string, edit func(*exercise.Exercise)) c
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &submission.Service{DB: db, Queue: q, Catalog: cat}
-	sub, _, err := svc.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
+	svc := &intake.Service{DB: db, Queue: q, Catalog: cat}
+	sub, _, err := svc.Submit(ctx, intake.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // The exercise is due 2026-03-01 12:00 UTC; any lateness halves the score.
@@ -30,11 +30,11 @@ func catalog(t *testing.T) *exercise.Catalog {
 // submitAndGrade submits the answer as u at the database's clock and
 // grades it through the one grading use case (grade.Submissions), as a
 // runner's completion does.
-func submitAndGrade(t *testing.T, db *store.DB, subs *submission.Service, cat *exercise.Catalog, u domain.User) domain.Submission {
+func submitAndGrade(t *testing.T, db *store.DB, subs *intake.Service, cat *exercise.Catalog, u domain.User) domain.Submission {
 	t.Helper()
 	ctx := context.Background()
 	ex, _ := cat.Get("late")
-	sub, _, err := subs.Submit(ctx, submission.Request{User: u, ExerciseID: "late", Notebook: []byte(exercisetest.Answer)})
+	sub, _, err := subs.Submit(ctx, intake.Request{User: u, ExerciseID: "late", Notebook: []byte(exercisetest.Answer)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestExtensionLateWithoutPenalty(t *testing.T) {
 			db.Now = func() time.Time { return due.Add(-24 * time.Hour) }
 			cat := catalog(t)
 			q := queue.New(db, nil)
-			subs := &submission.Service{DB: db, Queue: q, Catalog: cat}
+			subs := &intake.Service{DB: db, Queue: q, Catalog: cat}
 			svc := &grade.Extensions{DB: db, Catalog: cat}
 			lena, _, _ := db.CreateUser(ctx, "lena", domain.RoleLearner)
 			bob, _, _ := db.CreateUser(ctx, "bob", domain.RoleLearner)

@@ -9,10 +9,10 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 const answer = exercisetest.Answer
@@ -48,8 +48,8 @@ func setup(t *testing.T, db *store.DB, answer string) *testBundle {
 // submit takes nb in as the learner's submission of "gr".
 func (b *testBundle) submit(t *testing.T, nb string) domain.Submission {
 	t.Helper()
-	intake := &submission.Service{DB: b.db, Queue: queue.New(b.db, nil), Catalog: b.cat}
-	sub, _, err := intake.Submit(b.ctx, submission.Request{User: b.learner, ExerciseID: "gr", Notebook: []byte(nb)})
+	svc := &intake.Service{DB: b.db, Queue: queue.New(b.db, nil), Catalog: b.cat}
+	sub, _, err := svc.Submit(b.ctx, intake.Request{User: b.learner, ExerciseID: "gr", Notebook: []byte(nb)})
 	if err != nil {
 		t.Fatal(err)
 	}

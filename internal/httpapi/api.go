@@ -12,7 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/submission"
+	"github.com/npugrade/npugrade/internal/intake"
 )
 
 func jsonEncode(w io.Writer, v any) error {
@@ -122,11 +122,11 @@ func (s *Server) createSubmission(c *gin.Context) {
 		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the submission is not valid", Problems: problems})
 		return
 	}
-	sub, created, err := s.Submissions.Submit(c.Request.Context(), submission.Request{
+	sub, created, err := s.Submissions.Submit(c.Request.Context(), intake.Request{
 		User: u, ExerciseID: exerciseID, Notebook: data, IdempotencyKey: c.GetHeader("Idempotency-Key"),
 	})
 	if err != nil {
-		var rl *submission.RateLimitError
+		var rl *intake.RateLimitError
 		if errors.As(err, &rl) {
 			c.Header("Retry-After", strconv.Itoa(int(math.Ceil(rl.RetryAfter.Seconds()))))
 		}

@@ -11,9 +11,9 @@ import (
 	"github.com/npugrade/npugrade/internal/authguard"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // TestFailedAuthThrottledAcrossServers: two servers on one database, each
@@ -37,7 +37,7 @@ func TestFailedAuthThrottledAcrossServers(t *testing.T) {
 				q := queue.New(db, log)
 				srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log,
 					Auth:        &authguard.Guard{DB: db, Log: log, Failures: 6, Window: time.Minute},
-					Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
+					Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
 				ts := httptest.NewServer(srv.Handler())
 				t.Cleanup(ts.Close)
 				return ts

@@ -14,9 +14,9 @@ import (
 	"github.com/npugrade/npugrade/internal/authguard"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 type syncBuf struct {
@@ -51,7 +51,7 @@ func TestFailedAuthThrottledAndLogged(t *testing.T) {
 			q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, Metrics: httpapi.NewMetrics(q),
 				Auth:        &authguard.Guard{DB: db, Log: log, Failures: 5, Window: time.Minute},
-				Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
+				Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
 			ts := httptest.NewServer(srv.Handler())
 			defer ts.Close()
 			_, good, _ := db.CreateUser(t.Context(), "ada", domain.RoleLearner)

@@ -20,11 +20,11 @@ import (
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // liveEnv is a real http.Server (HTTPServer with t's limits) over the
@@ -59,7 +59,7 @@ func newLiveEnvOn(t testing.TB, dialect string, cat *exercise.Catalog, limits ht
 	q := queue.New(db, log)
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
 		Dispatch:    &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log},
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
+		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

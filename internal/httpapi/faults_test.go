@@ -16,10 +16,10 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 type faultEnv struct {
@@ -38,7 +38,7 @@ func newFaultEnv(t *testing.T, dialect string) *faultEnv {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat}}
+		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &faultEnv{db: db, url: ts.URL, dbURL: dbURL, logs: logs}

@@ -15,10 +15,10 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // limitedServer is one server process over dbURL whose learners may
@@ -30,7 +30,7 @@ func limitedServer(t *testing.T, dbURL string, count int) *httptest.Server {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q := queue.New(db, log)
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 1 << 20,
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, UploadLimit: store.UploadWindow{Count: count, Per: time.Hour}}}
+		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat, UploadLimit: store.UploadWindow{Count: count, Per: time.Hour}}}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts

@@ -16,10 +16,10 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // policyEnv is a server over the "pol" exercise (policyAnswer: one
@@ -50,10 +50,10 @@ func newPolicyEnv(t *testing.T, dialect, exerciseJSON string) *policyEnv {
 
 // testServer serves the API of a server over db and cat (intake
 // included), every exchange checked against api/openapi.yaml.
-func testServer(t *testing.T, db *store.DB, cat *exercise.Catalog) (*httptest.Server, *submission.Service) {
+func testServer(t *testing.T, db *store.DB, cat *exercise.Catalog) (*httptest.Server, *intake.Service) {
 	t.Helper()
 	q := queue.New(db, nil)
-	subs := &submission.Service{DB: db, Queue: q, Catalog: cat}
+	subs := &intake.Service{DB: db, Queue: q, Catalog: cat}
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Submissions: subs}
 	ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))
 	t.Cleanup(ts.Close)

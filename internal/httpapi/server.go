@@ -26,10 +26,10 @@ import (
 	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // Server holds the handlers' dependencies.
@@ -37,7 +37,7 @@ type Server struct {
 	DB          *store.DB
 	Queue       *queue.Queue
 	Catalog     *exercise.Catalog
-	Submissions *submission.Service
+	Submissions *intake.Service
 	Dispatch    *dispatch.Dispatcher
 	Log         *slog.Logger
 	Metrics     *Metrics

@@ -12,9 +12,9 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/similarity"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // simAnswer has one solution cell; its given line (outside the solution
@@ -63,11 +63,11 @@ func TestSimilarityReportHTTP(t *testing.T) {
 					t.Fatal(err)
 				}
 				if name == "a" { // an earlier attempt of a's does not count: the latest does
-					if _, _, err := subs.Submit(ctx, submission.Request{User: u, ExerciseID: "sim", Notebook: notebookOf("y = 2\n")}); err != nil {
+					if _, _, err := subs.Submit(ctx, intake.Request{User: u, ExerciseID: "sim", Notebook: notebookOf("y = 2\n")}); err != nil {
 						t.Fatal(err)
 					}
 				}
-				if _, _, err := subs.Submit(ctx, submission.Request{User: u, ExerciseID: "sim", Notebook: notebookOf(string(code))}); err != nil {
+				if _, _, err := subs.Submit(ctx, intake.Request{User: u, ExerciseID: "sim", Notebook: notebookOf(string(code))}); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -85,7 +85,7 @@ func BenchmarkRebuildUpload(b *testing.B) {
 }
 
 // BenchmarkIntakeNotebook is all of intake's notebook work on one
-// upload, as internal/submission does it: Parse, then RebuildEncoded.
+// upload, as internal/intake does it: Parse, then RebuildEncoded.
 func BenchmarkIntakeNotebook(b *testing.B) {
 	tmpl, _ := intakeTemplate(b)
 	data := paddedAnswer(b)

@@ -13,13 +13,13 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // catalog writes the exercise "rg" with the given reference output of q2
@@ -35,7 +35,7 @@ type testBundle struct {
 	ctx     context.Context
 	db      *store.DB
 	q       *queue.Queue
-	sub     *submission.Service
+	sub     *intake.Service
 	alice   domain.User
 	teacher domain.User
 }
@@ -45,7 +45,7 @@ func setup(t *testing.T, d string) *testBundle {
 	t.Helper()
 	db := storetest.Open(t, d)
 	q := queue.New(db, nil)
-	e := &testBundle{ctx: context.Background(), db: db, q: q, sub: &submission.Service{DB: db, Queue: q}}
+	e := &testBundle{ctx: context.Background(), db: db, q: q, sub: &intake.Service{DB: db, Queue: q}}
 	var err error
 	if e.alice, _, err = db.CreateUser(e.ctx, "alice", domain.RoleLearner); err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func (e *testBundle) graded(t *testing.T, cat *exercise.Catalog, user domain.Use
 	ctx := context.Background()
 	ex, _ := cat.Get("rg")
 	e.sub.Catalog = cat
-	sub, _, err := e.sub.Submit(ctx, submission.Request{User: user, ExerciseID: "rg", Notebook: []byte(exercisetest.Answer)})
+	sub, _, err := e.sub.Submit(ctx, intake.Request{User: user, ExerciseID: "rg", Notebook: []byte(exercisetest.Answer)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -310,7 +310,7 @@ func TestRegradeRequeuesFailedSubmissions(t *testing.T) {
 			}
 			saveRef(ex1.AnswerSHA256())
 			e.sub.Catalog = v1
-			sa, _, err := e.sub.Submit(ctx, submission.Request{User: alice, ExerciseID: "rg", Notebook: []byte(exercisetest.Answer)})
+			sa, _, err := e.sub.Submit(ctx, intake.Request{User: alice, ExerciseID: "rg", Notebook: []byte(exercisetest.Answer)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/submission"
+	"github.com/npugrade/npugrade/internal/intake"
 )
 
 // exerciseTitle is the exercise's title in the page language.
@@ -193,7 +193,7 @@ func (h *handler) upload(c *gin.Context) {
 		h.refuseUpload(c, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", h.MaxUpload))
 		return
 	}
-	sub, created, err := h.Submissions.Submit(c.Request.Context(), submission.Request{User: sessionOf(c).User, ExerciseID: ex.ID, Notebook: data})
+	sub, created, err := h.Submissions.Submit(c.Request.Context(), intake.Request{User: sessionOf(c).User, ExerciseID: ex.ID, Notebook: data})
 	if err != nil {
 		h.refuseUpload(c, err)
 		return

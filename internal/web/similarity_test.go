@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // TestSimilarityPage: the instructor's similarity page shows the copied
@@ -59,7 +59,7 @@ func TestSimilarityPage(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t, d)
 			teacher := e.user(t, "teacher", domain.RoleInstructor)
-			subs := &submission.Service{DB: e.db, Queue: queue.New(e.db, nil), Catalog: e.cat}
+			subs := &intake.Service{DB: e.db, Queue: queue.New(e.db, nil), Catalog: e.cat}
 			var learnerTok string
 			for _, n := range []string{"a", "b", "c", "d"} {
 				u, tok, err := e.db.CreateUser(ctx, "learner-"+n, domain.RoleLearner)
@@ -67,7 +67,7 @@ func TestSimilarityPage(t *testing.T) {
 					t.Fatal(err)
 				}
 				learnerTok = tok
-				if _, _, err := subs.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: withCode(code[n])}); err != nil {
+				if _, _, err := subs.Submit(ctx, intake.Request{User: u, ExerciseID: "ch1", Notebook: withCode(code[n])}); err != nil {
 					t.Fatal(err)
 				}
 			}

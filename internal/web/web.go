@@ -28,9 +28,9 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/fleet"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/regrade"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 //go:embed templates/*.html
@@ -58,7 +58,7 @@ type Deps struct {
 		PendingDepth(ctx context.Context) (map[string]int64, error)
 	}
 	Catalog     *exercise.Catalog
-	Submissions *submission.Service
+	Submissions *intake.Service
 	// Regrades stages, applies and discards regrades (package regrade).
 	Regrades *regrade.Service
 	// References reviews the references recorded by runners (package

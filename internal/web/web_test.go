@@ -20,11 +20,11 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 type env struct {
@@ -48,7 +48,7 @@ func newEnvWith(t testing.TB, dialect, exercises, answers string) *env {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q := queue.New(db, log)
 	s := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
-		Submissions: &submission.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: 8 << 20}}}
+		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: 8 << 20}}}
 	srv := httptest.NewServer(apitest.Handler(t, s.Handler()))
 	t.Cleanup(srv.Close)
 	return &env{db: db, srv: srv, cat: cat}

@@ -1,7 +1,7 @@
-// Package submission is the intake of learner notebooks: validate the
+// Package intake takes learner notebooks in: validate the
 // upload, rebuild the notebook to execute from the exercise template, and
 // store the submission with its queued job in one transaction.
-package submission
+package intake
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package submission_test
+package intake_test
 
 import (
 	"context"
@@ -11,9 +11,9 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store/storetest"
-	"github.com/npugrade/npugrade/internal/submission"
 )
 
 // TestStaleReferencesRefuseUploads: an exercise whose answer changed
@@ -40,12 +40,12 @@ func TestStaleReferencesRefuseUploads(t *testing.T) {
 			stale.AnswerSHA256 = "recorded-from-an-older-answer"
 			ex.References["cpu"] = &stale
 			q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			svc := &submission.Service{DB: db, Queue: q, Catalog: cat, References: &grade.Submissions{DB: db}}
+			svc := &intake.Service{DB: db, Queue: q, Catalog: cat, References: &grade.Submissions{DB: db}}
 			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, _, err = svc.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
+			_, _, err = svc.Submit(ctx, intake.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes})
 			if domain.ErrorCode(err) != domain.ECONFLICT || !strings.Contains(err.Error(), "参考输出尚未重新录制") || !strings.Contains(err.Error(), "未计入次数") {
 				t.Fatalf("submit with stale references: %v, want a conflict in Chinese", err)
 			}
@@ -56,7 +56,7 @@ func TestStaleReferencesRefuseUploads(t *testing.T) {
 				t.Errorf("jobs queued: %v", depth)
 			}
 			ex.References["cpu"] = fresh // recorded again
-			if _, created, err := svc.Submit(ctx, submission.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes}); err != nil || !created {
+			if _, created, err := svc.Submit(ctx, intake.Request{User: u, ExerciseID: "ch1", Notebook: ex.StarterBytes}); err != nil || !created {
 				t.Fatalf("submit after recording: %v %v", created, err)
 			}
 			if depth, _ := q.Depth(ctx); depth[domain.JobQueued] != 1 {
