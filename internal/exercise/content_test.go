@@ -129,3 +129,18 @@ func TestSuperKernelStatementsCiteTheCourse(t *testing.T) {
 		}
 	}
 }
+
+// ch2's version table is torch_npu's (Ascend/pytorch README.zh.md, 昇腾辅助软件);
+// the TorchAir README has no such table. 26.0.0 (CANN 9.0.0) also ships with
+// torch_npu 2.10.0.
+func TestVersionTableIsTorchNPUs(t *testing.T) {
+	t.Parallel()
+	cells, markdown := answerNotebook(t, "ch2")
+	mustContain(t, "ch2 setup", cells["setup"].Source, `"2.10.0": "26.0.0"`, `"26.0.0": "9.0.0"`, "Ascend/pytorch README")
+	mustContain(t, "ch2 q2's 解析", cells["q2"].Feedback, "Ascend/pytorch README.zh.md", "2.10.0")
+	mustContain(t, "ch2 q13", cells["q13"].Source, `("2.10.0+cpu", "2.10.0", "9.0.0")`)
+	for cid, c := range cells {
+		mustNotContain(t, "ch2 "+cid, c.Source+c.Feedback, "TorchAir README 版本配套表", "TorchAir 版本配套表")
+	}
+	mustNotContain(t, "ch2 q2", question(t, markdown, "## 第 2 题"), "TorchAir 版本配套表")
+}
