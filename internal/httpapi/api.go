@@ -92,10 +92,7 @@ func toJSON(s domain.Submission) SubmissionJSON {
 
 func (s *Server) createSubmission(c *gin.Context) {
 	u := currentUser(c)
-	max := s.MaxUpload
-	if max <= 0 {
-		max = 8 << 20
-	}
+	max := s.maxUpload()
 	// The body may carry multipart overhead beyond the notebook itself.
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max+formOverhead)
 	form, err := readUploadForm(c.Request, max)

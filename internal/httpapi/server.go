@@ -72,7 +72,7 @@ func (s *Server) Handler() http.Handler {
 	// The client address is the connection's: X-Forwarded-For is not
 	// trusted, so a client cannot pick the address it is throttled by.
 	_ = r.SetTrustedProxies(nil)
-	r.Use(s.recoverer(), s.logger(), s.edgeCheck())
+	r.Use(s.recoverer(), s.logger(), s.edgeCheck(), s.capBodies())
 	r.HandleMethodNotAllowed = true
 	r.NoRoute(func(c *gin.Context) {
 		s.problem(c, domain.Errorf(domain.ENOTFOUND, "no route %s %s", c.Request.Method, c.Request.URL.Path))
