@@ -22,6 +22,7 @@ var (
 	envAddr          = envVar{"NPUGRADE_ADDR", "listen address, the default of --addr"}
 	envSandbox       = envVar{"NPUGRADE_SANDBOX", "kernel isolation, the default of --sandbox (bwrap or none)"}
 	envMetricsToken  = envVar{"NPUGRADE_METRICS_TOKEN", "bearer token for /metrics on the main listener, the default of --metrics-token"}
+	envTrusted       = envVar{"NPUGRADE_TRUSTED_PROXIES", "reverse proxies whose X-Forwarded-For names the client, the default of --trusted-proxies"}
 	envServer        = envVar{"NPUGRADE_SERVER", "server URL, the default of --server"}
 	envToken         = envVar{"NPUGRADE_TOKEN", "API token, the default of --token"}
 	envRunnerToken   = envVar{"NPUGRADE_RUNNER_TOKEN", "runner token, the default of --token"}

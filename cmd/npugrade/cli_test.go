@@ -83,6 +83,7 @@ func TestCLIInvalidValues(t *testing.T) {
 	wantUsageError(t, `invalid value "docker" for flag -sandbox`, "check", "--sandbox", "docker")
 	wantUsageError(t, `invalid value "teacher" for flag -role`, "user", "add", "bob", "--role", "teacher", "--db", db)
 	wantUsageError(t, `invalid value "12x" for flag -max-upload`, "serve", "--max-upload", "12x", "--db", db)
+	wantUsageError(t, `--trusted-proxies: not a CIDR or an address: "proxy.campus"`, "serve", "--trusted-proxies", "10.0.0.0/8,proxy.campus", "--db", db)
 }
 
 // TestCLICheckOnlyUnknown: `check --only typo` used to check nothing and
@@ -153,7 +154,7 @@ func TestCLIHelpListsEnvironment(t *testing.T) {
 		t.Fatalf("found only %d NPUGRADE_ variables in the sources: %v", len(read), read)
 	}
 	helps := map[string][]string{
-		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR", "NPUGRADE_METRICS_TOKEN"},
+		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR", "NPUGRADE_METRICS_TOKEN", "NPUGRADE_TRUSTED_PROXIES"},
 		"runner":    {"NPUGRADE_SERVER", "NPUGRADE_RUNNER_TOKEN", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
 		"check":     {"NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
 		"env build": {"NPUGRADE_ENVS_DIR", "NPUGRADE_DEBIAN_MIRROR"},

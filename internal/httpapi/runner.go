@@ -239,7 +239,7 @@ func (s *Server) claimJob(c *gin.Context) {
 		}()
 	}
 	g := s.guard()
-	n, w := g.Limits()
+	_, w := g.Limits()
 	var refused error
 	admit := func(t store.TokenCheck) (int64, error) {
 		u, err := g.Admit(ctx, c.ClientIP(), c.Request.URL.Path, token, t)
@@ -253,7 +253,7 @@ func (s *Server) claimJob(c *gin.Context) {
 		c.Set(userKey, u)
 		return u.ID, nil
 	}
-	l, err := s.Dispatch.ClaimAs(ctx, store.ClaimAuth{Token: token, Addr: c.ClientIP(), Window: w, MaxFailures: n, Role: domain.RoleRunner},
+	l, err := s.Dispatch.ClaimAs(ctx, store.ClaimAuth{Token: token, Addr: c.ClientIP(), Window: w, Role: domain.RoleRunner},
 		admit, req.RunnerID, matcher(rep), wait)
 	if refused != nil {
 		s.authProblem(c, refused)
