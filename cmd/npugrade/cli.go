@@ -316,3 +316,19 @@ func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
+
+// serverURL checks a --server value: an http:// or https:// URL with a
+// host. It returns it without trailing slashes. A value without a scheme
+// ("127.0.0.1:8080", which used to crash submit) is refused with the URL
+// it probably meant, never guessed: a server behind TLS must not be
+// reached in the clear by accident.
+func serverURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return strings.TrimRight(s, "/"), nil
+	}
+	if !strings.Contains(s, "://") {
+		return "", fmt.Errorf("--server %q is not a URL: give its scheme, e.g. --server http://%s", s, strings.TrimLeft(s, "/"))
+	}
+	return "", fmt.Errorf("--server %q must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080", s)
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,6 +57,10 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *token == "" {
 		missing = append(missing, "--token (or NPUGRADE_TOKEN) is required")
 	}
+	base, err := serverURL(*server)
+	if err != nil {
+		missing = append(missing, err.Error())
+	}
 	if len(missing) > 0 {
 		return fs.usageError(stderr, missing...)
 	}
@@ -70,7 +75,11 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fw, _ := mw.CreateFormFile("notebook", filepath.Base(file))
 	fw.Write(data)
 	mw.Close()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*server, "/")+"/api/v1/submissions", &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/submissions", &body)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade submit:", err)
+		return exitError
+	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+*token)
 	if *key == "" {
@@ -104,7 +113,11 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitError
 		case <-time.After(500 * time.Millisecond):
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*server, "/")+"/api/v1/submissions/"+sub.ID, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/submissions/"+url.PathEscape(sub.ID), nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade submit:", err)
+			return exitError
+		}
 		req.Header.Set("Authorization", "Bearer "+*token)
 		if _, code := doJSON(req, http.StatusOK, &sub, stderr); code != exitOK {
 			return code
