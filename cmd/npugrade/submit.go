@@ -16,6 +16,10 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/width"
 
 	"github.com/npugrade/npugrade/internal/domain"
 )
@@ -178,10 +182,52 @@ func doJSON(req *http.Request, want int, out any, stderr io.Writer) (*http.Respo
 	return resp, exitOK
 }
 
+// messageColumns is how wide a verdict's message may be in submit's
+// table, in terminal columns.
+const messageColumns = 100
+
+// oneLine is a cell's message on one line of at most messageColumns
+// columns: cut between characters (never inside one: a Chinese message
+// used to end in an invalid byte, shown as �), counting East Asian wide
+// characters as the two columns a terminal gives them, with "…" when
+// something was cut.
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 100 {
-		s = s[:100] + "…"
+	if displayColumns(s) <= messageColumns {
+		return s
+	}
+	cols := 0
+	for i, r := range s {
+		// One column is left for the ellipsis.
+		if cols += runeColumns(r); cols > messageColumns-1 {
+			return s[:i] + "…"
+		}
 	}
 	return s
+}
+
+// displayColumns is how many terminal columns s takes.
+func displayColumns(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeColumns(r)
+	}
+	return n
+}
+
+// runeColumns is the columns a terminal gives r: 2 for East Asian wide
+// and fullwidth characters, 0 for combining marks and other zero-width
+// ones, else 1.
+func runeColumns(r rune) int {
+	switch {
+	case r == utf8.RuneError:
+		return 1
+	case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || unicode.Is(unicode.Cf, r):
+		return 0
+	}
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return 2
+	}
+	return 1
 }
