@@ -13,6 +13,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/submission"
+	"github.com/npugrade/npugrade/internal/web"
 )
 
 func jsonEncode(w io.Writer, v any) error {
@@ -126,6 +127,9 @@ func (s *Server) createSubmission(c *gin.Context) {
 		var rl *submission.RateLimitError
 		if errors.As(err, &rl) {
 			c.Header("Retry-After", strconv.Itoa(int(math.Ceil(rl.RetryAfter.Seconds()))))
+		}
+		if we := (*submission.WrongExerciseError)(nil); errors.As(err, &we) && web.PrefersChinese(c.Request) {
+			err = we.Chinese()
 		}
 		s.problem(c, err)
 		return
