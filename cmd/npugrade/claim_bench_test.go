@@ -274,7 +274,7 @@ func claimAsScript(token string, runners [][2]string) string {
 	stmt := store.ClaimAsStatement(`('{}')`)
 	for _, kv := range [][2]string{{"@hash", "'" + auth.HashToken(token) + "'"}, {"@addr", "'127.0.0.1'"},
 		{"@wstart", "now() - interval '1 minute'"}, {"@runner", fmt.Sprintf("(ARRAY[%s])[:client_id %% %d + 1]", strings.Join(ids, ","), len(ids))},
-		{"@role", "'runner'"}, {"@maxfail", "20"}, {"@stale", "now() - interval '5 seconds'"}} {
+		{"@role", "'runner'"}, {"@stale", "now() - interval '5 seconds'"}} {
 		stmt = strings.ReplaceAll(stmt, kv[0], kv[1])
 	}
 	return stmt

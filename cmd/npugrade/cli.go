@@ -22,6 +22,7 @@ var (
 	envAddr          = envVar{"NPUGRADE_ADDR", "listen address, the default of --addr"}
 	envSandbox       = envVar{"NPUGRADE_SANDBOX", "kernel isolation, the default of --sandbox (bwrap or none)"}
 	envMetricsToken  = envVar{"NPUGRADE_METRICS_TOKEN", "bearer token for /metrics on the main listener, the default of --metrics-token"}
+	envTrusted       = envVar{"NPUGRADE_TRUSTED_PROXIES", "reverse proxies whose X-Forwarded-For names the client, the default of --trusted-proxies"}
 	envServer        = envVar{"NPUGRADE_SERVER", "server URL, the default of --server"}
 	envToken         = envVar{"NPUGRADE_TOKEN", "API token, the default of --token"}
 	envRunnerToken   = envVar{"NPUGRADE_RUNNER_TOKEN", "runner token, the default of --token"}
@@ -314,4 +315,20 @@ func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 		return slog.Float64(a.Key, a.Value.Duration().Seconds())
 	}
 	return a
+}
+
+// serverURL checks a --server value: an http:// or https:// URL with a
+// host. It returns it without trailing slashes. A value without a scheme
+// ("127.0.0.1:8080", which used to crash submit) is refused with the URL
+// it probably meant, never guessed: a server behind TLS must not be
+// reached in the clear by accident.
+func serverURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
+		return strings.TrimRight(s, "/"), nil
+	}
+	if !strings.Contains(s, "://") {
+		return "", fmt.Errorf("--server %q is not a URL: give its scheme, e.g. --server http://%s", s, strings.TrimLeft(s, "/"))
+	}
+	return "", fmt.Errorf("--server %q must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080", s)
 }

@@ -83,6 +83,7 @@ func TestCLIInvalidValues(t *testing.T) {
 	wantUsageError(t, `invalid value "docker" for flag -sandbox`, "check", "--sandbox", "docker")
 	wantUsageError(t, `invalid value "teacher" for flag -role`, "user", "add", "bob", "--role", "teacher", "--db", db)
 	wantUsageError(t, `invalid value "12x" for flag -max-upload`, "serve", "--max-upload", "12x", "--db", db)
+	wantUsageError(t, `--trusted-proxies: not a CIDR or an address: "proxy.campus"`, "serve", "--trusted-proxies", "10.0.0.0/8,proxy.campus", "--db", db)
 }
 
 // TestCLICheckOnlyUnknown: `check --only typo` used to check nothing and
@@ -153,7 +154,7 @@ func TestCLIHelpListsEnvironment(t *testing.T) {
 		t.Fatalf("found only %d NPUGRADE_ variables in the sources: %v", len(read), read)
 	}
 	helps := map[string][]string{
-		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR", "NPUGRADE_METRICS_TOKEN"},
+		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR", "NPUGRADE_METRICS_TOKEN", "NPUGRADE_TRUSTED_PROXIES"},
 		"runner":    {"NPUGRADE_SERVER", "NPUGRADE_RUNNER_TOKEN", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
 		"check":     {"NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
 		"env build": {"NPUGRADE_ENVS_DIR", "NPUGRADE_DEBIAN_MIRROR"},
@@ -261,8 +262,9 @@ func TestCLIReadingCommandsDoNotCreate(t *testing.T) {
 
 // TestCLISubmitIdempotent: `submit --help` promised an idempotency key that
 // was never sent, so a resend made a second attempt. Sending the same file
-// for the same exercise twice now returns the first submission; another
-// exercise or an explicit key makes a new one. No runner: the submissions
+// for the same exercise twice now returns the first submission; an
+// explicit key makes a new one, and the file sent as another exercise is
+// refused (it is ch1's notebook). No runner: the submissions
 // stay queued and submit gives up waiting after --wait.
 func TestCLISubmitIdempotent(t *testing.T) {
 	t.Parallel()
@@ -291,8 +293,11 @@ func TestCLISubmitIdempotent(t *testing.T) {
 			if other, _ := submitID("--exercise", "ch1", "--idempotency-key", "second-try"); other == first {
 				t.Errorf("an explicit new key returned the first submission %s", first)
 			}
-			if other, _ := submitID("--exercise", "ch2"); other == first {
-				t.Errorf("another exercise returned the first submission %s", first)
+			// The same file for another exercise is not the first submission
+			// again: it is refused as another exercise's notebook.
+			if code, stdout, stderr := runCLI(t, "submit", "--server", s.url, "--token", ada, "--wait", "1s", "--exercise", "ch2", file); code == 0 ||
+				strings.Contains(stdout, first) || !strings.Contains(stderr, "exercise ch1's") {
+				t.Errorf("the ch1 file as ch2: exit %d %q %q", code, stdout, stderr)
 			}
 		})
 	}

@@ -55,6 +55,11 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if !*probe && (*server == "" || *token == "") {
 		return fs.usageError(stderr, "--server (or NPUGRADE_SERVER) and --token (or NPUGRADE_RUNNER_TOKEN) are required unless --probe")
 	}
+	if !*probe {
+		if *server, err = serverURL(*server); err != nil {
+			return fs.usageError(stderr, err.Error())
+		}
+	}
 	rep, env, err := runnerReport(ctx, *python, *profile, envFor, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade runner: environment probe:", err)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -38,7 +39,7 @@ import (
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
-		envAddr, envDB, envSandbox, envMetricsToken)
+		envAddr, envDB, envSandbox, envMetricsToken, envTrusted)
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
 	var o serveOptions
 	o.dbURL = fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
@@ -52,6 +53,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.maxUpload = fs.Int64Min("max-upload", 8<<20, 1024, "largest accepted notebook in bytes")
 	o.metricsAddr = fs.String("metrics-addr", "", "serve /metrics without authentication on this separate listener HOST:PORT (keep it off the public network)")
 	o.metricsToken = fs.String("metrics-token", envOr("NPUGRADE_METRICS_TOKEN", ""), "bearer token that GET /metrics needs on the main listener (default: /metrics is not served there)")
+	trusted := fs.String("trusted-proxies", envOr("NPUGRADE_TRUSTED_PROXIES", ""), "comma-separated CIDRs of the reverse proxies in front of the server: from them the client is the right-most X-Forwarded-For address outside them (default: none, X-Forwarded-For is ignored)")
 	o.uploadLimit = fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file when serve stops (make bench)")
@@ -67,6 +69,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	restoreGC, err := applyGC()
 	if err != nil {
 		return fs.usageError(stderr, err.Error())
+	}
+	if o.trustedProxies, err = httpapi.ParseTrustedProxies(*trusted); err != nil {
+		return fs.usageError(stderr, "--trusted-proxies: "+err.Error())
 	}
 	defer restoreGC()
 	o.log = newLogger(stderr, *logLevel)
@@ -113,6 +118,7 @@ type serveOptions struct {
 	local, dbConns                             *int
 	leaseTTL, cellTimeout, jobTimeout          *time.Duration
 	maxUpload                                  *int64
+	trustedProxies                             []netip.Prefix
 	envFor                                     envChooser
 	setupExecutor                              func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error
 	warmPool                                   func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func())
@@ -180,7 +186,8 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
 	srv := &httpapi.Server{
 		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: o.log, Metrics: metrics, MaxUpload: *o.maxUpload, MetricsToken: *o.metricsToken,
-		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *o.maxUpload}, UploadLimit: uploadWindow, References: refs},
+		TrustedProxies: o.trustedProxies,
+		Submissions:    &intake.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *o.maxUpload}, UploadLimit: uploadWindow, References: refs},
 	}
 	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log}, nil
 }

@@ -10,11 +10,16 @@ import (
 	"io"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"golang.org/x/text/width"
 
 	"github.com/npugrade/npugrade/internal/domain"
 )
@@ -56,6 +61,10 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *token == "" {
 		missing = append(missing, "--token (or NPUGRADE_TOKEN) is required")
 	}
+	base, err := serverURL(*server)
+	if err != nil {
+		missing = append(missing, err.Error())
+	}
 	if len(missing) > 0 {
 		return fs.usageError(stderr, missing...)
 	}
@@ -70,7 +79,11 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	fw, _ := mw.CreateFormFile("notebook", filepath.Base(file))
 	fw.Write(data)
 	mw.Close()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(*server, "/")+"/api/v1/submissions", &body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/api/v1/submissions", &body)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade submit:", err)
+		return exitError
+	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+*token)
 	if *key == "" {
@@ -104,7 +117,11 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitError
 		case <-time.After(500 * time.Millisecond):
 		}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(*server, "/")+"/api/v1/submissions/"+sub.ID, nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/submissions/"+url.PathEscape(sub.ID), nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "npugrade submit:", err)
+			return exitError
+		}
 		req.Header.Set("Authorization", "Bearer "+*token)
 		if _, code := doJSON(req, http.StatusOK, &sub, stderr); code != exitOK {
 			return code
@@ -165,10 +182,52 @@ func doJSON(req *http.Request, want int, out any, stderr io.Writer) (*http.Respo
 	return resp, exitOK
 }
 
+// messageColumns is how wide a verdict's message may be in submit's
+// table, in terminal columns.
+const messageColumns = 100
+
+// oneLine is a cell's message on one line of at most messageColumns
+// columns: cut between characters (never inside one: a Chinese message
+// used to end in an invalid byte, shown as �), counting East Asian wide
+// characters as the two columns a terminal gives them, with "…" when
+// something was cut.
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
-	if len(s) > 100 {
-		s = s[:100] + "…"
+	if displayColumns(s) <= messageColumns {
+		return s
+	}
+	cols := 0
+	for i, r := range s {
+		// One column is left for the ellipsis.
+		if cols += runeColumns(r); cols > messageColumns-1 {
+			return s[:i] + "…"
+		}
 	}
 	return s
+}
+
+// displayColumns is how many terminal columns s takes.
+func displayColumns(s string) int {
+	n := 0
+	for _, r := range s {
+		n += runeColumns(r)
+	}
+	return n
+}
+
+// runeColumns is the columns a terminal gives r: 2 for East Asian wide
+// and fullwidth characters, 0 for combining marks and other zero-width
+// ones, else 1.
+func runeColumns(r rune) int {
+	switch {
+	case r == utf8.RuneError:
+		return 1
+	case unicode.Is(unicode.Mn, r) || unicode.Is(unicode.Me, r) || unicode.Is(unicode.Cf, r):
+		return 0
+	}
+	switch width.LookupRune(r).Kind() {
+	case width.EastAsianWide, width.EastAsianFullwidth:
+		return 2
+	}
+	return 1
 }

@@ -2,7 +2,10 @@
 // throttles the client addresses that keep presenting bad ones: a
 // guesser gets a few tries a minute, then 429, on every server sharing
 // the database, and every failure is logged (address and path, never
-// the token), repeated ones summarised.
+// the token), repeated ones summarised. Only failed authentication is
+// counted and only it is refused: a valid token is admitted from any
+// address, so a class behind one NAT or proxy is not locked out by one
+// learner's typos or a stale script.
 package authguard
 
 import (
@@ -56,7 +59,7 @@ type logState struct {
 
 // User returns the user of token, presented from addr for path. Bad
 // tokens count against addr; an address over the limit is refused
-// whatever its token. The limit and the token are read in one statement
+// unless its token is valid. The limit and the token are read in one statement
 // (store.Authenticate): one round trip per request, none on Postgres
 // while the server keeps the check (forgotten at any change to it, on
 // every server).
@@ -70,24 +73,25 @@ func (g *Guard) User(ctx context.Context, addr, path, token string) (domain.User
 }
 
 // Admit decides on an authentication read elsewhere (a runner's claim
-// authenticates in the claim's statement, store.ClaimAuth): an address
-// over the limit is refused (*Throttled), a bad token is counted and
-// refused (EUNAUTHORIZED), a good one gives its user.
+// authenticates in the claim's statement, store.ClaimAuth): a good token
+// gives its user whatever its address's failures; a bad one from an
+// address over the limit is refused (*Throttled) and not counted (no
+// write), below the limit it is counted and refused (EUNAUTHORIZED).
 func (g *Guard) Admit(ctx context.Context, addr, path, token string, a store.TokenCheck) (domain.User, error) {
+	if a.Valid {
+		return a.User, nil
+	}
 	n, w := g.Limits()
 	if a.Failures >= n {
 		wait := max(a.WindowStart.Add(w).Sub(g.DB.Now()), time.Second)
 		return domain.User{}, &Throttled{RetryAfter: wait,
 			Err: domain.Errorf(domain.ERATELIMIT, "too many failed sign-ins from this address; try again in %s", wait.Round(time.Second))}
 	}
-	if !a.Valid {
-		g.failed(ctx, addr, path)
-		if token == "" {
-			return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "a bearer token is required")
-		}
-		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "the token is not valid")
+	g.failed(ctx, addr, path)
+	if token == "" {
+		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "a bearer token is required")
 	}
-	return a.User, nil
+	return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "the token is not valid")
 }
 
 // Limits are the failed sign-ins allowed per address and window.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/web"
 )
 
 func jsonEncode(w io.Writer, v any) error {
@@ -92,10 +93,7 @@ func toJSON(s domain.Submission) SubmissionJSON {
 
 func (s *Server) createSubmission(c *gin.Context) {
 	u := currentUser(c)
-	max := s.MaxUpload
-	if max <= 0 {
-		max = 8 << 20
-	}
+	max := s.maxUpload()
 	// The body may carry multipart overhead beyond the notebook itself.
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, max+formOverhead)
 	form, err := readUploadForm(c.Request, max)
@@ -129,6 +127,9 @@ func (s *Server) createSubmission(c *gin.Context) {
 		var rl *intake.RateLimitError
 		if errors.As(err, &rl) {
 			c.Header("Retry-After", strconv.Itoa(int(math.Ceil(rl.RetryAfter.Seconds()))))
+		}
+		if we := (*intake.WrongExerciseError)(nil); errors.As(err, &we) && web.PrefersChinese(c.Request) {
+			err = we.Chinese()
 		}
 		s.problem(c, err)
 		return

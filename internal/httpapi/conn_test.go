@@ -54,12 +54,22 @@ func projectCatalog(t testing.TB) *exercise.Catalog {
 // newLiveEnvOn is newLiveEnv over the catalogue cat.
 func newLiveEnvOn(t testing.TB, dialect string, cat *exercise.Catalog, limits httpapi.Timeouts) *liveEnv {
 	t.Helper()
+	return newLiveEnvWith(t, dialect, cat, limits, nil)
+}
+
+// newLiveEnvWith is newLiveEnvOn with configure applied to the server
+// (when not nil) before it starts.
+func newLiveEnvWith(t testing.TB, dialect string, cat *exercise.Catalog, limits httpapi.Timeouts, configure func(*httpapi.Server)) *liveEnv {
+	t.Helper()
 	db := storetest.Open(t, dialect)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q := queue.New(db, log)
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
 		Dispatch:    &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log},
 		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
+	if configure != nil {
+		configure(srv)
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -23,10 +23,11 @@ func (s *Server) extensions() *grade.Extensions {
 
 func (s *Server) grantExtension(c *gin.Context) {
 	var req grade.ExtensionRequest
-	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, &domain.Error{Code: domain.EINVALID,
+	if !s.bindJSON(c, &req, func(err error) error {
+		return &domain.Error{Code: domain.EINVALID,
 			Message:  `the body must be JSON {"learner": ..., "deadline": "RFC 3339", "late_penalty": [{"after": "24h", "multiplier": 0.5}]}`,
-			Problems: []string{err.Error()}})
+			Problems: []string{err.Error()}}
+	}) {
 		return
 	}
 	r, err := s.extensions().Grant(c.Request.Context(), currentUser(c), c.Param("id"), req)

@@ -196,8 +196,9 @@ type ReferenceRequest struct {
 
 func (s *Server) recordReference(c *gin.Context) {
 	var req ReferenceRequest
-	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, domain.Errorf(domain.EINVALID, "the body must be JSON {\"profile\": \"npu-a2\"}: %v", err))
+	if !s.bindJSON(c, &req, func(err error) error {
+		return domain.Errorf(domain.EINVALID, "the body must be JSON {\"profile\": \"npu-a2\"}: %v", err)
+	}) {
 		return
 	}
 	if req.Profile == "" {

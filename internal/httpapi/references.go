@@ -68,8 +68,9 @@ func (s *Server) decideStagedReference(accept bool) gin.HandlerFunc {
 		}
 		var req DecisionRequest
 		if c.Request.ContentLength != 0 {
-			if err := c.ShouldBindJSON(&req); err != nil {
-				s.problem(c, domain.Errorf(domain.EINVALID, "the body must be empty or JSON {\"note\": \"...\"}: %v", err))
+			if !s.bindJSON(c, &req, func(err error) error {
+				return domain.Errorf(domain.EINVALID, "the body must be empty or JSON {\"note\": \"...\"}: %v", err)
+			}) {
 				return
 			}
 		}

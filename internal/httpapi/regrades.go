@@ -28,8 +28,9 @@ func (s *Server) regrades() *regrade.Service {
 
 func (s *Server) stageRegrade(c *gin.Context) {
 	var req regrade.Request
-	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, &domain.Error{Code: domain.EINVALID, Message: "the body must be JSON {\"exercise\": ..., \"mode\": \"recompare\"|\"reexecute\"}", Problems: []string{err.Error()}})
+	if !s.bindJSON(c, &req, func(err error) error {
+		return &domain.Error{Code: domain.EINVALID, Message: "the body must be JSON {\"exercise\": ..., \"mode\": \"recompare\"|\"reexecute\"}", Problems: []string{err.Error()}}
+	}) {
 		return
 	}
 	r, err := s.regrades().Stage(c.Request.Context(), req, currentUser(c))

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +18,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/npugrade/npugrade/internal/auth"
 	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
@@ -48,8 +49,7 @@ type runnerState struct {
 
 func (s *Server) registerRunner(c *gin.Context) {
 	var req runnerproto.RegisterRequest
-	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, domain.Errorf(domain.EINVALID, "invalid registration: %v", err))
+	if !s.bindJSON(c, &req, func(err error) error { return domain.Errorf(domain.EINVALID, "invalid registration: %v", err) }) {
 		return
 	}
 	u := currentUser(c)
@@ -85,10 +85,13 @@ func (s *Server) registerRunner(c *gin.Context) {
 		}
 		req.Labels["version"] = req.Version
 	}
-	id := req.Name + "-" + auth.RandomID(4)
+	id := runnerID(u.ID, req.Name)
 	if err := s.DB.UpsertRunner(c.Request.Context(), store.RunnerRegistration{ID: id, Name: req.Name, UserID: u.ID, Slots: req.Slots,
 		Labels: req.Labels, Profile: req.Report.Profile, Verdict: req.Report.Verdict, Report: req.Report,
-		WarmSpares: warmSpares(req.WarmSpares)}); err != nil {
+		WarmSpares: warmSpares(req.WarmSpares)}); errors.Is(err, store.ErrRunnerTaken) {
+		s.problem(c, domain.Errorf(domain.ECONFLICT, "runner id %s belongs to another token; register under another name", id))
+		return
+	} else if err != nil {
 		s.problem(c, err)
 		return
 	}
@@ -99,6 +102,28 @@ func (s *Server) registerRunner(c *gin.Context) {
 		RunnerID: id, Protocol: runnerproto.Version, LeaseTTLSeconds: s.Dispatch.LeaseTTL.Seconds(),
 		PollSeconds: runnerproto.MaxPoll.Seconds(), ServerVersion: buildinfo.Version(),
 	})
+}
+
+// runnerID is the id of the runner name registered by user: a runner is
+// its token's user and its name (npugrade runner --name, by default the
+// host name), so the same runner registering again (a restart, a retry)
+// gets the same id and updates its row instead of adding one. The name
+// leads the id, for people reading logs; the hash of both keeps ids of
+// different users and long names apart.
+func runnerID(user int64, name string) string {
+	h := sha256.Sum256([]byte(strconv.FormatInt(user, 10) + "\x00" + name))
+	return cutRunes(name, 64) + "-" + hex.EncodeToString(h[:6])
+}
+
+// cutRunes is s cut to at most n bytes on a character boundary.
+func cutRunes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // registrationProblems lists the fields of a registration that are not
@@ -214,7 +239,7 @@ func (s *Server) claimJob(c *gin.Context) {
 		}()
 	}
 	g := s.guard()
-	n, w := g.Limits()
+	_, w := g.Limits()
 	var refused error
 	admit := func(t store.TokenCheck) (int64, error) {
 		u, err := g.Admit(ctx, c.ClientIP(), c.Request.URL.Path, token, t)
@@ -228,7 +253,7 @@ func (s *Server) claimJob(c *gin.Context) {
 		c.Set(userKey, u)
 		return u.ID, nil
 	}
-	l, err := s.Dispatch.ClaimAs(ctx, store.ClaimAuth{Token: token, Addr: c.ClientIP(), Window: w, MaxFailures: n, Role: domain.RoleRunner},
+	l, err := s.Dispatch.ClaimAs(ctx, store.ClaimAuth{Token: token, Addr: c.ClientIP(), Window: w, Role: domain.RoleRunner},
 		admit, req.RunnerID, matcher(rep), wait)
 	if refused != nil {
 		s.authProblem(c, refused)
@@ -454,8 +479,7 @@ const leaseNotebookMark = `"\u0000notebook"`
 // finishes or hands back the jobs it holds, and instructors see it draining.
 func (s *Server) drainRunner(c *gin.Context) {
 	var req runnerproto.DrainRequest
-	if err := c.ShouldBindJSON(&req); err != nil {
-		s.problem(c, domain.Errorf(domain.EINVALID, "invalid drain request: %v", err))
+	if !s.bindJSON(c, &req, func(err error) error { return domain.Errorf(domain.EINVALID, "invalid drain request: %v", err) }) {
 		return
 	}
 	if !s.ownRunner(c, req.RunnerID) {

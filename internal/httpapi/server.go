@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,10 @@ type Server struct {
 	// Auth resolves bearer tokens and throttles addresses that keep
 	// presenting bad ones (nil: one with the defaults).
 	Auth *authguard.Guard
+	// TrustedProxies are the reverse proxies (serve --trusted-proxies)
+	// whose X-Forwarded-For names the client; without them the client is
+	// the connection's address.
+	TrustedProxies []netip.Prefix
 	// MetricsToken, when set, is the bearer token GET /metrics needs on
 	// this handler; without it /metrics is served only by MetricsHandler
 	// (serve --metrics-addr), never publicly.
@@ -69,10 +74,17 @@ type Server struct {
 func (s *Server) Handler() http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	// The client address is the connection's: X-Forwarded-For is not
-	// trusted, so a client cannot pick the address it is throttled by.
-	_ = r.SetTrustedProxies(nil)
-	r.Use(s.recoverer(), s.logger(), s.edgeCheck())
+	// The client address is the connection's, unless that is a trusted
+	// proxy: then it is the right-most X-Forwarded-For address that is not
+	// one (what the proxy nearest the server saw). A client cannot pick the
+	// address it is throttled by, and a class behind a proxy is not one
+	// address.
+	r.RemoteIPHeaders = []string{"X-Forwarded-For"}
+	if err := r.SetTrustedProxies(prefixStrings(s.TrustedProxies)); err != nil {
+		s.Log.Error("trusted proxies refused; X-Forwarded-For is ignored", "err", err)
+		_ = r.SetTrustedProxies(nil)
+	}
+	r.Use(s.recoverer(), s.logger(), s.edgeCheck(), s.capBodies())
 	r.HandleMethodNotAllowed = true
 	r.NoRoute(func(c *gin.Context) {
 		s.problem(c, domain.Errorf(domain.ENOTFOUND, "no route %s %s", c.Request.Method, c.Request.URL.Path))

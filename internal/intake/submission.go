@@ -199,6 +199,9 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 	if err != nil {
 		return domain.Submission{}, false, fmt.Errorf("rebuild notebook for %s: %w", ex.ID, err)
 	}
+	if other := s.uploadedFor(ex, nb, integ); other != nil {
+		return domain.Submission{}, false, newWrongExercise(ex, other)
+	}
 	// The findings are kept with the submission: grading scores them
 	// without rebuilding the upload again.
 	integrity, err := json.Marshal(integ)

@@ -240,6 +240,13 @@ func NewTemplate(answer *Notebook) (*Template, error) {
 	return t, nil
 }
 
+// Check is what Rebuild would find in upload (tampered and missing
+// cells, missing solutions) without building the notebook.
+func (t *Template) Check(upload *Notebook) Integrity {
+	_, integ := t.plan(upload, 0)
+	return integ
+}
+
 // Answer is the notebook the template was prepared from.
 func (t *Template) Answer() *Notebook { return t.answer }
 

@@ -91,9 +91,10 @@ func TestClaimChecksTheRunnersOwner(t *testing.T) {
 }
 
 // A claim that authenticates in its own statement (ClaimJobAs) leases a
-// job only for a valid token of the required role, from an address under
-// the failure limit, for the token user's own runner that is not
-// draining; it reports the authentication either way.
+// job only for a valid token of the required role, for the token user's
+// own runner that is not draining, from any address (failed sign-ins of
+// the address come back, for the caller to refuse bad tokens); it
+// reports the authentication either way.
 func TestClaimAuthenticatesInItsStatement(t *testing.T) {
 	t.Parallel()
 	for _, d := range storetest.Dialects(t) {
@@ -131,7 +132,7 @@ func TestClaimAuthenticatesInItsStatement(t *testing.T) {
 			}
 			claim := func(runner, token, addr string) (store.TokenCheck, *store.Claimed, error) {
 				return db.ClaimJobAs(ctx, store.Claim{RunnerID: runner, Token: "t-" + runner, Expires: time.Now().Add(time.Hour), Any: true},
-					store.ClaimAuth{Token: token, Addr: addr, Window: time.Minute, MaxFailures: 3, Role: domain.RoleRunner})
+					store.ClaimAuth{Token: token, Addr: addr, Window: time.Minute, Role: domain.RoleRunner})
 			}
 			for _, c := range []struct {
 				name, runner, token, addr string
@@ -142,7 +143,6 @@ func TestClaimAuthenticatesInItsStatement(t *testing.T) {
 				{"a guessed token", "a1", "npg_guess", "10.0.0.1", false, 0, nil},
 				{"no token", "a1", "", "10.0.0.1", false, 0, nil},
 				{"a learner's token", "a1", learnerTok, "10.0.0.1", true, 0, nil},
-				{"a throttled address", "a1", ownerTok, "10.0.0.9", true, 3, nil},
 				{"another token's runner", "a1", otherTok, "10.0.0.1", true, 0, store.ErrRunnerUnknown},
 				{"an unknown runner", "nope", ownerTok, "10.0.0.1", true, 0, store.ErrRunnerUnknown},
 				{"a draining runner", "a2", ownerTok, "10.0.0.1", true, 0, store.ErrRunnerDraining},
@@ -152,10 +152,13 @@ func TestClaimAuthenticatesInItsStatement(t *testing.T) {
 					t.Errorf("%s: claim = %+v, %+v, %v; want valid %v, %d failures, %v", c.name, check, got, err, c.valid, c.fails, c.want)
 				}
 			}
-			check, got, err := claim("a1", ownerTok, "10.0.0.1")
-			if err != nil || !check.Valid || check.User.ID != owner.ID || got == nil || got.Job.SubmissionID != sub.ID ||
+			// The runner's own token claims even from an address with
+			// failed sign-ins (a campus NAT): they come back for the
+			// caller to refuse bad tokens, never to stop a valid one.
+			check, got, err := claim("a1", ownerTok, "10.0.0.9")
+			if err != nil || !check.Valid || check.Failures != 3 || check.User.ID != owner.ID || got == nil || got.Job.SubmissionID != sub.ID ||
 				got.Job.RunnerID != "a1" || string(got.Payload) != `{"cells":[]}` {
-				t.Fatalf("own runner's claim = %+v, %+v, %v", check, got, err)
+				t.Fatalf("own runner's claim from an address with 3 failures = %+v, %+v, %v", check, got, err)
 			}
 			if check, got, err := claim("a1", ownerTok, "10.0.0.1"); err != nil || !check.Valid || got != nil {
 				t.Errorf("claim of an empty queue = %+v, %+v, %v", check, got, err)

@@ -35,7 +35,14 @@ type RunnerRegistration struct {
 	WarmSpares fleet.WarmSpares
 }
 
+// ErrRunnerTaken is UpsertRunner's answer when reg.ID is another user's
+// runner: that row is left as it is.
+var ErrRunnerTaken = errors.New("the runner id belongs to another token")
+
 // UpsertRunner records a runner registration with its environment report.
+// Registering an id again updates its row (it is not draining any more),
+// but only for the user it was registered by: another user's id is
+// ErrRunnerTaken.
 func (db *DB) UpsertRunner(ctx context.Context, reg RunnerRegistration) error {
 	if reg.Labels == nil {
 		reg.Labels = map[string]string{}
@@ -51,13 +58,18 @@ func (db *DB) UpsertRunner(ctx context.Context, reg RunnerRegistration) error {
 		Verdict: reg.Verdict, Slots: reg.Slots, LastSeen: now, CreatedAt: now,
 		WarmSparesPerSlot: reg.WarmSpares.PerSlot, WarmSpares: reg.WarmSpares.Kept, WarmSparesReady: reg.WarmSpares.Ready,
 		WarmSpareMemory: reg.WarmSpares.MemoryBytes}
-	err := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{
+	res := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns: []clause.Column{{Name: "id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"labels", "profile", "report", "verdict", "slots", "last_seen", "draining",
+		DoUpdates: clause.AssignmentColumns([]string{"name", "labels", "profile", "report", "verdict", "slots", "last_seen", "draining",
 			"warm_spares_per_slot", "warm_spares", "warm_spares_ready", "warm_spare_memory"}),
-	}).Create(&row).Error
-	if err != nil {
-		return fmt.Errorf("register runner %s: %w", reg.ID, err)
+		// The in-process runner has no user (NULL on both sides).
+		Where: clause.Where{Exprs: []clause.Expression{clause.Expr{SQL: "coalesce(runners.user_id, 0) = coalesce(excluded.user_id, 0)"}}},
+	}).Create(&row)
+	if res.Error != nil {
+		return fmt.Errorf("register runner %s: %w", reg.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return fmt.Errorf("register runner %s: %w", reg.ID, ErrRunnerTaken)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/http"
 	"strings"
 
 	cldr "golang.org/x/text/feature/plural"
@@ -24,6 +25,17 @@ const (
 
 var supported = []language.Tag{language.English, language.SimplifiedChinese}
 var matcher = language.NewMatcher(supported)
+
+// PrefersChinese reports whether r's reader gets the pages in Chinese
+// (the lang cookie, else Accept-Language): the API words the problems it
+// has in both languages by the same rule.
+func PrefersChinese(r *http.Request) bool {
+	cookie := ""
+	if c, err := r.Cookie(langCookie); err == nil {
+		cookie = c.Value
+	}
+	return pickLang(cookie, r.Header.Get("Accept-Language")) == langZH
+}
 
 // pickLang chooses between English and Chinese.
 func pickLang(cookie, acceptLanguage string) string {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -117,6 +118,9 @@ func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
 		return
 	}
 	d.Attempts = attemptsText(lang, used, ex.MaxSubmissions)
+	if we := (*intake.WrongExerciseError)(nil); errors.As(uploadErr, &we) && lang == langZH {
+		uploadErr = we.Chinese()
+	}
 	if uploadErr != nil {
 		d.Message, d.Problems = domain.ErrorMessage(uploadErr), domain.ErrorProblems(uploadErr)
 	}
