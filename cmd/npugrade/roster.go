@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/roster"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -39,7 +39,7 @@ func userImport(ctx context.Context, db *store.DB, path, tokensFile string, stdo
 		defer f.Close()
 		out = f
 	}
-	res, err := (&roster.Service{DB: db}).Import(ctx, domain.User{}, in)
+	res, err := (&accounts.Rosters{DB: db}).Import(ctx, domain.User{}, in)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade user import:", domain.ErrorMessage(err))
 		for _, p := range domain.ErrorProblems(err) {
@@ -53,7 +53,7 @@ func userImport(ctx context.Context, db *store.DB, path, tokensFile string, stdo
 		}
 		return exitError
 	}
-	if err := roster.WriteTokens(out, res.Created); err != nil {
+	if err := accounts.WriteTokens(out, res.Created); err != nil {
 		fmt.Fprintln(stderr, "npugrade user import: writing the tokens:", err)
 		return exitError
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/authguard"
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
@@ -36,7 +36,7 @@ func TestFailedAuthThrottledAcrossServers(t *testing.T) {
 				log := slog.New(slog.NewTextHandler(io.Discard, nil))
 				q := queue.New(db, log)
 				srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log,
-					Auth:        &authguard.Guard{DB: db, Log: log, Failures: 6, Window: time.Minute},
+					Auth:        &accounts.Guard{DB: db, Log: log, Failures: 6, Window: time.Minute},
 					Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
 				ts := httptest.NewServer(srv.Handler())
 				t.Cleanup(ts.Close)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/authguard"
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
@@ -51,7 +51,7 @@ func TestFailedAuthThrottledAndLogged(t *testing.T) {
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, Metrics: httpapi.NewMetrics(q),
-				Auth:        &authguard.Guard{DB: db, Log: log, Failures: 5, Window: time.Minute},
+				Auth:        &accounts.Guard{DB: db, Log: log, Failures: 5, Window: time.Minute},
 				Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
 			ts := httptest.NewServer(srv.Handler())
 			defer ts.Close()

@@ -9,9 +9,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/auth"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/roster"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 )
 
@@ -125,7 +125,7 @@ func (s *Server) bodyCapOf(route string) bodyCap {
 	case runnerproto.BasePath + "/jobs/:id/complete":
 		return bodyCap{limit: completeRunnerBody}
 	case "/api/v1/roster", "/admin/users/import":
-		return bodyCap{limit: roster.MaxBytes + formOverhead}
+		return bodyCap{limit: accounts.MaxBytes + formOverhead}
 	case runnerproto.BasePath + "/register":
 		return bodyCap{limit: registerBody}
 	}

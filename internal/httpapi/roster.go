@@ -8,8 +8,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/roster"
 )
 
 // rosterRoutes mounts the roster import for admins: the same
@@ -48,7 +48,7 @@ func (s *Server) importRoster(c *gin.Context) {
 			Problems: []string{"content type " + strings.TrimSpace(c.GetHeader("Content-Type")) + ": want text/csv"}})
 		return
 	}
-	res, err := (&roster.Service{DB: s.DB}).Import(c.Request.Context(), currentUser(c), c.Request.Body)
+	res, err := (&accounts.Rosters{DB: s.DB}).Import(c.Request.Context(), currentUser(c), c.Request.Body)
 	if err != nil {
 		s.problem(c, err)
 		return
@@ -60,7 +60,7 @@ func (s *Server) importRoster(c *gin.Context) {
 	c.Header("Cache-Control", "no-store") // the tokens exist only in this answer
 	if strings.Contains(c.GetHeader("Accept"), "text/csv") {
 		var buf bytes.Buffer
-		if err := roster.WriteTokens(&buf, res.Created); err != nil {
+		if err := accounts.WriteTokens(&buf, res.Created); err != nil {
 			s.problem(c, err)
 			return
 		}

@@ -22,7 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/npugrade/npugrade/internal/authguard"
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
@@ -49,7 +49,7 @@ type Server struct {
 
 	// Auth resolves bearer tokens and throttles addresses that keep
 	// presenting bad ones (nil: one with the defaults).
-	Auth *authguard.Guard
+	Auth *accounts.Guard
 	// TrustedProxies are the reverse proxies (serve --trusted-proxies)
 	// whose X-Forwarded-For names the client; without them the client is
 	// the connection's address.
@@ -144,10 +144,10 @@ func (s *Server) ready(c *gin.Context) {
 const storageFaultReady = time.Minute
 
 // guard is s.Auth, or one with the defaults.
-func (s *Server) guard() *authguard.Guard {
+func (s *Server) guard() *accounts.Guard {
 	s.authOnce.Do(func() {
 		if s.Auth == nil {
-			s.Auth = &authguard.Guard{DB: s.DB, Log: s.Log}
+			s.Auth = &accounts.Guard{DB: s.DB, Log: s.Log}
 		}
 	})
 	return s.Auth
@@ -220,7 +220,7 @@ func roleAllowed(u domain.User, runnerRoutes bool) error {
 // authProblem answers a refused authentication (a throttled address
 // with Retry-After, a bad token with WWW-Authenticate).
 func (s *Server) authProblem(c *gin.Context, err error) {
-	var th *authguard.Throttled
+	var th *accounts.Throttled
 	if errors.As(err, &th) {
 		c.Header("Retry-After", strconv.Itoa(int(math.Ceil(th.RetryAfter.Seconds()))))
 	} else if domain.ErrorCode(err) == domain.EUNAUTHORIZED {

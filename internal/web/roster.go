@@ -10,11 +10,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/roster"
 )
 
-// Rosters imports class rosters (package roster; npugrade user import
+// Rosters imports class rosters (accounts.Rosters; npugrade user import
 // calls the same).
 type Rosters interface {
 	Import(ctx context.Context, actor domain.User, r io.Reader) (domain.RosterResult, error)
@@ -34,7 +34,7 @@ type Sections interface {
 // with what changed; a bad one shows every problem.
 func (h *handler) importRoster(c *gin.Context) {
 	lang := c.GetString(ctxLang)
-	ok := h.multipartForm(c, roster.MaxBytes, func() {
+	ok := h.multipartForm(c, accounts.MaxBytes, func() {
 		h.renderUsers(c, http.StatusRequestEntityTooLarge, usersData{Message: translate(lang, "roster.too_large")})
 	})
 	if !ok {
@@ -61,7 +61,7 @@ func (h *handler) importRoster(c *gin.Context) {
 		return
 	}
 	var buf bytes.Buffer
-	if err := roster.WriteTokens(&buf, res.Created); err != nil {
+	if err := accounts.WriteTokens(&buf, res.Created); err != nil {
 		h.fail(c, err)
 		return
 	}

@@ -77,7 +77,7 @@ type Deps struct {
 	// OnSubmitted is called for every accepted upload (metrics); may be nil.
 	OnSubmitted func()
 	// Tokens resolves an API token presented from a client address for a
-	// path, throttling addresses that keep failing (authguard); nil looks
+	// path, throttling addresses that keep failing (accounts.Guard); nil looks
 	// tokens up directly.
 	Tokens func(ctx context.Context, addr, path, token string) (domain.User, error)
 	// SessionTTL is how long a sign-in lasts (default 12 hours).

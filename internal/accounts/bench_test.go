@@ -1,4 +1,4 @@
-package roster_test
+package accounts_test
 
 import (
 	"context"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/roster"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -18,7 +18,7 @@ func BenchmarkImportRoster500(b *testing.B) {
 		b.Run(d, func(b *testing.B) {
 			ctx := context.Background()
 			db := storetest.Open(b, d)
-			svc := &roster.Service{DB: db}
+			svc := &accounts.Rosters{DB: db}
 			rosters := make([]string, b.N)
 			for i := range rosters {
 				var sb strings.Builder

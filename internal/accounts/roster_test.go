@@ -1,4 +1,4 @@
-package roster_test
+package accounts_test
 
 import (
 	"bytes"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/roster"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -37,7 +37,7 @@ func TestImportRosterOf500(t *testing.T) {
 			ctx := context.Background()
 			db := storetest.Open(t, d)
 			admin, _, _ := db.CreateUser(ctx, "root", domain.RoleAdmin)
-			svc := &roster.Service{DB: db}
+			svc := &accounts.Rosters{DB: db}
 			sections := func(i int) string { return string(rune('A' + i%4)) }
 			res, err := svc.Import(ctx, admin, strings.NewReader(class(500, sections)))
 			if err != nil {
@@ -47,7 +47,7 @@ func TestImportRosterOf500(t *testing.T) {
 				t.Fatalf("first import: %d created, %d updated, %d unchanged", len(res.Created), len(res.Updated), res.Unchanged)
 			}
 			var out bytes.Buffer
-			if err := roster.WriteTokens(&out, res.Created); err != nil {
+			if err := accounts.WriteTokens(&out, res.Created); err != nil {
 				t.Fatal(err)
 			}
 			recs, err := csv.NewReader(&out).ReadAll()
@@ -117,7 +117,7 @@ func TestRosterBadRowsAllAtOnce(t *testing.T) {
 			if _, _, err := db.CreateUser(ctx, "r1", domain.RoleRunner); err != nil {
 				t.Fatal(err)
 			}
-			svc := &roster.Service{DB: db}
+			svc := &accounts.Rosters{DB: db}
 			bad := "name,student_number,email,section,role\n" +
 				"Ada,1001,ada@example.edu,A,learner\n" + // line 2: fine
 				"Bob,,,A,learner\n" + // 3: no login
@@ -183,7 +183,7 @@ func TestRosterBadRowsAllAtOnce(t *testing.T) {
 func TestTokensCSVIsFormulaSafe(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	_ = roster.WriteTokens(&out, []store.RosterToken{{RosterEntry: store.RosterEntry{Name: "1", FullName: "=HYPERLINK(\"x\")", Role: domain.RoleLearner}, Token: "npg_x"}})
+	_ = accounts.WriteTokens(&out, []store.RosterToken{{RosterEntry: store.RosterEntry{Name: "1", FullName: "=HYPERLINK(\"x\")", Role: domain.RoleLearner}, Token: "npg_x"}})
 	if !strings.Contains(out.String(), `'=HYPERLINK`) {
 		t.Errorf("tokens CSV: %s", out.String())
 	}

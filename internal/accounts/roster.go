@@ -1,4 +1,6 @@
-// Package roster imports class rosters: a CSV of people with
+package accounts
+
+// Rosters import class rosters: a CSV of people with
 // a name, an email or student number, a section and a role. The student
 // number (else the email) becomes the unique login name, so importing the
 // same roster again updates people instead of duplicating them. A roster
@@ -6,7 +8,6 @@
 // nothing is imported unless every row is good. New users' tokens are
 // returned once, as CSV, and only their hashes are stored. The command
 // line (npugrade user import) and the admin page both call Import.
-package roster
 
 import (
 	"bytes"
@@ -48,9 +49,9 @@ var (
 		"instructor": domain.RoleInstructor, "teacher": domain.RoleInstructor, "ta": domain.RoleInstructor, "admin": domain.RoleAdmin}
 )
 
-// Parse reads a roster and checks every row. It returns the entries, or
+// ParseRoster reads a roster and checks every row. It returns the entries, or
 // EINVALID listing every problem (at most 100, then how many more).
-func Parse(r io.Reader) ([]store.RosterEntry, error) {
+func ParseRoster(r io.Reader) ([]store.RosterEntry, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read the roster: %w", err)
@@ -221,15 +222,15 @@ func printable(s string) bool {
 	return true
 }
 
-// Service imports rosters into one database.
-type Service struct {
+// Rosters imports rosters into one database.
+type Rosters struct {
 	DB *store.DB
 }
 
 // Import parses and checks the roster (and that it names no runner
 // account), then imports it in one transaction.
-func (s *Service) Import(ctx context.Context, actor domain.User, r io.Reader) (store.RosterResult, error) {
-	entries, err := Parse(r)
+func (s *Rosters) Import(ctx context.Context, actor domain.User, r io.Reader) (store.RosterResult, error) {
+	entries, err := ParseRoster(r)
 	if err != nil {
 		return store.RosterResult{}, err
 	}

@@ -1,4 +1,7 @@
-// Package authguard checks bearer tokens for the API and the pages, and
+// Package accounts is who may do what: the bearer tokens the API and the
+// pages check (Guard) and the class rosters people come from (Rosters).
+//
+// Guard checks bearer tokens for the API and the pages, and
 // throttles the client addresses that keep presenting bad ones: a
 // guesser gets a few tries a minute, then 429, on every server sharing
 // the database, and every failure is logged (address and path, never
@@ -6,7 +9,7 @@
 // counted and only it is refused: a valid token is admitted from any
 // address, so a class behind one NAT or proxy is not locked out by one
 // learner's typos or a stale script.
-package authguard
+package accounts
 
 import (
 	"context"
