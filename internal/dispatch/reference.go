@@ -95,7 +95,7 @@ func (d *Dispatcher) EnqueueReference(ctx context.Context, exerciseID, profile s
 // completeReference stages a reference job's executed answer as a
 // candidate reference of the profile, in the transaction that completes
 // the job. It is not used for grading until an instructor accepts it
-// (package refreview): the runner that recorded it may have made it up.
+// (package reference): the runner that recorded it may have made it up.
 func (d *Dispatcher) completeReference(ctx context.Context, job domain.Job, token, runnerID string, res domain.ExecutionResult) error {
 	ref, err := d.referenceFrom(job, res)
 	if err != nil {

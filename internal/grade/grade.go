@@ -21,6 +21,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/reference"
 	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -185,28 +186,7 @@ func (s *Submissions) Integrity(ctx context.Context, ex *exercise.Exercise, sub 
 }
 
 // Reference implements References: the committed file when there is one,
-// else the one a reference job recorded in the database.
+// else the one a reference job recorded in the database (reference.Stored).
 func (s *Submissions) Reference(ctx context.Context, ex *exercise.Exercise, profile string) (*exercise.Reference, error) {
-	ref, fileErr := ex.Reference(profile)
-	if fileErr == nil {
-		return ref, nil
-	}
-	if _, ok := ex.References[profile]; ok {
-		return nil, fileErr // a stale file reference is an error, not a fallback
-	}
-	stored, err := s.DB.Reference(ctx, ex.ID, profile)
-	if errors.Is(err, store.ErrNotFound) {
-		return nil, fmt.Errorf("%w (or POST /api/v1/exercises/%s/references with {\"profile\": %q})", fileErr, ex.ID, profile)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if stored.AnswerSHA256 != ex.AnswerSHA256() {
-		return nil, fmt.Errorf("%w: exercise %s: the stored reference for profile %q was recorded from another version of the answer (record it again)", exercise.ErrStaleReference, ex.ID, profile)
-	}
-	out := &exercise.Reference{Exercise: ex.ID, Profile: profile, AnswerSHA256: stored.AnswerSHA256}
-	if err := json.Unmarshal(stored.Cells, &out.Cells); err != nil {
-		return nil, fmt.Errorf("decode stored reference %s/%s: %w", ex.ID, profile, err)
-	}
-	return out, nil
+	return reference.Stored{DB: s.DB}.Reference(ctx, ex, profile)
 }

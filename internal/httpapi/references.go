@@ -7,11 +7,11 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/refreview"
+	"github.com/npugrade/npugrade/internal/reference"
 )
 
 // referenceReviewRoutes mounts the review of references recorded by
-// runners (package refreview): staged until an instructor accepts them.
+// runners (package reference): staged until an instructor accepts them.
 func (s *Server) referenceReviewRoutes(api *gin.RouterGroup) {
 	staff := s.requireRole(domain.RoleInstructor, domain.RoleAdmin)
 	api.GET("/staged-references", staff, s.listStagedReferences)
@@ -20,12 +20,12 @@ func (s *Server) referenceReviewRoutes(api *gin.RouterGroup) {
 	api.POST("/staged-references/:id/reject", staff, s.decideStagedReference(false))
 }
 
-func (s *Server) referenceReviews() *refreview.Service {
-	return &refreview.Service{DB: s.DB, Catalog: s.Catalog}
+func (s *Server) referenceReviews() *reference.Reviews {
+	return &reference.Reviews{DB: s.DB, Catalog: s.Catalog}
 }
 
 func (s *Server) listStagedReferences(c *gin.Context) {
-	out, err := s.referenceReviews().List(c.Request.Context(), refreview.Filter{Exercise: c.Query("exercise"), State: c.Query("state")})
+	out, err := s.referenceReviews().List(c.Request.Context(), reference.ReviewFilter{Exercise: c.Query("exercise"), State: c.Query("state")})
 	if err != nil {
 		s.problem(c, err)
 		return

@@ -10,7 +10,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/refreview"
+	"github.com/npugrade/npugrade/internal/reference"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -109,7 +109,7 @@ func TestRunnerReferencesAreStaged(t *testing.T) {
 				if err != nil {
 					return "", err
 				}
-				return refreview.OutputsText(ref.Cells["q1"]), nil
+				return reference.OutputsText(ref.Cells["q1"]), nil
 			}
 
 			runReference(t, e, staff, runner, runnerID, "q1: 999\n")
@@ -178,20 +178,20 @@ func TestRunnerReferencesAreStaged(t *testing.T) {
 	}
 }
 
-func stagedList(t *testing.T, e *liveEnv, token, state string) []refreview.Review {
+func stagedList(t *testing.T, e *liveEnv, token, state string) []reference.Review {
 	t.Helper()
 	st, body, _ := e.call(t, "GET", "/api/v1/staged-references?state="+state, token, nil)
-	var out []refreview.Review
+	var out []reference.Review
 	if err := json.Unmarshal([]byte(body), &out); st != 200 || err != nil {
 		t.Fatalf("list staged references: %d %s", st, body)
 	}
 	return out
 }
 
-func stagedGet(t *testing.T, e *liveEnv, token string, id int64) refreview.Review {
+func stagedGet(t *testing.T, e *liveEnv, token string, id int64) reference.Review {
 	t.Helper()
 	st, body, _ := e.call(t, "GET", "/api/v1/staged-references/"+itoa(id), token, nil)
-	var out refreview.Review
+	var out reference.Review
 	if err := json.Unmarshal([]byte(body), &out); st != 200 || err != nil {
 		t.Fatalf("get staged reference %d: %d %s", id, st, body)
 	}

@@ -8,33 +8,33 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/refreview"
+	"github.com/npugrade/npugrade/internal/reference"
 )
 
 // ReferenceReviews is what the staged-reference pages need (package
-// refreview's Service, the same one as /api/v1/staged-references).
+// reference.Reviews, the same one as /api/v1/staged-references).
 type ReferenceReviews interface {
-	List(ctx context.Context, f refreview.Filter) ([]refreview.Review, error)
-	Get(ctx context.Context, id int64) (refreview.Review, error)
-	Accept(ctx context.Context, id int64, actor domain.User, note string) (refreview.Review, error)
-	Reject(ctx context.Context, id int64, actor domain.User, note string) (refreview.Review, error)
+	List(ctx context.Context, f reference.ReviewFilter) ([]reference.Review, error)
+	Get(ctx context.Context, id int64) (reference.Review, error)
+	Accept(ctx context.Context, id int64, actor domain.User, note string) (reference.Review, error)
+	Reject(ctx context.Context, id int64, actor domain.User, note string) (reference.Review, error)
 }
 
 type referencesData struct {
-	Staged  []refreview.Review
-	Decided []refreview.Review
-	Review  *refreview.Review
+	Staged  []reference.Review
+	Decided []reference.Review
+	Review  *reference.Review
 	Message string
 }
 
 func (h *handler) referencesPage(c *gin.Context) {
 	ctx := c.Request.Context()
-	staged, err := h.References.List(ctx, refreview.Filter{State: "staged"})
+	staged, err := h.References.List(ctx, reference.ReviewFilter{State: "staged"})
 	if err != nil {
 		h.fail(c, err)
 		return
 	}
-	all, err := h.References.List(ctx, refreview.Filter{})
+	all, err := h.References.List(ctx, reference.ReviewFilter{})
 	if err != nil {
 		h.fail(c, err)
 		return

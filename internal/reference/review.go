@@ -1,12 +1,15 @@
-// Package refreview is the instructor's review of reference outputs
+// Package reference is what submissions are compared with: the reference
+// outputs an exercise's answer gives on each runner profile. Stored looks
+// them up (a committed file first, else the one a reference job recorded);
+// Reviews is the instructor's review of reference outputs
 // recorded by runners. A reference job's outputs become what every later
 // submission on that profile is compared with, and a runner is hostile:
 // it could return fabricated outputs. So a recording is staged (package
 // store, staged_references) and shown as a per-cell diff against the
 // reference grading uses now; only when an instructor accepts it does
 // grading use it, and a rejected one is never used. The API
-// (/api/v1/staged-references) and the dashboard pages both call Service.
-package refreview
+// (/api/v1/staged-references) and the dashboard pages both call Reviews.
+package reference
 
 import (
 	"context"
@@ -25,8 +28,8 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
-// Service lists, shows, accepts and rejects staged references.
-type Service struct {
+// Reviews lists, shows, accepts and rejects staged references.
+type Reviews struct {
 	DB      *store.DB
 	Catalog *exercise.Catalog
 }
@@ -69,15 +72,15 @@ type CellDiff struct {
 	Diff     string `json:"diff,omitempty"`
 }
 
-// Filter selects staged references: one exercise, one state (staged,
+// ReviewFilter selects staged references: one exercise, one state (staged,
 // accepted, rejected); empty matches all.
-type Filter struct {
+type ReviewFilter struct {
 	Exercise string
 	State    string
 }
 
 // List returns the staged references of f, newest first, without diffs.
-func (s *Service) List(ctx context.Context, f Filter) ([]Review, error) {
+func (s *Reviews) List(ctx context.Context, f ReviewFilter) ([]Review, error) {
 	switch f.State {
 	case "", store.ReferenceStaged, store.ReferenceAccepted, store.ReferenceRejected:
 	default:
@@ -96,7 +99,7 @@ func (s *Service) List(ctx context.Context, f Filter) ([]Review, error) {
 
 // Get returns one staged reference with its per-cell diff against the
 // reference grading uses now.
-func (s *Service) Get(ctx context.Context, id int64) (Review, error) {
+func (s *Reviews) Get(ctx context.Context, id int64) (Review, error) {
 	r, err := s.DB.StagedReference(ctx, id)
 	if err != nil {
 		return Review{}, err
@@ -126,16 +129,16 @@ const maxNote = 1000
 // Accept makes a staged reference the one grading uses for its exercise
 // and profile (audit-logged). It must have been recorded from the
 // current answer: an older one would be refused by grading anyway.
-func (s *Service) Accept(ctx context.Context, id int64, actor domain.User, note string) (Review, error) {
+func (s *Reviews) Accept(ctx context.Context, id int64, actor domain.User, note string) (Review, error) {
 	return s.decide(ctx, id, true, actor, note)
 }
 
 // Reject marks a staged reference as never to be used (audit-logged).
-func (s *Service) Reject(ctx context.Context, id int64, actor domain.User, note string) (Review, error) {
+func (s *Reviews) Reject(ctx context.Context, id int64, actor domain.User, note string) (Review, error) {
 	return s.decide(ctx, id, false, actor, note)
 }
 
-func (s *Service) decide(ctx context.Context, id int64, accept bool, actor domain.User, note string) (Review, error) {
+func (s *Reviews) decide(ctx context.Context, id int64, accept bool, actor domain.User, note string) (Review, error) {
 	if utf8.RuneCountInString(note) > maxNote || !utf8.ValidString(note) || strings.ContainsRune(note, 0) {
 		return Review{}, domain.Errorf(domain.EINVALID, "the note must be text without NUL, at most %d characters", maxNote)
 	}
@@ -155,7 +158,7 @@ func (s *Service) decide(ctx context.Context, id int64, accept bool, actor domai
 	return s.review(r), nil
 }
 
-func (s *Service) review(r store.StagedReference) Review {
+func (s *Reviews) review(r store.StagedReference) Review {
 	rv := Review{ID: r.ID, Exercise: r.ExerciseID, Profile: r.Profile, State: r.State, AnswerSHA256: r.AnswerSHA256,
 		RunnerID: r.RunnerID, JobID: r.JobID, EnvFingerprint: r.EnvFingerprint, RecordedAt: r.RecordedAt,
 		DecidedBy: r.DecidedBy, DecidedAt: r.DecidedAt, Note: r.Note}
@@ -171,7 +174,7 @@ func (s *Service) review(r store.StagedReference) Review {
 
 // previous is the reference grading uses now for exercise on profile: a
 // committed file first (it wins over the database), then the accepted one.
-func (s *Service) previous(ctx context.Context, exerciseID, profile string) (map[string][]*notebook.Output, string, error) {
+func (s *Reviews) previous(ctx context.Context, exerciseID, profile string) (map[string][]*notebook.Output, string, error) {
 	if ex, err := s.Catalog.Get(exerciseID); err == nil {
 		if ref, ok := ex.References[profile]; ok {
 			return ref.Cells, "file", nil
