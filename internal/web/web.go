@@ -62,7 +62,7 @@ type Deps struct {
 	// Regrades stages, applies and discards regrades (package regrade).
 	Regrades *regrade.Service
 	// References reviews the references recorded by runners (package
-	// refreview): staged until an instructor accepts them.
+	// reference): staged until an instructor accepts them.
 	References ReferenceReviews
 	Log        *slog.Logger
 	// MaxUpload is the largest accepted notebook in bytes.
