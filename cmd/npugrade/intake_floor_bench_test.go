@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -45,7 +45,7 @@ func intakeFloor(b *testing.B, dbURL string, clients int, nb, marker []byte, n i
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 	defer debug.SetGCPercent(debug.SetGCPercent(defaultGCPercent))
 	ns := floorSubmission(b, dbURL)
-	ns.Enqueue = queue.New(db, slog.New(slog.DiscardHandler)).Enqueue
+	ns.Enqueue = jobs.New(db, slog.New(slog.DiscardHandler)).Enqueue
 	var seq atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		upload, err := floorUpload(r)

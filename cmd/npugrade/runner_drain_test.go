@@ -39,7 +39,7 @@ func TestRunnerDrainsOnSIGTERM(t *testing.T) {
 			a := startRunnerProc(t, bin, s.url, tok, "ra", "--slots", "1", "--drain-timeout", tc.drain)
 			_, sub := upload(t, s, ada, "rx", slowAnswer(t, tc.sleep), "")
 			id := sub["id"].(string)
-			waitFor(t, 60*time.Second, "the job to be leased", func() bool { j := jobs(t, db); return len(j) == 1 && j[0].State == "leased" })
+			waitFor(t, 60*time.Second, "the job to be leased", func() bool { j := jobRows(t, db); return len(j) == 1 && j[0].State == "leased" })
 			time.Sleep(time.Second)
 			start := time.Now()
 			if err := a.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -54,7 +54,7 @@ func TestRunnerDrainsOnSIGTERM(t *testing.T) {
 				t.Fatalf("runner exited %d after SIGTERM; log:\n%s", code, a.log.String())
 			}
 			t.Logf("runner exited 0, %s after SIGTERM", time.Since(start).Round(time.Millisecond))
-			j := jobs(t, db)[0]
+			j := jobRows(t, db)[0]
 			if !tc.handBack {
 				if j.State != "succeeded" || j.Attempt != 1 {
 					t.Fatalf("the drained job: %+v, want succeeded on attempt 1", j)
@@ -74,7 +74,7 @@ func TestRunnerDrainsOnSIGTERM(t *testing.T) {
 			if got := waitGraded(t, s, ada, id); got["score"] != float64(1) {
 				t.Fatalf("handed-back job graded %v", got)
 			}
-			if j := jobs(t, db)[0]; j.Attempt != 1 || j.State != "succeeded" {
+			if j := jobRows(t, db)[0]; j.Attempt != 1 || j.State != "succeeded" {
 				t.Fatalf("the handed-back job after regrading: %+v", j)
 			}
 		})

@@ -61,7 +61,7 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 			// Kill whichever runner holds the slow job, mid-run.
 			var slowJob jobRow
 			waitFor(t, 60*time.Second, "the slow job to be leased", func() bool {
-				for _, j := range jobs(t, db) {
+				for _, j := range jobRows(t, db) {
 					if j.SubmissionID != nil && *j.SubmissionID == slowID && j.State == "leased" {
 						slowJob = j
 						return true
@@ -103,7 +103,7 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 			}
 
 			// Exactly once: one succeeded job per submission, one set of cell results.
-			all := jobs(t, db)
+			all := jobRows(t, db)
 			if len(all) != n {
 				t.Fatalf("%d jobs for %d submissions", len(all), n)
 			}

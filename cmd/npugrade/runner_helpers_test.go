@@ -155,7 +155,7 @@ type jobRow struct {
 	LastError    string
 }
 
-func jobs(t *testing.T, db *store.DB) []jobRow {
+func jobRows(t *testing.T, db *store.DB) []jobRow {
 	t.Helper()
 	var rows []jobRow
 	if err := db.RawScan(context.Background(), &rows, "SELECT id, submission_id, kind, state, attempt, max_attempts, lease_token, runner_id, last_error FROM jobs ORDER BY id"); err != nil {

@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/buildinfo"
-	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/envs"
@@ -29,8 +28,8 @@ import (
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/sandbox"
@@ -129,9 +128,9 @@ type serveOptions struct {
 // and HTTP handler set.
 type serveApp struct {
 	db   *store.DB
-	q    *queue.Queue
+	q    *jobs.Queue
 	cat  *exercise.Catalog
-	disp *dispatch.Dispatcher
+	disp *jobs.Dispatcher
 	srv  *httpapi.Server
 	log  *slog.Logger
 }
@@ -178,11 +177,11 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	}
 	refs := &grade.Submissions{DB: db}
 	warnStaleReferences(ctx, o.log, cat, refs)
-	q := queue.New(db, o.log)
+	q := jobs.New(db, o.log)
 	metrics := httpapi.NewMetrics(q)
 	// A runner polls at least every 25 s; two minutes of silence is stale.
 	metrics.WatchRunners(db, 2*time.Minute)
-	disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *o.leaseTTL, JobTimeout: *o.jobTimeout,
+	disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *o.leaseTTL, JobTimeout: *o.jobTimeout,
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
 	srv := &httpapi.Server{
 		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: o.log, Metrics: metrics, MaxUpload: *o.maxUpload, MetricsToken: *o.metricsToken,
@@ -266,7 +265,7 @@ func (a *serveApp) startLocalRunner(ctx context.Context, o serveOptions, stderr 
 	registerLocalRunner(ctx, a.db, localID, host, *o.local, env, sandboxConfig(ex), a.log)
 	slotsEx, stopWarm := o.warmPool(ex, *o.local, a.log.With("component", "runner"))
 	r := &runner.Runner{
-		Source:         &dispatch.Local{D: a.disp, RunnerID: localID, Match: domain.Matcher(domain.CPUMatcher)},
+		Source:         &jobs.Local{D: a.disp, RunnerID: localID, Match: domain.Matcher(domain.CPUMatcher)},
 		Executor:       slotsEx,
 		Slots:          *o.local,
 		HeartbeatEvery: *o.leaseTTL / 3,

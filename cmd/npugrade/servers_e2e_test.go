@@ -118,7 +118,7 @@ func TestTwoServersOnOnePostgres(t *testing.T) {
 		}
 	}
 	byRunner := map[string]int{}
-	for _, j := range jobs(t, db) {
+	for _, j := range jobRows(t, db) {
 		if j.State != "succeeded" {
 			t.Fatalf("job %d: %s (%s)", j.ID, j.State, j.LastError)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -478,7 +478,7 @@ func seedGraded(t *testing.T, dbURL, learner, exerciseID string, answer []byte, 
 		t.Fatal(err)
 	}
 	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: exerciseID, ExerciseVersion: "test",
-		Upload: answer, Rebuilt: answer, MaxAttempts: 1, Enqueue: queue.New(db, nil).Enqueue})
+		Upload: answer, Rebuilt: answer, MaxAttempts: 1, Enqueue: jobs.New(db, nil).Enqueue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,13 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/events"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
 // submit stores a submission with its queued job.
-func submit(t *testing.T, db *store.DB, q *queue.Queue, user int64) domain.Submission {
+func submit(t *testing.T, db *store.DB, q *jobs.Queue, user int64) domain.Submission {
 	t.Helper()
 	sub, _, err := db.CreateSubmission(context.Background(), store.NewSubmission{UserID: user, ExerciseID: "ch1", ExerciseVersion: "v",
 		Upload: []byte(`{"u":1}`), Rebuilt: []byte(`{"r":1}`), MaxAttempts: 1, Enqueue: q.Enqueue})
@@ -38,7 +38,7 @@ func TestOutboxDelivery(t *testing.T) {
 			db := storetest.Open(t, d)
 			clock := time.Now().UTC()
 			db.Now = func() time.Time { return clock }
-			q := queue.New(db, nil)
+			q := jobs.New(db, nil)
 			u, token, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
 			if err != nil {
 				t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -68,7 +68,7 @@ func TestExtensionLateWithoutPenalty(t *testing.T) {
 			db := storetest.Open(t, d)
 			db.Now = func() time.Time { return due.Add(-24 * time.Hour) }
 			cat := catalog(t)
-			q := queue.New(db, nil)
+			q := jobs.New(db, nil)
 			subs := &intake.Service{DB: db, Queue: q, Catalog: cat}
 			svc := &grade.Extensions{DB: db, Catalog: cat}
 			lena, _, _ := db.CreateUser(ctx, "lena", domain.RoleLearner)

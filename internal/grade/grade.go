@@ -2,7 +2,7 @@
 // integrity findings of the learner's notebook (kept from intake), the
 // executed notebook with the runner's report, and a source of reference
 // outputs, it produces the score. The server's completion of a grading job
-// (dispatch), a staged regrade (regrade) and the local answer check
+// (jobs.Dispatcher), a staged regrade (regrade) and the local answer check
 // (check) all call it; nothing else scores.
 //
 // Every later change of a score is computed here too and written through

@@ -10,7 +10,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -48,7 +48,7 @@ func setup(t *testing.T, db *store.DB, answer string) *testBundle {
 // submit takes nb in as the learner's submission of "gr".
 func (b *testBundle) submit(t *testing.T, nb string) domain.Submission {
 	t.Helper()
-	svc := &intake.Service{DB: b.db, Queue: queue.New(b.db, nil), Catalog: b.cat}
+	svc := &intake.Service{DB: b.db, Queue: jobs.New(b.db, nil), Catalog: b.cat}
 	sub, _, err := svc.Submit(b.ctx, intake.Request{User: b.learner, ExerciseID: "gr", Notebook: []byte(nb)})
 	if err != nil {
 		t.Fatal(err)

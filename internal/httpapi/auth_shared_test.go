@@ -12,7 +12,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -34,7 +34,7 @@ func TestFailedAuthThrottledAcrossServers(t *testing.T) {
 					_, good, _ = db.CreateUser(t.Context(), "ada", domain.RoleLearner)
 				}
 				log := slog.New(slog.NewTextHandler(io.Discard, nil))
-				q := queue.New(db, log)
+				q := jobs.New(db, log)
 				srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log,
 					Auth:        &accounts.Guard{DB: db, Log: log, Failures: 6, Window: time.Minute},
 					Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}

@@ -15,7 +15,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -49,7 +49,7 @@ func TestFailedAuthThrottledAndLogged(t *testing.T) {
 			cat := projectCatalog(t)
 			var logs syncBuf
 			log := slog.New(slog.NewTextHandler(&logs, nil))
-			q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			q := jobs.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, Metrics: httpapi.NewMetrics(q),
 				Auth:        &accounts.Guard{DB: db, Log: log, Failures: 5, Window: time.Minute},
 				Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
@@ -113,7 +113,7 @@ func TestMetricsToken(t *testing.T) {
 
 func metricsToken(t *testing.T, dialect string) {
 	db := storetest.Open(t, dialect)
-	q := queue.New(db, nil)
+	q := jobs.New(db, nil)
 	srv := &httpapi.Server{DB: db, Queue: q, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: httpapi.NewMetrics(q), MetricsToken: "m-secret"}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()

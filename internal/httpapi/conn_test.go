@@ -15,13 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -63,9 +62,9 @@ func newLiveEnvWith(t testing.TB, dialect string, cat *exercise.Catalog, limits 
 	t.Helper()
 	db := storetest.Open(t, dialect)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	q := queue.New(db, log)
+	q := jobs.New(db, log)
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
-		Dispatch:    &dispatch.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log},
+		Dispatch:    &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log},
 		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
 	if configure != nil {
 		configure(srv)

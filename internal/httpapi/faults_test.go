@@ -17,7 +17,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -36,7 +36,7 @@ func newFaultEnv(t *testing.T, dialect string) *faultEnv {
 	cat := projectCatalog(t)
 	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	q := jobs.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
 		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
 	ts := httptest.NewServer(srv.Handler())

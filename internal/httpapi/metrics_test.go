@@ -17,7 +17,7 @@ import (
 	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -34,7 +34,7 @@ func TestMetricsAndAccessLog(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := storetest.Open(t, d)
-			q := queue.New(db, nil)
+			q := jobs.New(db, nil)
 			logBuf := &syncWriter{w: &bytes.Buffer{}}
 			m := httpapi.NewMetrics(q)
 			m.WatchRunners(db, time.Minute)

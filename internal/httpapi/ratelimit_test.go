@@ -16,7 +16,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -28,7 +28,7 @@ func limitedServer(t *testing.T, dbURL string, count int) *httptest.Server {
 	db := storetest.OpenURL(t, dbURL)
 	cat := projectCatalog(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	q := queue.New(db, log)
+	q := jobs.New(db, log)
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 1 << 20,
 		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat, UploadLimit: store.UploadWindow{Count: count, Per: time.Hour}}}
 	ts := httptest.NewServer(srv.Handler())

@@ -17,7 +17,7 @@ import (
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -52,7 +52,7 @@ func newPolicyEnv(t *testing.T, dialect, exerciseJSON string) *policyEnv {
 // included), every exchange checked against api/openapi.yaml.
 func testServer(t *testing.T, db *store.DB, cat *exercise.Catalog) (*httptest.Server, *intake.Service) {
 	t.Helper()
-	q := queue.New(db, nil)
+	q := jobs.New(db, nil)
 	subs := &intake.Service{DB: db, Queue: q, Catalog: cat}
 	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Submissions: subs}
 	ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))

@@ -24,22 +24,21 @@ import (
 
 	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/buildinfo"
-	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/policy"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Server holds the handlers' dependencies.
 type Server struct {
 	DB          *store.DB
-	Queue       *queue.Queue
+	Queue       *jobs.Queue
 	Catalog     *exercise.Catalog
 	Submissions *intake.Service
-	Dispatch    *dispatch.Dispatcher
+	Dispatch    *jobs.Dispatcher
 	Log         *slog.Logger
 	Metrics     *Metrics
 	// MaxUpload is the largest accepted notebook in bytes.
@@ -308,7 +307,7 @@ type Metrics struct {
 var gradingBuckets = []float64{0.5, 1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 300, 600}
 
 // NewMetrics registers the collectors; queue depth is read at scrape time.
-func NewMetrics(q *queue.Queue) *Metrics {
+func NewMetrics(q *jobs.Queue) *Metrics {
 	m := &Metrics{
 		Registry: prometheus.NewRegistry(),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "npugrade_http_requests_total",
@@ -413,7 +412,7 @@ func (r *runnerCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 type depthCollector struct {
-	q    *queue.Queue
+	q    *jobs.Queue
 	desc *prometheus.Desc
 }
 

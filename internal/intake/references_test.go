@@ -12,7 +12,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -39,7 +39,7 @@ func TestStaleReferencesRefuseUploads(t *testing.T) {
 			stale := *fresh
 			stale.AnswerSHA256 = "recorded-from-an-older-answer"
 			ex.References["cpu"] = &stale
-			q := queue.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
+			q := jobs.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
 			svc := &intake.Service{DB: db, Queue: q, Catalog: cat, References: &grade.Submissions{DB: db}}
 			u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
 			if err != nil {

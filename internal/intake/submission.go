@@ -17,15 +17,15 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Service accepts submissions.
 type Service struct {
 	DB      *store.DB
-	Queue   *queue.Queue
+	Queue   *jobs.Queue
 	Catalog *exercise.Catalog
 	Limits  notebook.Limits
 	// UploadLimit bounds each learner's uploads over all exercises,

@@ -26,8 +26,8 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -35,7 +35,7 @@ import (
 // Service stages, applies and discards regrades.
 type Service struct {
 	DB      *store.DB
-	Queue   *queue.Queue
+	Queue   *jobs.Queue
 	Catalog *exercise.Catalog
 }
 

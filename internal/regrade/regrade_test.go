@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/dispatch"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
 	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
@@ -34,7 +33,7 @@ func catalog(t *testing.T, q2 string) *exercise.Catalog {
 type testBundle struct {
 	ctx     context.Context
 	db      *store.DB
-	q       *queue.Queue
+	q       *jobs.Queue
 	sub     *intake.Service
 	alice   domain.User
 	teacher domain.User
@@ -44,7 +43,7 @@ type testBundle struct {
 func setup(t *testing.T, d string) *testBundle {
 	t.Helper()
 	db := storetest.Open(t, d)
-	q := queue.New(db, nil)
+	q := jobs.New(db, nil)
 	e := &testBundle{ctx: context.Background(), db: db, q: q, sub: &intake.Service{DB: db, Queue: q}}
 	var err error
 	if e.alice, _, err = db.CreateUser(e.ctx, "alice", domain.RoleLearner); err != nil {
@@ -204,7 +203,7 @@ func TestRegradeReexecute(t *testing.T) {
 			if _, err := svc.Apply(ctx, r.ID); domain.ErrorCode(err) != domain.ECONFLICT {
 				t.Errorf("applying a staged regrade: %v", err)
 			}
-			disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: v2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: v2, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			lease, err := disp.Claim(ctx, "runner-1", func(domain.Requirement) (bool, string) { return true, "" }, time.Second)
 			if err != nil || lease == nil {
 				t.Fatalf("claim: %v %v", lease, err)
@@ -327,7 +326,7 @@ func TestRegradeRequeuesFailedSubmissions(t *testing.T) {
 				Answer: strings.Replace(exercisetest.Answer, `x = 1\n`, `x = 0 + 1\n`, 1)})
 			ex2, _ := v2.Get("rg")
 			log := slog.New(slog.NewTextHandler(io.Discard, nil))
-			disp := &dispatch.Dispatcher{DB: db, Queue: q, Catalog: v2, Log: log}
+			disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: v2, Log: log}
 			any := func(domain.Requirement) (bool, string) { return true, "" }
 			lease, err := disp.Claim(ctx, "runner-1", any, time.Second)
 			if err != nil || lease == nil || lease.SubmissionID != sa.ID {

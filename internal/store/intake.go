@@ -182,7 +182,7 @@ func attemptExercise(id string) string {
 }
 
 // intakeJob builds the job row of a new submission as ns.Enqueue wants it
-// (package queue fills in its defaults), without writing it: the
+// (package jobs fills in its defaults), without writing it: the
 // statement that writes the submission writes the job.
 func (db *DB) intakeJob(ns NewSubmission, subID, payload string, now time.Time) (jobRow, error) {
 	job := &domain.Job{SubmissionID: subID, Kind: domain.JobGrade, ExerciseID: ns.ExerciseID, State: domain.JobQueued,

@@ -5,7 +5,7 @@
 // it): row types and the *gorm.DB stay unexported, transactions are the
 // store's own (DB.InTx, Tx), and database errors leave it translated into
 // the domain's codes (ErrNotFound, ErrConflict). The job table's SQL is in
-// jobs.go; when a job moves from state to state is package queue's call.
+// jobs.go; when a job moves from state to state is package jobs' call.
 package store
 
 import (

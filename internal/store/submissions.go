@@ -59,7 +59,7 @@ type NewSubmission struct {
 	// inserts, under a lock on the user, so concurrent uploads on any
 	// server cannot together exceed it.
 	MaxSubmissions int
-	// Enqueue writes the job inside the same transaction (package queue).
+	// Enqueue writes the job inside the same transaction (package jobs).
 	Enqueue func(tx *Tx, job *domain.Job) error
 	// RecordAttempt records the upload attempt with the submission (no
 	// rate limit applied, so none was recorded before it: see

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -39,7 +39,7 @@ func TestDashboardCharts(t *testing.T) {
 			e.user(t, "ada", domain.RoleLearner)
 			ctx := context.Background()
 			u, _ := e.db.UserByName(ctx, "ada")
-			q := queue.New(e.db, nil)
+			q := jobs.New(e.db, nil)
 			var ids []string
 			for range 3 {
 				sub, _, err := e.db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",

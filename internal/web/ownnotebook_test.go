@@ -11,8 +11,8 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -68,7 +68,7 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 			ctx := context.Background()
 			u, _ := e.db.UserByName(ctx, "ada")
 			sub, _, err := e.db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-				Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1, Enqueue: queue.New(e.db, nil).Enqueue})
+				Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1, Enqueue: jobs.New(e.db, nil).Enqueue})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -59,7 +59,7 @@ func TestSimilarityPage(t *testing.T) {
 			ctx := context.Background()
 			e := newEnv(t, d)
 			teacher := e.user(t, "teacher", domain.RoleInstructor)
-			subs := &intake.Service{DB: e.db, Queue: queue.New(e.db, nil), Catalog: e.cat}
+			subs := &intake.Service{DB: e.db, Queue: jobs.New(e.db, nil), Catalog: e.cat}
 			var learnerTok string
 			for _, n := range []string{"a", "b", "c", "d"} {
 				u, tok, err := e.db.CreateUser(ctx, "learner-"+n, domain.RoleLearner)

@@ -21,8 +21,8 @@ import (
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -46,7 +46,7 @@ func newEnvWith(t testing.TB, dialect, exercises, answers string) *env {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	q := queue.New(db, log)
+	q := jobs.New(db, log)
 	s := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
 		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: 8 << 20}}}
 	srv := httptest.NewServer(apitest.Handler(t, s.Handler()))
@@ -404,7 +404,7 @@ func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
 			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			ctx := context.Background()
 			u, _ := e.db.UserByName(ctx, "ada")
-			q := queue.New(e.db, nil)
+			q := jobs.New(e.db, nil)
 			sub, _, err := e.db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
 				Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1, Enqueue: q.Enqueue})
 			if err != nil {

@@ -1,4 +1,4 @@
-package queue_test
+package jobs_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -28,7 +28,7 @@ func BenchmarkClaimLatency(b *testing.B) {
 	}
 	const queued, runners = 10000, 64
 	db := storetest.Open(b, "postgres")
-	q := queue.New(db, nil)
+	q := jobs.New(db, nil)
 	sha := ""
 	err := db.InTx(context.Background(), func(tx *store.Tx) error {
 		var err error

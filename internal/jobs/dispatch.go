@@ -1,9 +1,4 @@
-// Package dispatch is the runner-facing side of the server: it hands leased
-// jobs to runners (in-process or remote), extends leases, and takes results
-// back, scoring them in the same lease-fenced transaction that completes
-// the job. Reference answers and reference outputs never leave it: a
-// runner only ever sees the notebook it must execute.
-package dispatch
+package jobs
 
 import (
 	"context"
@@ -15,14 +10,13 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/grade"
-	"github.com/npugrade/npugrade/internal/queue"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Dispatcher connects runners to the queue.
 type Dispatcher struct {
 	DB       *store.DB
-	Queue    *queue.Queue
+	Queue    *Queue
 	Catalog  *exercise.Catalog
 	LeaseTTL time.Duration
 	// JobTimeout is the default limit for a whole notebook run.
@@ -47,7 +41,7 @@ func (d *Dispatcher) Claim(ctx context.Context, runnerID string, match domain.Ma
 }
 
 // ClaimOwned is Claim for a runner that must be registered to user owner
-// (0: not checked): see queue.Queue.ClaimWaitOwned.
+// (0: not checked): see Queue.ClaimWaitOwned.
 func (d *Dispatcher) ClaimOwned(ctx context.Context, owner int64, runnerID string, match domain.Matcher, wait time.Duration) (*domain.Lease, error) {
 	c, err := d.Queue.ClaimWaitOwned(ctx, owner, runnerID, match, d.ttl(), wait)
 	if err != nil || c == nil {
@@ -57,7 +51,7 @@ func (d *Dispatcher) ClaimOwned(ctx context.Context, owner int64, runnerID strin
 }
 
 // ClaimAs is Claim for a caller not authenticated yet: see
-// queue.Queue.ClaimWaitAs.
+// Queue.ClaimWaitAs.
 func (d *Dispatcher) ClaimAs(ctx context.Context, a store.ClaimAuth, admit func(store.TokenCheck) (int64, error),
 	runnerID string, match domain.Matcher, wait time.Duration) (*domain.Lease, error) {
 	c, err := d.Queue.ClaimWaitAs(ctx, a, admit, runnerID, match, d.ttl(), wait)
@@ -68,7 +62,7 @@ func (d *Dispatcher) ClaimAs(ctx context.Context, a store.ClaimAuth, admit func(
 }
 
 // lease is the lease a runner gets for c.
-func (d *Dispatcher) lease(ctx context.Context, runnerID string, c *queue.Claimed) (*domain.Lease, error) {
+func (d *Dispatcher) lease(ctx context.Context, runnerID string, c *Claimed) (*domain.Lease, error) {
 	ex, err := d.Catalog.Get(c.Job.ExerciseID)
 	if err != nil {
 		// The exercise was removed while the job waited: fail it for good.

@@ -1,4 +1,4 @@
-package queue_test
+package jobs_test
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package dispatch
+package jobs
 
 import (
 	"context"

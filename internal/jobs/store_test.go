@@ -1,4 +1,4 @@
-package dispatch
+package jobs_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/intake"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -70,9 +70,7 @@ func TestCompleteThatCannotBeStoredFailsWithTheReason(t *testing.T) {
 }
 
 func storeBackoffForTest(t *testing.T) {
-	old := storeBackoff
-	storeBackoff = time.Millisecond
-	t.Cleanup(func() { storeBackoff = old })
+	t.Cleanup(jobs.SetStoreBackoff(time.Millisecond))
 }
 
 // TestCompleteWithoutReferencesFailsOnce: an exercise whose references no
@@ -112,8 +110,8 @@ func TestCompleteWithoutReferencesFailsOnce(t *testing.T) {
 // runner r1, on a fresh database of one dialect.
 type claimed struct {
 	db    *store.DB
-	q     *queue.Queue
-	disp  *Dispatcher
+	q     *jobs.Queue
+	disp  *jobs.Dispatcher
 	lease *domain.Lease
 	sub   domain.Submission
 }
@@ -136,8 +134,8 @@ func setupClaimed(t *testing.T, dialect string, edit func(*exercise.Exercise)) c
 		edit(ex)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	q := queue.New(db, log)
-	disp := &Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log}
+	q := jobs.New(db, log)
+	disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log}
 	u, _, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
 	if err != nil {
 		t.Fatal(err)

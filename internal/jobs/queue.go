@@ -1,8 +1,10 @@
-// Package queue is the job state machine over the jobs table: enqueue,
+// Package jobs is the work runners do and its state machine.
+//
+// Queue is the state machine over the jobs table: enqueue,
 // claim with a lease, heartbeat, complete, fail, release, and the reaper
 // that returns expired leases. It decides every transition (which job a
 // runner gets, when a failure is retried and when it is final); package
-// store writes them (store/jobs.go), each claim as one statement. The
+// store writes them (store/go), each claim as one statement. The
 // database row is the only truth: there is no in-memory queue beside it,
 // only wake-ups for long polls (wake.go: Postgres notifications reach
 // every server process) and a short-lived cache of the requirements
@@ -13,7 +15,13 @@
 // the state in the WHERE clause, so a runner that lost its lease (it was
 // too slow, or the reaper gave the job to another runner) can never
 // overwrite the new owner's work.
-package queue
+//
+// Dispatcher (dispatch.go) is the runner-facing side: it hands leased jobs
+// to runners (in-process or remote), extends leases, and takes results
+// back, scoring them in the same lease-fenced transaction that completes
+// the job. Reference answers and reference outputs never leave it: a
+// runner only ever sees the notebook it must execute.
+package jobs
 
 import (
 	"context"

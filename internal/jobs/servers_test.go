@@ -1,4 +1,4 @@
-package queue_test
+package jobs_test
 
 import (
 	"context"
@@ -8,43 +8,43 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
 // twoServers opens one database twice, as two server processes would:
 // separate connection pools, separate queues.
-func twoServers(t *testing.T, dialect string) (a, b *queue.Queue) {
+func twoServers(t *testing.T, dialect string) (a, b *jobs.Queue) {
 	t.Helper()
 	url := storetest.URL(t, dialect)
-	var qs [2]*queue.Queue
+	var qs [2]*jobs.Queue
 	for i := range qs {
 		db, err := store.Open(context.Background(), url, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		qs[i] = queue.New(db, nil)
+		qs[i] = jobs.New(db, nil)
 	}
 	return qs[0], qs[1]
 }
 
 // listen runs q's listener for the test and waits until it is in place.
-func listen(t *testing.T, q *queue.Queue) {
+func listen(t *testing.T, q *jobs.Queue) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); q.Listen(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	for start := time.Now(); !queue.Listening(q); time.Sleep(10 * time.Millisecond) {
+	for start := time.Now(); !jobs.Listening(q); time.Sleep(10 * time.Millisecond) {
 		if time.Since(start) > 10*time.Second {
 			t.Fatal("the listener did not start")
 		}
 	}
 }
 
-func enqueueOn(t *testing.T, q *queue.Queue, n int, req domain.Requirement) {
+func enqueueOn(t *testing.T, q *jobs.Queue, n int, req domain.Requirement) {
 	t.Helper()
 	err := q.DB().InTx(context.Background(), func(tx *store.Tx) error {
 		for i := 0; i < n; i++ {
@@ -77,14 +77,14 @@ func TestTwoServersNeverShareAJob(t *testing.T) {
 				listen(t, a)
 				listen(t, b)
 			}
-			const jobs, perServer = 200, 8
+			const total, perServer = 200, 8
 			var mu sync.Mutex
 			seen := map[int64]string{}
 			var wg sync.WaitGroup
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			errs := make(chan error, 2*perServer)
-			for i, q := range []*queue.Queue{a, b} {
+			for i, q := range []*jobs.Queue{a, b} {
 				for w := 0; w < perServer; w++ {
 					wg.Add(1)
 					go func(name string) {
@@ -114,7 +114,7 @@ func TestTwoServersNeverShareAJob(t *testing.T) {
 								errs <- err
 								return
 							}
-							if n == jobs {
+							if n == total {
 								cancel()
 							}
 						}
@@ -122,8 +122,8 @@ func TestTwoServersNeverShareAJob(t *testing.T) {
 				}
 			}
 			// Jobs arrive in batches through both servers while the claimers poll.
-			for i := 0; i < jobs/20; i++ {
-				enqueueOn(t, []*queue.Queue{a, b}[i%2], 20, domain.Requirement{})
+			for i := 0; i < total/20; i++ {
+				enqueueOn(t, []*jobs.Queue{a, b}[i%2], 20, domain.Requirement{})
 			}
 			select {
 			case <-ctx.Done():
@@ -136,12 +136,12 @@ func TestTwoServersNeverShareAJob(t *testing.T) {
 			for err := range errs {
 				t.Fatal(err)
 			}
-			if len(seen) != jobs {
-				t.Fatalf("claimed %d distinct jobs, want %d", len(seen), jobs)
+			if len(seen) != total {
+				t.Fatalf("claimed %d distinct jobs, want %d", len(seen), total)
 			}
 			depth, _ := a.Depth(context.Background())
-			if depth[domain.JobSucceeded] != jobs {
-				t.Fatalf("depth = %v, want %d succeeded", depth, jobs)
+			if depth[domain.JobSucceeded] != total {
+				t.Fatalf("depth = %v, want %d succeeded", depth, total)
 			}
 		})
 	}
@@ -162,7 +162,7 @@ func TestNotificationWakesAnotherServer(t *testing.T) {
 		t.Fatalf("claim on an empty queue: %v %v", c, err)
 	}
 	for round := 0; round < 3; round++ {
-		got := make(chan *queue.Claimed, 1)
+		got := make(chan *jobs.Claimed, 1)
 		go func() {
 			c, err := b.ClaimWait(ctx, "b-runner", cpuOnly, time.Minute, 25*time.Second)
 			if err != nil {
@@ -248,7 +248,7 @@ func TestRetriedJobWakesClaimerAfterBackoff(t *testing.T) {
 			if d == "sqlite" {
 				waiter = a
 			}
-			got := make(chan *queue.Claimed, 1)
+			got := make(chan *jobs.Claimed, 1)
 			go func() {
 				c, err := waiter.ClaimWait(ctx, "second", cpuOnly, time.Minute, 25*time.Second)
 				if err != nil {

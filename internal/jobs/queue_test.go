@@ -1,4 +1,4 @@
-package queue_test
+package jobs_test
 
 import (
 	"context"
@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
 type testBundle struct {
 	db    *store.DB
-	q     *queue.Queue
+	q     *jobs.Queue
 	clock *time.Time
 }
 
@@ -25,7 +25,7 @@ func setup(t *testing.T, dialect string) *testBundle {
 	t.Helper()
 	db := storetest.Open(t, dialect)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	b := &testBundle{db: db, q: queue.New(db, nil), clock: &now}
+	b := &testBundle{db: db, q: jobs.New(db, nil), clock: &now}
 	db.Now = func() time.Time { return *b.clock }
 	return b
 }
@@ -225,7 +225,7 @@ func TestQueue(t *testing.T) {
 				t.Parallel()
 				b := setup(t, d)
 				b.db.Now = func() time.Time { return time.Now().UTC() }
-				got := make(chan *queue.Claimed, 1)
+				got := make(chan *jobs.Claimed, 1)
 				go func() {
 					c, _ := b.q.ClaimWait(context.Background(), "w", nil, time.Minute, 20*time.Second)
 					got <- c

@@ -1,4 +1,4 @@
-package queue_test
+package jobs_test
 
 import (
 	"context"
@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/queue"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -42,7 +42,7 @@ func TestReaperLosesToTheRunner(t *testing.T) {
 				ctx := context.Background()
 				b := setup(t, d)
 				b.enqueue(t, 1, "{}")
-				var c *queue.Claimed
+				var c *jobs.Claimed
 				for a := 1; a <= tc.attempt; a++ {
 					var err error
 					if c, err = b.q.Claim(ctx, "r1", nil, time.Minute); err != nil || c == nil {
@@ -59,7 +59,7 @@ func TestReaperLosesToTheRunner(t *testing.T) {
 				}
 				var hookErr error
 				hooked := 0
-				queue.SetAfterReapRead(b.q, func(j domain.Job) {
+				jobs.SetAfterReapRead(b.q, func(j domain.Job) {
 					hooked++
 					hookErr = tc.act(b, j)
 				})
