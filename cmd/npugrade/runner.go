@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"os"
 	"strings"
@@ -97,23 +98,8 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	// The warm spares start before the runner registers: it then claims
 	// jobs at execution speed, and reports the memory its spares hold.
 	// A bad token is found a few seconds later than without spares.
-	var slotExecs []runner.Executor
-	var executor runner.Executor
-	if len(npus) > 0 {
-		if *slots > len(npus) {
-			log.Warn("more slots than NPUs: slots share devices", "slots", *slots, "npus", len(npus))
-		}
-		pinned := envprobe.Slots(npus, envprobe.Existing(envprobe.ManagerNodes), envprobe.Existing(envprobe.DriverDirs(env != nil)), *slots)
-		for _, e := range slotExecutors(ex, pinned) {
-			se, stop := warmPool(e, 1, log)
-			defer stop()
-			slotExecs = append(slotExecs, se)
-		}
-	} else {
-		var stop func()
-		executor, stop = warmPool(ex, *slots, log)
-		defer stop()
-	}
+	executor, slotExecs, stop := runnerExecutors(ex, npus, *slots, env != nil, warmPool, log)
+	defer stop()
 	allExecs := append([]runner.Executor{executor}, slotExecs...)
 	waitSpares(ctx, spareStartWait, allExecs...)
 	client := &runnerclient.Client{Server: *server, Token: *token, WarmSpares: func() *runnerproto.WarmSpares { return spareReport(allExecs...) }}
@@ -132,6 +118,33 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	_ = r.Run(ctx)
 	log.Info("runner stopped")
 	return exitOK
+}
+
+// runnerExecutors are the executors of a runner's slots, each with its
+// warm spares: one pinned to each NPU's slot, else one shared by every
+// slot. stop stops their spares.
+func runnerExecutors(ex *execution.Executor, npus []envprobe.Device, slots int, inEnv bool,
+	warmPool func(*execution.Executor, int, *slog.Logger) (runner.Executor, func()), log *slog.Logger) (shared runner.Executor, pinned []runner.Executor, stop func()) {
+	var stops []func()
+	stop = func() {
+		for _, f := range stops {
+			f()
+		}
+	}
+	if len(npus) == 0 {
+		e, st := warmPool(ex, slots, log)
+		return e, nil, st
+	}
+	if slots > len(npus) {
+		log.Warn("more slots than NPUs: slots share devices", "slots", slots, "npus", len(npus))
+	}
+	bound := envprobe.Slots(npus, envprobe.Existing(envprobe.ManagerNodes), envprobe.Existing(envprobe.DriverDirs(inEnv)), slots)
+	for _, e := range slotExecutors(ex, bound) {
+		se, st := warmPool(e, 1, log)
+		stops = append(stops, st)
+		pinned = append(pinned, se)
+	}
+	return nil, pinned, stop
 }
 
 // parseLabels reads --labels k=v,k2=v2; an entry without "=" or with an

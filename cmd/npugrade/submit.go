@@ -128,6 +128,12 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}
 	fmt.Fprintf(stdout, "%s  %s\n\n", time.Now().Format("15:04:05"), sub.Status)
+	return printVerdicts(stdout, sub)
+}
+
+// printVerdicts prints a graded submission's cells and score; exit 0 on
+// full marks.
+func printVerdicts(stdout io.Writer, sub submissionView) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CELL\tVERDICT\tPOINTS\tMESSAGE")
 	for _, c := range sub.Cells {
