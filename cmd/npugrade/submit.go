@@ -22,6 +22,7 @@ import (
 	"golang.org/x/text/width"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/problem"
 )
 
 type submissionView struct {
@@ -32,13 +33,6 @@ type submissionView struct {
 	MaxScore float64             `json:"max_score"`
 	Message  string              `json:"message"`
 	Cells    []domain.CellResult `json:"cells"`
-}
-
-type problemView struct {
-	Title    string   `json:"title"`
-	Status   int      `json:"status"`
-	Detail   string   `json:"detail"`
-	Problems []string `json:"problems"`
 }
 
 func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -170,14 +164,10 @@ func doJSON(req *http.Request, want int, out any, stderr io.Writer) (*http.Respo
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if resp.StatusCode != want {
-		var p problemView
-		if json.Unmarshal(b, &p) == nil && p.Title != "" {
-			fmt.Fprintf(stderr, "npugrade submit: %d %s: %s\n", p.Status, p.Title, p.Detail)
-			for _, q := range p.Problems {
-				fmt.Fprintf(stderr, "  - %s\n", q)
-			}
-		} else {
-			fmt.Fprintf(stderr, "npugrade submit: HTTP %d: %s\n", resp.StatusCode, strings.TrimSpace(string(b)))
+		e := problem.Decode(resp.StatusCode, b)
+		fmt.Fprintf(stderr, "npugrade submit: %d %s: %s\n", resp.StatusCode, http.StatusText(resp.StatusCode), e.Message)
+		for _, q := range e.Problems {
+			fmt.Fprintf(stderr, "  - %s\n", q)
 		}
 		return resp, exitError
 	}

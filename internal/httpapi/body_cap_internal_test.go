@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/problem"
 )
 
 // endless yields 'x' for ever and counts what it yielded.
@@ -55,7 +57,7 @@ func TestEveryRouteCapsItsBody(t *testing.T) {
 			t.Errorf("%s %s with %d bytes: %v", r.Method, r.Path, bc.limit+1, err)
 			continue
 		}
-		var p Problem
+		var p problem.Detail
 		err = json.NewDecoder(resp.Body).Decode(&p)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") ||

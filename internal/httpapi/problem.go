@@ -8,18 +8,8 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/policy"
+	"github.com/npugrade/npugrade/internal/problem"
 )
-
-// Problem is an RFC 9457 problem detail. Problems lists every individual
-// fault when there were several.
-type Problem struct {
-	Type     string   `json:"type"`
-	Title    string   `json:"title"`
-	Status   int      `json:"status"`
-	Detail   string   `json:"detail"`
-	Instance string   `json:"instance,omitempty"`
-	Problems []string `json:"problems,omitempty"`
-}
 
 // problem writes err as problem+json. A database fault becomes 503 (with
 // Retry-After) or 507 with its reason; other internal errors are 500,
@@ -45,18 +35,19 @@ func (s *Server) problem(c *gin.Context, err error) {
 }
 
 func writeProblem(c *gin.Context, status int, title, detail string, problems []string) {
-	p := Problem{Type: "about:blank", Title: title, Status: status, Detail: detail, Instance: c.Request.URL.Path, Problems: problems}
-	c.Header("Content-Type", "application/problem+json")
+	p := problem.New(status, detail, c.Request.URL.Path, problems)
+	p.Title = title
+	c.Header("Content-Type", problem.MediaType)
 	c.Status(status)
 	c.Render(status, problemRender{p})
 }
 
-type problemRender struct{ p Problem }
+type problemRender struct{ p problem.Detail }
 
 func (r problemRender) Render(w http.ResponseWriter) error {
 	return jsonEncode(w, r.p)
 }
 
 func (r problemRender) WriteContentType(w http.ResponseWriter) {
-	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Content-Type", problem.MediaType)
 }

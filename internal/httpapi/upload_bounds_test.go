@@ -10,6 +10,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/problem"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -27,7 +28,7 @@ func TestHostileUploadsCostABoundedAnswer(t *testing.T) {
 			t.Parallel()
 			e := newLiveEnv(t, d, httpapi.DefaultTimeouts())
 			tok := e.token(t, "ada", domain.RoleLearner)
-			post := func(nb []byte) (int, httpapi.Problem, int) {
+			post := func(nb []byte) (int, problem.Detail, int) {
 				body, ct := multipartBody(nb)
 				req, _ := http.NewRequest("POST", e.url+"/api/v1/submissions", bytes.NewReader(body))
 				req.Header.Set("Content-Type", ct)
@@ -39,7 +40,7 @@ func TestHostileUploadsCostABoundedAnswer(t *testing.T) {
 				defer resp.Body.Close()
 				var buf bytes.Buffer
 				_, _ = buf.ReadFrom(resp.Body)
-				var p httpapi.Problem
+				var p problem.Detail
 				_ = json.Unmarshal(buf.Bytes(), &p)
 				return resp.StatusCode, p, buf.Len()
 			}

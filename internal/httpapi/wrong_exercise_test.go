@@ -11,12 +11,13 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/problem"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
 // uploadFor posts nb as a submission for exercise with token, with the
 // Accept-Language lang (none when empty).
-func uploadFor(t *testing.T, e *liveEnv, token, exercise string, nb []byte, lang string) (int, httpapi.Problem) {
+func uploadFor(t *testing.T, e *liveEnv, token, exercise string, nb []byte, lang string) (int, problem.Detail) {
 	t.Helper()
 	var body bytes.Buffer
 	mw := multipart.NewWriter(&body)
@@ -35,7 +36,7 @@ func uploadFor(t *testing.T, e *liveEnv, token, exercise string, nb []byte, lang
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var p httpapi.Problem
+	var p problem.Detail
 	_ = json.NewDecoder(resp.Body).Decode(&p)
 	return resp.StatusCode, p
 }

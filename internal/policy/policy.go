@@ -12,12 +12,12 @@ package policy
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/problem"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -405,25 +405,6 @@ func Classify(err error) (status int, fault *domain.Error, ok bool) {
 	if f := store.Fault(err); code == domain.EINTERNAL && f != nil {
 		fault, code = f, f.Code
 	}
-	switch code {
-	case domain.EUNAVAILABLE:
-		return http.StatusServiceUnavailable, fault, true
-	case domain.ESTORAGE:
-		return http.StatusInsufficientStorage, fault, true
-	case domain.EINVALID:
-		return http.StatusUnprocessableEntity, fault, true
-	case domain.ENOTFOUND:
-		return http.StatusNotFound, fault, true
-	case domain.EUNAUTHORIZED:
-		return http.StatusUnauthorized, fault, true
-	case domain.EFORBIDDEN:
-		return http.StatusForbidden, fault, true
-	case domain.ECONFLICT:
-		return http.StatusConflict, fault, true
-	case domain.ETOOLARGE:
-		return http.StatusRequestEntityTooLarge, fault, true
-	case domain.ERATELIMIT:
-		return http.StatusTooManyRequests, fault, true
-	}
-	return http.StatusInternalServerError, fault, false
+	status, ok = problem.Status(code)
+	return status, fault, ok
 }

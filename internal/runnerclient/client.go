@@ -18,6 +18,7 @@ import (
 	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/problem"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 )
@@ -241,14 +242,12 @@ func (c *Client) send(ctx context.Context, path, lease string, body any, accept 
 	case resp.StatusCode == http.StatusConflict:
 		return resp, nil, domain.LeaseLost(fmt.Errorf("server: %s", strings.TrimSpace(string(data))))
 	case resp.StatusCode >= 300:
-		var p struct {
-			Detail string `json:"detail"`
+		e := problem.Decode(resp.StatusCode, data)
+		msg := e.Message
+		if len(e.Problems) > 0 {
+			msg += ": " + strings.Join(e.Problems, "; ")
 		}
-		_ = json.Unmarshal(data, &p)
-		if p.Detail == "" {
-			p.Detail = strings.TrimSpace(string(data))
-		}
-		return resp, nil, fmt.Errorf("server answered %d: %s", resp.StatusCode, p.Detail)
+		return resp, nil, fmt.Errorf("server answered %d: %s", resp.StatusCode, msg)
 	case err != nil:
 		return resp, nil, fmt.Errorf("read the answer: %w", err)
 	}
