@@ -30,18 +30,10 @@ func TestEventsListScoreChanges(t *testing.T) {
 			cells := []domain.CellResult{{CellID: "open", Verdict: "pass", Points: 2, MaxPoints: 2, Counted: true}}
 			id := e.graded(t, e.learner, "", store.Grade{Score: 1, MaxScore: 2, Profile: "cpu", Cells: cells,
 				Message: "all graded cells pass; submitted after the deadline: score multiplied by 0.5"})
-			call := func(method, path, token, body string) (int, string) {
-				req, _ := http.NewRequest(method, e.ts.URL+path, strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+token)
-				if body != "" {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				return e.do(t, req)
-			}
-			if st, body := call(http.MethodPost, "/api/v1/exercises/pol/extensions", e.teacher, `{"learner": "lena", "deadline": "2026-03-05T00:00:00Z"}`); st != http.StatusCreated {
+			if st, body := e.call(t, http.MethodPost, "/api/v1/exercises/pol/extensions", e.teacher, `{"learner": "lena", "deadline": "2026-03-05T00:00:00Z"}`); st != http.StatusCreated {
 				t.Fatalf("grant: %d %s", st, body)
 			}
-			st, body := call(http.MethodGet, "/api/v1/events?learner=lena&exercise=pol", e.teacher, "")
+			st, body := e.call(t, http.MethodGet, "/api/v1/events?learner=lena&exercise=pol", e.teacher, "")
 			var page httpapi.EventsJSON
 			if err := json.Unmarshal([]byte(body), &page); st != http.StatusOK || err != nil {
 				t.Fatalf("events: %d %s", st, body)
@@ -59,16 +51,16 @@ func TestEventsListScoreChanges(t *testing.T) {
 				changed.OldScore == nil || *changed.OldScore != 1 || changed.NewScore != 2 || changed.Reason != domain.ScoreReasonExtension || changed.Actor != "tom" {
 				t.Errorf("events: %s", body)
 			}
-			if st, body := call(http.MethodGet, "/api/v1/events?kind=score-changed&after="+page.Next, e.teacher, ""); st != http.StatusOK || !strings.Contains(body, `"events":[]`) || !strings.Contains(body, `"next":"`+page.Next+`"`) {
+			if st, body := e.call(t, http.MethodGet, "/api/v1/events?kind=score-changed&after="+page.Next, e.teacher, ""); st != http.StatusOK || !strings.Contains(body, `"events":[]`) || !strings.Contains(body, `"next":"`+page.Next+`"`) {
 				t.Errorf("after the cursor: %d %s", st, body)
 			}
-			if st, body := call(http.MethodGet, "/api/v1/events?kind=score-changed", e.teacher, ""); st != http.StatusOK || strings.Count(body, `"kind":"score-changed"`) != 1 {
+			if st, body := e.call(t, http.MethodGet, "/api/v1/events?kind=score-changed", e.teacher, ""); st != http.StatusOK || strings.Count(body, `"kind":"score-changed"`) != 1 {
 				t.Errorf("by kind: %d %s", st, body)
 			}
-			if st, _ := call(http.MethodGet, "/api/v1/events", e.learner, ""); st != http.StatusForbidden {
+			if st, _ := e.call(t, http.MethodGet, "/api/v1/events", e.learner, ""); st != http.StatusForbidden {
 				t.Errorf("a learner reads events: %d, want 403", st)
 			}
-			st, body = call(http.MethodGet, "/api/v1/events?after=x&kind=nope&limit=0&since=yesterday&learner=ghost", e.teacher, "")
+			st, body = e.call(t, http.MethodGet, "/api/v1/events?after=x&kind=nope&limit=0&since=yesterday&learner=ghost", e.teacher, "")
 			var prob struct{ Problems []string }
 			_ = json.Unmarshal([]byte(body), &prob)
 			if st != http.StatusUnprocessableEntity || len(prob.Problems) != 5 {

@@ -33,14 +33,6 @@ func TestExtensionsHTTP(t *testing.T) {
 			}
 			id := e.graded(t, e.learner, "", store.Grade{Score: 1.5, MaxScore: 3, Profile: "cpu", Cells: cells,
 				Message: "all graded cells pass; submitted after the deadline: score multiplied by 0.5"})
-			call := func(method, path, token, body string) (int, string) {
-				req, _ := http.NewRequest(method, e.ts.URL+path, strings.NewReader(body))
-				req.Header.Set("Authorization", "Bearer "+token)
-				if body != "" {
-					req.Header.Set("Content-Type", "application/json")
-				}
-				return e.do(t, req)
-			}
 			score := func() float64 {
 				_, body := e.get(t, e.teacher, "/api/v1/submissions/"+id)
 				var s httpapi.SubmissionJSON
@@ -49,46 +41,46 @@ func TestExtensionsHTTP(t *testing.T) {
 			}
 
 			const path = "/api/v1/exercises/pol/extensions"
-			if st, _ := call(http.MethodPost, path, e.learner, `{"learner": "lena", "deadline": "2026-04-01T00:00:00Z"}`); st != http.StatusForbidden {
+			if st, _ := e.call(t, http.MethodPost, path, e.learner, `{"learner": "lena", "deadline": "2026-04-01T00:00:00Z"}`); st != http.StatusForbidden {
 				t.Errorf("learner grants: %d, want 403", st)
 			}
-			st, body := call(http.MethodPost, path, e.teacher, `{"learner": "ghost", "deadline": "soon", "late_penalty": [{"after": "1h", "multiplier": -1}]}`)
+			st, body := e.call(t, http.MethodPost, path, e.teacher, `{"learner": "ghost", "deadline": "soon", "late_penalty": [{"after": "1h", "multiplier": -1}]}`)
 			var prob struct{ Problems []string }
 			_ = json.Unmarshal([]byte(body), &prob)
 			if st != http.StatusUnprocessableEntity || len(prob.Problems) != 3 {
 				t.Errorf("bad grant: %d %s, want 422 with 3 problems", st, body)
 			}
-			if st, _ := call(http.MethodPost, "/api/v1/exercises/nope/extensions", e.teacher, `{"learner": "lena", "deadline": "2026-04-01T00:00:00Z"}`); st != http.StatusNotFound {
+			if st, _ := e.call(t, http.MethodPost, "/api/v1/exercises/nope/extensions", e.teacher, `{"learner": "lena", "deadline": "2026-04-01T00:00:00Z"}`); st != http.StatusNotFound {
 				t.Errorf("unknown exercise: %d", st)
 			}
-			if st, body := call(http.MethodPost, path, e.teacher, `{"learner": 7}`); st != http.StatusUnprocessableEntity {
+			if st, body := e.call(t, http.MethodPost, path, e.teacher, `{"learner": 7}`); st != http.StatusUnprocessableEntity {
 				t.Errorf("not the request's shape: %d %s", st, body)
 			}
 
-			st, body = call(http.MethodPost, path, e.teacher, `{"learner": "lena", "deadline": "2026-03-05T00:00:00Z"}`)
+			st, body = e.call(t, http.MethodPost, path, e.teacher, `{"learner": "lena", "deadline": "2026-03-05T00:00:00Z"}`)
 			if st != http.StatusCreated || !strings.Contains(body, `"rescored":1`) {
 				t.Fatalf("grant: %d %s", st, body)
 			}
 			if s := score(); s != 3 {
 				t.Errorf("score after the grant %g, want 3 (no penalty)", s)
 			}
-			st, body = call(http.MethodGet, path, e.teacher, "")
+			st, body = e.call(t, http.MethodGet, path, e.teacher, "")
 			if st != http.StatusOK || !strings.Contains(body, `"learner":"lena"`) || !strings.Contains(body, `"granted_by":"tom"`) {
 				t.Errorf("list: %d %s", st, body)
 			}
-			if st, _ := call(http.MethodGet, path, e.learner, ""); st != http.StatusForbidden {
+			if st, _ := e.call(t, http.MethodGet, path, e.learner, ""); st != http.StatusForbidden {
 				t.Errorf("learner lists: %d, want 403", st)
 			}
-			if st, body := call(http.MethodDelete, path+"/lena", e.teacher, ""); st != http.StatusOK || !strings.Contains(body, `"revoked_by":"tom"`) {
+			if st, body := e.call(t, http.MethodDelete, path+"/lena", e.teacher, ""); st != http.StatusOK || !strings.Contains(body, `"revoked_by":"tom"`) {
 				t.Errorf("revoke: %d %s", st, body)
 			}
 			if s := score(); s != 1.5 {
 				t.Errorf("score after the revocation %g, want 1.5", s)
 			}
-			if st, _ := call(http.MethodDelete, path+"/lena", e.teacher, ""); st != http.StatusNotFound {
+			if st, _ := e.call(t, http.MethodDelete, path+"/lena", e.teacher, ""); st != http.StatusNotFound {
 				t.Errorf("revoke again: %d, want 404", st)
 			}
-			if st, body := call(http.MethodGet, path+"?revoked=true", e.teacher, ""); st != http.StatusOK || !strings.Contains(body, `"revoked_at"`) {
+			if st, body := e.call(t, http.MethodGet, path+"?revoked=true", e.teacher, ""); st != http.StatusOK || !strings.Contains(body, `"revoked_at"`) {
 				t.Errorf("list with revoked: %d %s", st, body)
 			}
 		})

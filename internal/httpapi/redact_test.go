@@ -60,6 +60,18 @@ func testServer(t *testing.T, db *store.DB, cat *exercise.Catalog) (*httptest.Se
 	return ts, subs
 }
 
+// call sends method path as token, with a JSON body when one is given,
+// and returns the status and the body.
+func (e *policyEnv) call(t *testing.T, method, path, token, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, e.ts.URL+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return e.do(t, req)
+}
+
 // submit posts policyAnswer with an Idempotency-Key and returns status and body.
 func (e *policyEnv) submit(t *testing.T, token, key string) (int, string) {
 	t.Helper()
