@@ -17,9 +17,7 @@ func (s *Server) extensionRoutes(api *gin.RouterGroup) {
 	api.DELETE("/exercises/:id/extensions/:learner", staff, s.revokeExtension)
 }
 
-func (s *Server) extensions() *grade.Extensions {
-	return &grade.Extensions{DB: s.DB, Catalog: s.Catalog}
-}
+func (s *Server) extensions() *grade.Extensions { return s.Services.Extensions }
 
 func (s *Server) grantExtension(c *gin.Context) {
 	var req grade.ExtensionRequest

@@ -22,13 +22,9 @@ func (s *Server) feedbackRoutes(api *gin.RouterGroup) {
 	api.POST("/regrade-requests/:id/answer", staff, s.answerRegradeRequest)
 }
 
-func (s *Server) feedback() policy.FeedbackReleases {
-	return policy.FeedbackReleases{DB: s.DB, Catalog: s.Catalog}
-}
+func (s *Server) feedback() *policy.FeedbackReleases { return s.Services.Releases }
 
-func (s *Server) appeals() grade.Appeals {
-	return grade.Appeals{DB: s.DB, Catalog: s.Catalog, Policy: s.policy()}
-}
+func (s *Server) appeals() *grade.Appeals { return s.Services.Appeals }
 
 func (s *Server) releaseFeedback(c *gin.Context) {
 	var req struct {

@@ -20,7 +20,7 @@ func (s *Server) manualRoutes(api *gin.RouterGroup) {
 	api.GET("/submissions/:id/manual", staff, s.manualGradeLog)
 }
 
-func (s *Server) manual() grade.Manual { return grade.Manual{DB: s.DB} }
+func (s *Server) manual() *grade.Manual { return s.Services.Manual }
 
 // maxJSONBody bounds the small JSON bodies of instructor requests.
 const maxJSONBody = 64 << 10

@@ -20,9 +20,7 @@ func (s *Server) referenceReviewRoutes(api *gin.RouterGroup) {
 	api.POST("/staged-references/:id/reject", staff, s.decideStagedReference(false))
 }
 
-func (s *Server) referenceReviews() *reference.Reviews {
-	return &reference.Reviews{DB: s.DB, Catalog: s.Catalog}
-}
+func (s *Server) referenceReviews() *reference.Reviews { return s.Services.References }
 
 func (s *Server) listStagedReferences(c *gin.Context) {
 	out, err := s.referenceReviews().List(c.Request.Context(), reference.ReviewFilter{Exercise: c.Query("exercise"), State: c.Query("state")})

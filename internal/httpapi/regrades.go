@@ -22,9 +22,7 @@ func (s *Server) regradeRoutes(api *gin.RouterGroup) {
 	api.GET("/exercises/:id/score", s.countedScore)
 }
 
-func (s *Server) regrades() *regrade.Service {
-	return &regrade.Service{DB: s.DB, Queue: s.Queue, Catalog: s.Catalog}
-}
+func (s *Server) regrades() *regrade.Service { return s.Services.Regrades }
 
 func (s *Server) stageRegrade(c *gin.Context) {
 	var req regrade.Request

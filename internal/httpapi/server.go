@@ -57,6 +57,8 @@ type Server struct {
 	// this handler; without it /metrics is served only by MetricsHandler
 	// (serve --metrics-addr), never publicly.
 	MetricsToken string
+	// Services are the use cases the handlers call (services.go).
+	Services Services
 
 	authOnce   sync.Once
 	errLogOnce sync.Once
@@ -71,6 +73,7 @@ type Server struct {
 
 // Handler builds the router.
 func (s *Server) Handler() http.Handler {
+	s.fillServices()
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	// The client address is the connection's, unless that is a trusted
@@ -435,7 +438,4 @@ func (d *depthCollector) Collect(ch chan<- prometheus.Metric) {
 // policy is the ownership, redaction and counting rules the API shares
 // with the pages. It reads through s.DB and judges deadlines by its clock
 // (read at each use: the route table is built without a database).
-func (s *Server) policy() *policy.Service {
-	return &policy.Service{DB: s.DB, Now: func() time.Time { return s.DB.Now() }, Catalog: s.Catalog, Extensions: s.DB,
-		Releases: s.DB}
-}
+func (s *Server) policy() *policy.Service { return s.Services.Policy }

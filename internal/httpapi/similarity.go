@@ -15,9 +15,7 @@ func (s *Server) similarityRoutes(api *gin.RouterGroup) {
 	api.GET("/exercises/:id/similarity", s.requireRole(domain.RoleInstructor, domain.RoleAdmin), s.similarityReport)
 }
 
-func (s *Server) similarity() *similarity.Service {
-	return &similarity.Service{DB: s.DB, Catalog: s.Catalog}
-}
+func (s *Server) similarity() *similarity.Service { return s.Services.Similarity }
 
 func (s *Server) similarityReport(c *gin.Context) {
 	o, err := SimilarityOptions(c.Query("threshold"), c.Query("limit"))

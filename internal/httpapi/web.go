@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"github.com/gin-gonic/gin"
-	"github.com/npugrade/npugrade/internal/accounts"
 
 	"github.com/npugrade/npugrade/internal/web"
 )
@@ -14,7 +13,7 @@ func (s *Server) webRoutes(r *gin.Engine) {
 	deps := web.Deps{Sessions: s.DB, Users: s.DB, Audit: s.DB, Reports: s.DB, Fleet: s.DB,
 		Queue: s.Queue, Catalog: s.Catalog, Submissions: s.Submissions, Regrades: s.regrades(), References: s.referenceReviews(), Log: s.Log,
 		MaxUpload: s.MaxUpload, Problem: s.problem, Tokens: s.guard().User, Policy: s.policy(),
-		Extensions: s.extensions(), Rosters: &accounts.Rosters{DB: s.DB}, Sections: s.DB,
+		Extensions: s.extensions(), Rosters: s.Services.Rosters, Sections: s.DB,
 		Similarity: s.similarity(), Manual: s.manual(),
 		Releases: s.feedback(), Appeals: s.appeals()}
 	if s.Metrics != nil {
