@@ -247,36 +247,54 @@ func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string
 	if err != nil {
 		return domain.Submission{}, err
 	}
-	return s.DB.ApplyManualChange(ctx, subID, by, func(sub domain.Submission, _ map[string]store.ManualGrade) (store.ManualChange, error) {
-		if sub.ExerciseID != ex.ID {
-			return store.ManualChange{}, domain.Errorf(domain.ENOTFOUND, "submission %s is not of exercise %s", subID, ex.ID)
+	err = s.DB.InTx(ctx, func(tx *store.Tx) error {
+		sub, err := tx.LockSubmission(subID)
+		if err != nil {
+			return err
 		}
-		if !domain.Scored(sub.Status) {
-			return store.ManualChange{}, domain.Errorf(domain.ECONFLICT, "submission %s is %s; only a scored submission is graded by hand", subID, sub.Status)
+		rs, err := s.change(ex, sub, g, mult, history, action, detail, answer)
+		if err != nil {
+			return err
 		}
-		idx := -1
-		for i, c := range sub.Cells {
-			if c.CellID == g.CellID {
-				idx = i
-			}
-		}
-		if idx < 0 {
-			return store.ManualChange{}, domain.Errorf(domain.ENOTFOUND, "submission %s has no graded cell %q", subID, g.CellID)
-		}
-		if g.Kind == store.ManualOverride {
-			if g.Points > sub.Cells[idx].MaxPoints {
-				return store.ManualChange{}, &domain.Error{Code: domain.EINVALID, Message: "the override is invalid",
-					Problems: []string{fmt.Sprintf("points %g: at most %g (the cell's points)", g.Points, sub.Cells[idx].MaxPoints)}}
-			}
-			g.MaxPoints = sub.Cells[idx].MaxPoints
-		}
-		// The cells carry the decisions in force already: apply the new one.
-		cells := append([]domain.CellResult(nil), sub.Cells...)
-		ApplyManual(ex, cells, map[string]store.ManualGrade{g.CellID: g})
-		score, msg := scoring.Total(cells, mult, "")
-		return store.ManualChange{Grade: g, Cells: cells, Score: score, Message: msg, History: history, Reason: scoreReason(g.Kind, answer),
-			AuditAction: action, AuditDetail: detail, Answer: answer}, nil
+		return tx.WriteManualChange(subID, by, rs)
 	})
+	if err != nil {
+		return domain.Submission{}, err
+	}
+	return s.DB.Submission(ctx, subID)
+}
+
+// change is a manual decision g applied to sub (its cells carry the
+// decisions in force): the new cells and score, for the store to write.
+func (s Manual) change(ex *exercise.Exercise, sub domain.Submission, g store.ManualGrade, mult float64, history, action, detail string, answer *store.RequestAnswer) (store.ManualChange, error) {
+	if sub.ExerciseID != ex.ID {
+		return store.ManualChange{}, domain.Errorf(domain.ENOTFOUND, "submission %s is not of exercise %s", sub.ID, ex.ID)
+	}
+	if !domain.Scored(sub.Status) {
+		return store.ManualChange{}, domain.Errorf(domain.ECONFLICT, "submission %s is %s; only a scored submission is graded by hand", sub.ID, sub.Status)
+	}
+	idx := -1
+	for i, c := range sub.Cells {
+		if c.CellID == g.CellID {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return store.ManualChange{}, domain.Errorf(domain.ENOTFOUND, "submission %s has no graded cell %q", sub.ID, g.CellID)
+	}
+	if g.Kind == store.ManualOverride {
+		if g.Points > sub.Cells[idx].MaxPoints {
+			return store.ManualChange{}, &domain.Error{Code: domain.EINVALID, Message: "the override is invalid",
+				Problems: []string{fmt.Sprintf("points %g: at most %g (the cell's points)", g.Points, sub.Cells[idx].MaxPoints)}}
+		}
+		g.MaxPoints = sub.Cells[idx].MaxPoints
+	}
+	// The cells carry the decisions in force already: apply the new one.
+	cells := append([]domain.CellResult(nil), sub.Cells...)
+	ApplyManual(ex, cells, map[string]store.ManualGrade{g.CellID: g})
+	score, msg := scoring.Total(cells, mult, "")
+	return store.ManualChange{Grade: g, Cells: cells, Score: score, Message: msg, History: history, Reason: scoreReason(g.Kind, answer),
+		AuditAction: action, AuditDetail: detail, Answer: answer}, nil
 }
 
 // scoreReason is the door a manual decision of kind changes a score through.

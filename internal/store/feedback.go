@@ -201,7 +201,7 @@ type RequestAnswer struct {
 
 // AnswerRegradeRequest records an instructor's answer to an open request
 // (ECONFLICT when it was answered already), with its audit entry, in one
-// transaction. An answer with an override is written by ApplyManualChange
+// transaction. An answer with an override is written by WriteManualChange
 // (ManualChange.Answer), in the override's transaction.
 func (db *DB) AnswerRegradeRequest(ctx context.Context, a RequestAnswer, by domain.User) (domain.RegradeRequest, error) {
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {

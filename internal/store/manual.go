@@ -120,42 +120,38 @@ type ManualChange struct {
 	Answer *RequestAnswer
 }
 
-// ApplyManualChange changes a submission's score with fn in one transaction: the
-// submission row is locked (on Postgres; SQLite has one writer) so two
+// LockSubmission reads a submission with its cells for a change of its
+// score, locking its row (on Postgres; SQLite has one writer) so that two
 // people grading cells of one submission never lose each other's points.
-// fn gets the submission with its cells and the manual grades in force.
-// A submission whose cells are all graded becomes graded (with a graded
-// event), else it stays needs-manual.
-func (db *DB) ApplyManualChange(ctx context.Context, submissionID string, actor domain.User, fn func(domain.Submission, map[string]ManualGrade) (ManualChange, error)) (domain.Submission, error) {
-	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		q := tx.Where("id = ?", submissionID)
-		if db.Dialect == "postgres" {
-			q = q.Clauses(clause.Locking{Strength: "UPDATE"})
-		}
-		var row submissionRow
-		if err := q.Take(&row).Error; errors.Is(err, gorm.ErrRecordNotFound) {
-			return domain.Errorf(domain.ENOTFOUND, "submission %s not found", submissionID)
-		} else if err != nil {
-			return fmt.Errorf("lock submission %s: %w", submissionID, err)
-		}
-		sub, err := withCellsIn(tx, row)
-		if err != nil {
-			return err
-		}
-		grades, err := manualGrades(tx, submissionID)
-		if err != nil {
-			return err
-		}
-		rs, err := fn(sub, grades)
-		if err != nil {
-			return err
-		}
-		return db.writeRescore(tx, row, sub, rs, actor)
-	})
-	if err != nil {
-		return domain.Submission{}, translate(err)
+func (tx *Tx) LockSubmission(id string) (domain.Submission, error) {
+	q := tx.g.Where("id = ?", id)
+	if tx.db.Dialect == "postgres" {
+		q = q.Clauses(clause.Locking{Strength: "UPDATE"})
 	}
-	return db.Submission(ctx, submissionID)
+	var row submissionRow
+	if err := q.Take(&row).Error; errors.Is(err, gorm.ErrRecordNotFound) {
+		return domain.Submission{}, domain.Errorf(domain.ENOTFOUND, "submission %s not found", id)
+	} else if err != nil {
+		return domain.Submission{}, fmt.Errorf("lock submission %s: %w", id, err)
+	}
+	return withCellsIn(tx.g, row)
+}
+
+// WriteManualChange writes a person's change of a submission's score (a
+// submission LockSubmission read in tx): the decision, the new score
+// through the one score-change write, the audit entry and the answer of
+// a regrade request it settles. A submission whose cells are all graded
+// becomes graded (with a graded event), else it stays needs-manual.
+func (tx *Tx) WriteManualChange(id string, actor domain.User, rs ManualChange) error {
+	var row submissionRow
+	if err := tx.g.Where("id = ?", id).Take(&row).Error; err != nil {
+		return fmt.Errorf("read submission %s: %w", id, translate(err))
+	}
+	old, err := withCellsIn(tx.g, row)
+	if err != nil {
+		return err
+	}
+	return tx.db.writeRescore(tx.g, row, old, rs, actor)
 }
 
 func (db *DB) writeRescore(tx *gorm.DB, row submissionRow, old domain.Submission, rs ManualChange, actor domain.User) error {
