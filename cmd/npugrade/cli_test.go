@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/buildinfo"
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -216,8 +217,8 @@ func TestCLIUserNeedsDatabase(t *testing.T) {
 	}
 	defer sdb.Close()
 	events, err := sdb.AuditEvents(context.Background(), 0)
-	if err != nil || len(events) != 2 || events[0].Actor != "cli" || events[0].Action != store.AuditTokensRevoked ||
-		events[1].Action != store.AuditUserCreated || events[1].Subject != "bob" {
+	if err != nil || len(events) != 2 || events[0].Actor != "cli" || events[0].Action != domain.AuditTokensRevoked ||
+		events[1].Action != domain.AuditUserCreated || events[1].Subject != "bob" {
 		t.Errorf("audit log after user add and revoke: %+v %v", events, err)
 	}
 }

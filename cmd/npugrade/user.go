@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -77,7 +78,7 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *dbURL == "" {
 		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
 	}
-	var scope *store.RunnerScope
+	var scope *fleet.RunnerScope
 	if sub == "add" && (*profiles != "" || *labels != "") {
 		if domain.Role(*role) != domain.RoleRunner {
 			return fs.usageError(stderr, "--profiles and --labels bind runner tokens: they need --role runner")
@@ -86,7 +87,7 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return fs.usageError(stderr, err.Error())
 		}
-		scope = &store.RunnerScope{Labels: lb}
+		scope = &fleet.RunnerScope{Labels: lb}
 		for _, p := range strings.Split(*profiles, ",") {
 			if p = strings.TrimSpace(p); p != "" {
 				scope.Profiles = append(scope.Profiles, p)
@@ -116,7 +117,7 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, scope *store.RunnerScope, stdout, stderr io.Writer) int {
+func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, scope *fleet.RunnerScope, stdout, stderr io.Writer) int {
 	u, token, err := db.CreateUser(ctx, name, role)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade user add:", err)
@@ -128,7 +129,7 @@ func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, s
 			return exitError
 		}
 	}
-	auditCLI(ctx, db, store.AuditUserCreated, u.Name, "role "+string(u.Role), stderr)
+	auditCLI(ctx, db, domain.AuditUserCreated, u.Name, "role "+string(u.Role), stderr)
 	fmt.Fprintf(stdout, "created %s user %q (id %d); its API token, shown only now:\n%s\n", u.Role, u.Name, u.ID, token)
 	return exitOK
 }
@@ -157,7 +158,7 @@ func userToken(ctx context.Context, db *store.DB, sub, name string, stdout, stde
 			fmt.Fprintln(stderr, "npugrade user revoke:", err)
 			return exitError
 		}
-		auditCLI(ctx, db, store.AuditTokensRevoked, u.Name, "", stderr)
+		auditCLI(ctx, db, domain.AuditTokensRevoked, u.Name, "", stderr)
 		fmt.Fprintf(stdout, "revoked every token of %q\n", u.Name)
 		return exitOK
 	}
@@ -166,7 +167,7 @@ func userToken(ctx context.Context, db *store.DB, sub, name string, stdout, stde
 		fmt.Fprintln(stderr, "npugrade user token:", err)
 		return exitError
 	}
-	auditCLI(ctx, db, store.AuditTokenCreated, u.Name, "", stderr)
+	auditCLI(ctx, db, domain.AuditTokenCreated, u.Name, "", stderr)
 	fmt.Fprintf(stdout, "new API token for %q:\n%s\n", u.Name, token)
 	return exitOK
 }

@@ -51,7 +51,7 @@ var (
 
 // ParseRoster reads a roster and checks every row. It returns the entries, or
 // EINVALID listing every problem (at most 100, then how many more).
-func ParseRoster(r io.Reader) ([]store.RosterEntry, error) {
+func ParseRoster(r io.Reader) ([]domain.RosterEntry, error) {
 	data, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("read the roster: %w", err)
@@ -109,7 +109,7 @@ func ParseRoster(r io.Reader) ([]store.RosterEntry, error) {
 type parser struct {
 	index    map[string]int // column → position
 	width    int
-	entries  []store.RosterEntry
+	entries  []domain.RosterEntry
 	seen     map[string]int // login name → line
 	problems []string
 	total    int // problems found, listed or not
@@ -172,7 +172,7 @@ func (p *parser) row(line int, rec []string) {
 	if len(rec) != p.width {
 		bad("%d fields, the header has %d", len(rec), p.width)
 	}
-	e := store.RosterEntry{FullName: p.field(rec, "name"), Section: p.field(rec, "section")}
+	e := domain.RosterEntry{FullName: p.field(rec, "name"), Section: p.field(rec, "section")}
 	number, email := p.field(rec, "number"), strings.ToLower(p.field(rec, "email"))
 	switch {
 	case number != "":
@@ -229,10 +229,10 @@ type Rosters struct {
 
 // Import parses and checks the roster (and that it names no runner
 // account), then imports it in one transaction.
-func (s *Rosters) Import(ctx context.Context, actor domain.User, r io.Reader) (store.RosterResult, error) {
+func (s *Rosters) Import(ctx context.Context, actor domain.User, r io.Reader) (domain.RosterResult, error) {
 	entries, err := ParseRoster(r)
 	if err != nil {
-		return store.RosterResult{}, err
+		return domain.RosterResult{}, err
 	}
 	names := make([]string, len(entries))
 	for i, e := range entries {
@@ -240,7 +240,7 @@ func (s *Rosters) Import(ctx context.Context, actor domain.User, r io.Reader) (s
 	}
 	existing, err := s.DB.UsersByName(ctx, names)
 	if err != nil {
-		return store.RosterResult{}, err
+		return domain.RosterResult{}, err
 	}
 	var problems []string
 	for _, e := range entries {
@@ -255,14 +255,14 @@ func (s *Rosters) Import(ctx context.Context, actor domain.User, r io.Reader) (s
 		}
 	}
 	if len(problems) > 0 {
-		return store.RosterResult{}, &domain.Error{Code: domain.EINVALID, Message: "the roster would change accounts it may not; nothing was imported", Problems: problems}
+		return domain.RosterResult{}, &domain.Error{Code: domain.EINVALID, Message: "the roster would change accounts it may not; nothing was imported", Problems: problems}
 	}
 	return s.DB.ImportRoster(ctx, actor, entries)
 }
 
 // WriteTokens writes the new users and their tokens as CSV (header
 // login,name,section,role,token): the only copy of the tokens.
-func WriteTokens(w io.Writer, created []store.RosterToken) error {
+func WriteTokens(w io.Writer, created []domain.RosterToken) error {
 	cw := csv.NewWriter(w)
 	_ = cw.Write([]string{"login", "name", "section", "role", "token"})
 	for _, c := range created {

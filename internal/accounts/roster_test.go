@@ -98,7 +98,7 @@ func TestImportRosterOf500(t *testing.T) {
 					t.Fatalf("audit entry by %q: %+v", ev.Actor, ev)
 				}
 			}
-			if count[store.AuditUserCreated] != 501 || count[store.AuditRosterUpdated] != 10 || count[store.AuditRosterImported] != 2 {
+			if count[domain.AuditUserCreated] != 501 || count[store.AuditRosterUpdated] != 10 || count[store.AuditRosterImported] != 2 {
 				t.Errorf("audit log: %v", count)
 			}
 		})
@@ -183,7 +183,7 @@ func TestRosterBadRowsAllAtOnce(t *testing.T) {
 func TestTokensCSVIsFormulaSafe(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	_ = accounts.WriteTokens(&out, []store.RosterToken{{RosterEntry: store.RosterEntry{Name: "1", FullName: "=HYPERLINK(\"x\")", Role: domain.RoleLearner}, Token: "npg_x"}})
+	_ = accounts.WriteTokens(&out, []domain.RosterToken{{RosterEntry: domain.RosterEntry{Name: "1", FullName: "=HYPERLINK(\"x\")", Role: domain.RoleLearner}, Token: "npg_x"}})
 	if !strings.Contains(out.String(), `'=HYPERLINK`) {
 		t.Errorf("tokens CSV: %s", out.String())
 	}

@@ -44,7 +44,7 @@ func TestOverrideAnsweringIsOneTransaction(t *testing.T) {
 				hist, _ := db.ScoreHistory(ctx, sub.ID)
 				evs, _ := db.AuditEvents(ctx, 100)
 				for _, e := range evs {
-					if e.Action == store.AuditScoreOverride {
+					if e.Action == domain.AuditScoreOverride {
 						t.Errorf("%s: an override is in the audit log: %+v", what, e)
 					}
 				}
@@ -93,12 +93,12 @@ func TestOverrideAnsweringIsOneTransaction(t *testing.T) {
 				acts = append(acts, e.Action+" "+e.Subject)
 			}
 			all := strings.Join(acts, "\n")
-			for _, want := range []string{store.AuditScoreOverride + " submission " + sub.ID + " cell q1", domain.AuditRegradeAnswer + " regrade request"} {
+			for _, want := range []string{domain.AuditScoreOverride + " submission " + sub.ID + " cell q1", domain.AuditRegradeAnswer + " regrade request"} {
 				if strings.Count(all, want) < 1 {
 					t.Errorf("audit log has no %q:\n%s", want, all)
 				}
 			}
-			if n := strings.Count(all, store.AuditScoreOverride); n != 1 {
+			if n := strings.Count(all, domain.AuditScoreOverride); n != 1 {
 				t.Errorf("%d overrides in the audit log:\n%s", n, all)
 			}
 		})

@@ -49,7 +49,7 @@ type ExtensionRequest struct {
 
 // ExtensionResult is a grant or revocation with how many scores it changed.
 type ExtensionResult struct {
-	store.Extension
+	domain.Extension
 	Rescored int `json:"rescored"`
 }
 
@@ -64,7 +64,7 @@ func (s *Extensions) Grant(ctx context.Context, actor domain.User, exerciseID st
 	if len(problems) > 0 {
 		return ExtensionResult{}, &domain.Error{Code: domain.EINVALID, Message: "the extension is invalid", Problems: problems}
 	}
-	e := store.Extension{ExerciseID: ex.ID, UserID: learner.ID, Learner: learner.Name, Deadline: deadline, GrantedBy: actor.Name}
+	e := domain.Extension{ExerciseID: ex.ID, UserID: learner.ID, Learner: learner.Name, Deadline: deadline, GrantedBy: actor.Name}
 	if req.LatePenalty != nil {
 		raw, err := json.Marshal(*req.LatePenalty)
 		if err != nil {
@@ -132,7 +132,7 @@ func (s *Extensions) Revoke(ctx context.Context, actor domain.User, exerciseID, 
 }
 
 // List returns an exercise's extensions (with revoked: also past ones).
-func (s *Extensions) List(ctx context.Context, exerciseID string, revoked bool) ([]store.Extension, error) {
+func (s *Extensions) List(ctx context.Context, exerciseID string, revoked bool) ([]domain.Extension, error) {
 	if _, err := s.Catalog.Get(exerciseID); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *Extensions) List(ctx context.Context, exerciseID string, revoked bool) 
 
 // Policy is ex's policy as it applies to user userID, with their active
 // extension (nil when none).
-func (s *Extensions) Policy(ctx context.Context, ex *exercise.Exercise, userID int64) (exercise.Policy, *store.Extension, error) {
+func (s *Extensions) Policy(ctx context.Context, ex *exercise.Exercise, userID int64) (exercise.Policy, *domain.Extension, error) {
 	e, err := s.DB.ActiveExtension(ctx, ex.ID, userID)
 	if err != nil {
 		return ex.Policy, nil, err

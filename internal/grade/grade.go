@@ -142,7 +142,7 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 
 // ExtensionPolicy is a stored extension as the exercise's policy reads it
 // (nil for none).
-func ExtensionPolicy(e *store.Extension) (*exercise.Extension, error) {
+func ExtensionPolicy(e *domain.Extension) (*exercise.Extension, error) {
 	if e == nil {
 		return nil, nil
 	}

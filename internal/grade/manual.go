@@ -97,7 +97,7 @@ func clip(s string, n int) string {
 // ApplyManual puts the manual decisions in force into cells (a scored
 // run's results, in place): a graded manual cell gets its points, the
 // applied items and the comment; an overridden cell its set points.
-func ApplyManual(ex *exercise.Exercise, cells []domain.CellResult, grades map[string]store.ManualGrade) {
+func ApplyManual(ex *exercise.Exercise, cells []domain.CellResult, grades map[string]domain.ManualGrade) {
 	for i := range cells {
 		cr := &cells[i]
 		g, ok := grades[cr.CellID]
@@ -133,7 +133,7 @@ func overrideNote(cr *domain.CellResult) string {
 
 // manualMessage is the feedback of a graded manual cell: who graded it,
 // the rubric lines applied, and the comment.
-func manualMessage(m exercise.ManualCell, g store.ManualGrade) string {
+func manualMessage(m exercise.ManualCell, g domain.ManualGrade) string {
 	var b strings.Builder
 	b.WriteString("graded by an instructor")
 	for _, id := range g.Items {
@@ -201,10 +201,10 @@ func (s Manual) Grade(ctx context.Context, ex *exercise.Exercise, subID, cellID 
 	if in.Items == nil {
 		in.Items = []string{}
 	}
-	g := store.ManualGrade{CellID: cellID, Kind: store.ManualRubric, Items: in.Items, Adjustment: in.Adjustment,
+	g := domain.ManualGrade{CellID: cellID, Kind: store.ManualRubric, Items: in.Items, Adjustment: in.Adjustment,
 		Comment: in.Comment, Points: pts, MaxPoints: m.Points}
 	detail := fmt.Sprintf("%g of %g points; items %s; adjustment %g", pts, m.Points, strings.Join(in.Items, ","), in.Adjustment)
-	return s.rescore(ctx, ex, subID, grader, g, "", store.AuditManualGrade, detail, nil)
+	return s.rescore(ctx, ex, subID, grader, g, "", domain.AuditManualGrade, detail, nil)
 }
 
 // Override sets the points of any cell of a submission (with a reason,
@@ -232,12 +232,12 @@ func (s Manual) override(ctx context.Context, ex *exercise.Exercise, subID, cell
 	if len(problems) > 0 {
 		return domain.Submission{}, &domain.Error{Code: domain.EINVALID, Message: "the override is invalid", Problems: problems}
 	}
-	g := store.ManualGrade{CellID: cellID, Kind: store.ManualOverride, Items: []string{}, Comment: reason, Points: points}
+	g := domain.ManualGrade{CellID: cellID, Kind: store.ManualOverride, Items: []string{}, Comment: reason, Points: points}
 	detail := fmt.Sprintf("%g points: %s", points, clip(reason, 500))
-	return s.rescore(ctx, ex, subID, by, g, "override of "+cellID+" by "+by.Name+": "+reason, store.AuditScoreOverride, detail, answer)
+	return s.rescore(ctx, ex, subID, by, g, "override of "+cellID+" by "+by.Name+": "+reason, domain.AuditScoreOverride, detail, answer)
 }
 
-func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string, by domain.User, g store.ManualGrade, history, action, detail string, answer *store.RequestAnswer) (domain.Submission, error) {
+func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string, by domain.User, g domain.ManualGrade, history, action, detail string, answer *store.RequestAnswer) (domain.Submission, error) {
 	// The multiplier is read before the transaction (SQLite has one connection).
 	before, err := s.DB.Submission(ctx, subID)
 	if err != nil {
@@ -266,7 +266,7 @@ func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string
 
 // change is a manual decision g applied to sub (its cells carry the
 // decisions in force): the new cells and score, for the store to write.
-func (s Manual) change(ex *exercise.Exercise, sub domain.Submission, g store.ManualGrade, mult float64, history, action, detail string, answer *store.RequestAnswer) (store.ManualChange, error) {
+func (s Manual) change(ex *exercise.Exercise, sub domain.Submission, g domain.ManualGrade, mult float64, history, action, detail string, answer *store.RequestAnswer) (store.ManualChange, error) {
 	if sub.ExerciseID != ex.ID {
 		return store.ManualChange{}, domain.Errorf(domain.ENOTFOUND, "submission %s is not of exercise %s", sub.ID, ex.ID)
 	}
@@ -291,7 +291,7 @@ func (s Manual) change(ex *exercise.Exercise, sub domain.Submission, g store.Man
 	}
 	// The cells carry the decisions in force already: apply the new one.
 	cells := append([]domain.CellResult(nil), sub.Cells...)
-	ApplyManual(ex, cells, map[string]store.ManualGrade{g.CellID: g})
+	ApplyManual(ex, cells, map[string]domain.ManualGrade{g.CellID: g})
 	score, msg := scoring.Total(cells, mult, "")
 	return store.ManualChange{Grade: g, Cells: cells, Score: score, Message: msg, History: history, Reason: scoreReason(g.Kind, answer),
 		AuditAction: action, AuditDetail: detail, Answer: answer}, nil
@@ -356,7 +356,7 @@ func (s Manual) reapply(ctx context.Context, ex *exercise.Exercise, m exercise.M
 		g := old
 		g.Kind, g.Points, g.MaxPoints = store.ManualRubricChange, pts, m.Points
 		detail := fmt.Sprintf("%s: %g → %g of %g points", ex.ID, old.Points, pts, m.Points)
-		if _, err := s.rescore(ctx, ex, id, system, g, "", store.AuditRubricChanged, detail, nil); err != nil {
+		if _, err := s.rescore(ctx, ex, id, system, g, "", domain.AuditRubricChanged, detail, nil); err != nil {
 			return fmt.Errorf("re-apply the rubric of %s/%s to %s: %w", ex.ID, m.ID, id, err)
 		}
 	}

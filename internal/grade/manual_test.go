@@ -63,7 +63,7 @@ func TestApplyManualAndTotal(t *testing.T) {
 	if score != 0 || msg != "0 of 1 graded cells pass; 1 questions wait for manual grading" {
 		t.Errorf("before grading: %v %q", score, msg)
 	}
-	ApplyManual(ex, cells, map[string]store.ManualGrade{
+	ApplyManual(ex, cells, map[string]domain.ManualGrade{
 		"explain": {Kind: store.ManualRubric, Items: []string{"a"}, Comment: "good"},
 		"q1":      {Kind: store.ManualOverride, Points: 1},
 	})

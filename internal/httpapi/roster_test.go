@@ -124,7 +124,7 @@ func TestRosterHTTP(t *testing.T) {
 					counts[ev.Action]++
 				}
 			}
-			if counts[store.AuditUserCreated] != 501 || counts[store.AuditRosterUpdated] != 1 || counts[store.AuditRosterImported] != 3 {
+			if counts[domain.AuditUserCreated] != 501 || counts[store.AuditRosterUpdated] != 1 || counts[store.AuditRosterImported] != 3 {
 				t.Errorf("audit log: %v", counts)
 			}
 		})

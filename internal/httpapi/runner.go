@@ -495,7 +495,7 @@ func (s *Server) drainRunner(c *gin.Context) {
 		return
 	}
 	s.Log.Info("runner draining", "runner", req.RunnerID)
-	s.audit(c, store.AuditRunnerDrain, req.RunnerID, "the runner announced it (SIGTERM)")
+	s.audit(c, domain.AuditRunnerDrain, req.RunnerID, "the runner announced it (SIGTERM)")
 	c.Status(http.StatusNoContent)
 }
 

@@ -10,9 +10,9 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/runnerproto"
-	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -66,7 +66,7 @@ func TestRunnerTokenScope(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := e.db.SetRunnerScope(e.ctx, u.ID, store.RunnerScope{Profiles: []string{"cpu"}, Labels: map[string]string{"site": "lab1"}}); err != nil {
+			if err := e.db.SetRunnerScope(e.ctx, u.ID, fleet.RunnerScope{Profiles: []string{"cpu"}, Labels: map[string]string{"site": "lab1"}}); err != nil {
 				t.Fatal(err)
 			}
 			reg := func(profile string, labels map[string]string) (int, string) {

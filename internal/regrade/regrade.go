@@ -51,25 +51,25 @@ type Request struct {
 
 // Stage finds the affected submissions and computes (recompare) or queues
 // (reexecute) their new scores.
-func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store.Regrade, error) {
+func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (domain.Regrade, error) {
 	var problems []string
 	ex, err := s.Catalog.Get(req.Exercise)
 	if err != nil {
 		problems = append(problems, fmt.Sprintf("unknown exercise %q", req.Exercise))
 	}
-	if req.Mode != store.RegradeRecompare && req.Mode != store.RegradeReexecute {
+	if req.Mode != domain.RegradeRecompare && req.Mode != domain.RegradeReexecute {
 		problems = append(problems, fmt.Sprintf("mode %q: want recompare or reexecute", req.Mode))
 	}
 	if len(problems) > 0 {
-		return store.Regrade{}, &domain.Error{Code: domain.EINVALID, Message: "the regrade request is not valid", Problems: problems}
+		return domain.Regrade{}, &domain.Error{Code: domain.EINVALID, Message: "the regrade request is not valid", Problems: problems}
 	}
 	subs, err := s.DB.GradedSubmissions(ctx, ex.ID, 0)
 	if err != nil {
-		return store.Regrade{}, err
+		return domain.Regrade{}, err
 	}
 	failed, err := s.DB.FailedSubmissions(ctx, ex.ID)
 	if err != nil {
-		return store.Regrade{}, err
+		return domain.Regrade{}, err
 	}
 	version := scoring.GraderVersion(ex)
 	var items []store.NewRegradeItem
@@ -80,24 +80,24 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store
 		if !isFailed && !req.All && sub.GraderVersion == version {
 			continue
 		}
-		if isFailed && req.Mode == store.RegradeRecompare {
+		if isFailed && req.Mode == domain.RegradeRecompare {
 			skipped++ // no run to score again: a reexecute regrade queues it
 			continue
 		}
 		switch req.Mode {
-		case store.RegradeRecompare:
+		case domain.RegradeRecompare:
 			g, err := s.recompare(ctx, ex, sub)
 			if errors.Is(err, errNoRun) {
 				continue // nothing to compare; a reexecute regrade covers it
 			}
 			if err != nil {
-				return store.Regrade{}, fmt.Errorf("recompare %s: %w", sub.ID, err)
+				return domain.Regrade{}, fmt.Errorf("recompare %s: %w", sub.ID, err)
 			}
 			items = append(items, store.NewRegradeItem{Submission: sub, Result: &g})
-		case store.RegradeReexecute:
+		case domain.RegradeReexecute:
 			job, payload, err := s.job(ctx, ex, sub)
 			if err != nil {
-				return store.Regrade{}, fmt.Errorf("re-execute %s: %w", sub.ID, err)
+				return domain.Regrade{}, fmt.Errorf("re-execute %s: %w", sub.ID, err)
 			}
 			payloads[job] = payload
 			items = append(items, store.NewRegradeItem{Submission: sub, Job: job})
@@ -111,10 +111,10 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (store
 		job.PayloadSHA256 = sha
 		return s.Queue.Enqueue(tx, job)
 	}
-	r := store.Regrade{ExerciseID: ex.ID, Mode: req.Mode, ExerciseVersion: ex.Version, GraderVersion: version, SkippedFailed: skipped}
+	r := domain.Regrade{ExerciseID: ex.ID, Mode: req.Mode, ExerciseVersion: ex.Version, GraderVersion: version, SkippedFailed: skipped}
 	id, err := s.DB.CreateRegrade(ctx, r, by.ID, items, enqueue)
 	if err != nil {
-		return store.Regrade{}, err
+		return domain.Regrade{}, err
 	}
 	if len(payloads) > 0 {
 		s.Queue.Notify()
@@ -170,16 +170,16 @@ func (s *Service) job(ctx context.Context, ex *exercise.Exercise, sub domain.Sub
 }
 
 // Get returns a regrade with its per-learner score changes.
-func (s *Service) Get(ctx context.Context, id int64) (store.Regrade, error) {
+func (s *Service) Get(ctx context.Context, id int64) (domain.Regrade, error) {
 	return s.DB.RegradeByID(ctx, id)
 }
 
 // Apply makes a ready regrade's scores the submissions' scores.
-func (s *Service) Apply(ctx context.Context, id int64) (store.Regrade, error) {
+func (s *Service) Apply(ctx context.Context, id int64) (domain.Regrade, error) {
 	return s.DB.ApplyRegrade(ctx, id)
 }
 
 // Discard drops a regrade.
-func (s *Service) Discard(ctx context.Context, id int64) (store.Regrade, error) {
+func (s *Service) Discard(ctx context.Context, id int64) (domain.Regrade, error) {
 	return s.DB.DiscardRegrade(ctx, id)
 }

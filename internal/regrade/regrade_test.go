@@ -113,11 +113,11 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 			if _, err := svc.Stage(ctx, regrade.Request{Exercise: "nope", Mode: "sideways"}, teacher); domain.ErrorCode(err) != domain.EINVALID || len(domain.ErrorProblems(err)) != 2 {
 				t.Errorf("bad request: %v", err)
 			}
-			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare}, teacher)
+			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: domain.RegradeRecompare}, teacher)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.State != store.RegradeReady || len(r.Items) != 2 {
+			if r.State != domain.RegradeReady || len(r.Items) != 2 {
 				t.Fatalf("staged: %+v", r)
 			}
 			change := map[string]float64{}
@@ -135,7 +135,7 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if applied.State != store.RegradeApplied {
+			if applied.State != domain.RegradeApplied {
 				t.Errorf("state %s", applied.State)
 			}
 			a2, _ := db.Submission(ctx, sa.ID)
@@ -158,16 +158,16 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 				t.Errorf("second apply: %v", err)
 			}
 			// Nothing is affected any more...
-			r2, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare}, teacher)
+			r2, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: domain.RegradeRecompare}, teacher)
 			if err != nil || len(r2.Items) != 0 {
 				t.Errorf("second regrade: %+v %v", r2, err)
 			}
 			// ...unless all are asked for; a discarded regrade changes nothing.
-			r3, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare, All: true}, teacher)
+			r3, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: domain.RegradeRecompare, All: true}, teacher)
 			if err != nil || len(r3.Items) != 2 {
 				t.Fatalf("regrade all: %+v %v", r3, err)
 			}
-			if d, err := svc.Discard(ctx, r3.ID); err != nil || d.State != store.RegradeDiscarded {
+			if d, err := svc.Discard(ctx, r3.ID); err != nil || d.State != domain.RegradeDiscarded {
 				t.Errorf("discard: %+v %v", d, err)
 			}
 			if _, err := svc.Apply(ctx, r3.ID); domain.ErrorCode(err) != domain.ECONFLICT {
@@ -193,11 +193,11 @@ func TestRegradeReexecute(t *testing.T) {
 			sa := e.graded(t, v1, alice, "2\n")
 			v2 := catalog(t, "2\n")
 			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
-			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeReexecute}, teacher)
+			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: domain.RegradeReexecute}, teacher)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.State != store.RegradeStaged || len(r.Items) != 1 || r.Items[0].JobID == nil {
+			if r.State != domain.RegradeStaged || len(r.Items) != 1 || r.Items[0].JobID == nil {
 				t.Fatalf("staged: %+v", r)
 			}
 			if _, err := svc.Apply(ctx, r.ID); domain.ErrorCode(err) != domain.ECONFLICT {
@@ -221,7 +221,7 @@ func TestRegradeReexecute(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, err = svc.Get(ctx, r.ID)
-			if err != nil || r.State != store.RegradeReady || r.Items[0].NewScore != 2 || r.Items[0].Change != 1 {
+			if err != nil || r.State != domain.RegradeReady || r.Items[0].NewScore != 2 || r.Items[0].Change != 1 {
 				t.Fatalf("after the run: %+v %v", r, err)
 			}
 			if _, err := svc.Apply(ctx, r.ID); err != nil {
@@ -268,11 +268,11 @@ func TestRecompareUsesRecordedReferences(t *testing.T) {
 				t.Fatal(err)
 			}
 			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
-			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare, All: true}, teacher)
+			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: domain.RegradeRecompare, All: true}, teacher)
 			if err != nil {
 				t.Fatalf("stage a recompare against the recorded reference: %v", err)
 			}
-			if len(r.Items) != 1 || r.Items[0].State != store.ItemDone || r.Items[0].NewScore != 2 || r.Items[0].Change != 1 {
+			if len(r.Items) != 1 || r.Items[0].State != domain.RegradeItemDone || r.Items[0].NewScore != 2 || r.Items[0].Change != 1 {
 				t.Fatalf("items %+v, want alice rescored 2 of 2 (+1)", r.Items)
 			}
 		})
@@ -353,7 +353,7 @@ func TestRegradeRequeuesFailedSubmissions(t *testing.T) {
 			svc := &regrade.Service{DB: db, Queue: q, Catalog: v2}
 
 			// A recompare has no run of alice's to score: it says so.
-			rc, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeRecompare}, teacher)
+			rc, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: domain.RegradeRecompare}, teacher)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -373,17 +373,17 @@ func TestRegradeRequeuesFailedSubmissions(t *testing.T) {
 			}
 
 			// A reexecute queues alice's submission again, a job like a graded one's.
-			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: store.RegradeReexecute}, teacher)
+			r, err := svc.Stage(ctx, regrade.Request{Exercise: "rg", Mode: domain.RegradeReexecute}, teacher)
 			if err != nil {
 				t.Fatal(err)
 			}
-			var item *store.RegradeItem
+			var item *domain.RegradeItem
 			for i := range r.Items {
 				if r.Items[i].SubmissionID == sa.ID {
 					item = &r.Items[i]
 				}
 			}
-			if r.State != store.RegradeStaged || r.SkippedFailed != 0 || item == nil || item.JobID == nil ||
+			if r.State != domain.RegradeStaged || r.SkippedFailed != 0 || item == nil || item.JobID == nil ||
 				item.OldStatus != domain.StatusFailed || item.OldScore != 0 || item.OldMaxScore != 0 {
 				t.Fatalf("reexecute staged %+v, alice's item %+v", r, item)
 			}
@@ -401,11 +401,11 @@ func TestRegradeRequeuesFailedSubmissions(t *testing.T) {
 				t.Errorf("alice's submission is %s before the regrade is applied, want failed", s.Status)
 			}
 			r, err = svc.Get(ctx, r.ID)
-			if err != nil || r.State != store.RegradeReady {
+			if err != nil || r.State != domain.RegradeReady {
 				t.Fatalf("after the runs: %+v %v", r, err)
 			}
 			for _, it := range r.Items {
-				if it.SubmissionID == sa.ID && (it.State != store.ItemDone || it.NewScore != 2 || it.Change != 2) {
+				if it.SubmissionID == sa.ID && (it.State != domain.RegradeItemDone || it.NewScore != 2 || it.Change != 2) {
 					t.Errorf("alice's item %+v, want done 2/2 (+2)", it)
 				}
 			}

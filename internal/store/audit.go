@@ -10,30 +10,11 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Defined in package domain (the pages and the API use them without the store).
+// Audit actions the roster import writes.
 const (
-	AuditLogin         = domain.AuditLogin
-	AuditLoginFailed   = domain.AuditLoginFailed
-	AuditUserCreated   = domain.AuditUserCreated
-	AuditTokenCreated  = domain.AuditTokenCreated
-	AuditTokensRevoked = domain.AuditTokensRevoked
-	AuditTokenRevoked  = domain.AuditTokenRevoked
-	AuditRegradeApply  = domain.AuditRegradeApply
-	AuditRunnerDrain   = domain.AuditRunnerDrain
-	AuditRunnerResume  = domain.AuditRunnerResume
-	// Rosters.
 	AuditRosterImported = "roster-imported"
 	AuditRosterUpdated  = "user-updated"
-	// Manual grading (internal/grade/manual.go), feedback release, regrade requests.
-	AuditManualGrade     = domain.AuditManualGrade
-	AuditRubricChanged   = domain.AuditRubricChanged
-	AuditFeedbackRelease = domain.AuditFeedbackRelease
-	AuditRegradeRequest  = domain.AuditRegradeRequest
-	AuditRegradeAnswer   = domain.AuditRegradeAnswer
-	AuditScoreOverride   = domain.AuditScoreOverride
 )
-
-type AuditEvent = domain.AuditEvent
 
 type auditRow struct {
 	ID      int64 `gorm:"primaryKey"`
@@ -81,7 +62,7 @@ func (db *DB) auditEntry(actor domain.User, action, subject, detail string, at t
 }
 
 // AuditEvents lists the newest events first, at most limit (default 200).
-func (db *DB) AuditEvents(ctx context.Context, limit int) ([]AuditEvent, error) {
+func (db *DB) AuditEvents(ctx context.Context, limit int) ([]domain.AuditEvent, error) {
 	if limit <= 0 || limit > 5000 {
 		limit = 200
 	}
@@ -89,9 +70,9 @@ func (db *DB) AuditEvents(ctx context.Context, limit int) ([]AuditEvent, error) 
 	if err := db.gorm.WithContext(ctx).Order("at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read the audit log: %w", err)
 	}
-	out := make([]AuditEvent, len(rows))
+	out := make([]domain.AuditEvent, len(rows))
 	for i, r := range rows {
-		out[i] = AuditEvent{ID: r.ID, At: r.At, Actor: r.Actor, Action: r.Action, Subject: r.Subject, Detail: r.Detail}
+		out[i] = domain.AuditEvent{ID: r.ID, At: r.At, Actor: r.Actor, Action: r.Action, Subject: r.Subject, Detail: r.Detail}
 		if r.ActorID != nil {
 			out[i].ActorID = *r.ActorID
 		}

@@ -91,7 +91,7 @@ func TestAuthKeptChecks(t *testing.T) {
 				t.Fatalf("kept check read the database: %+v", a)
 			}
 			// Another process's roster import changes the role.
-			if _, err := other.ImportRoster(ctx, domain.User{Name: "admin"}, []store.RosterEntry{{Name: "learner-a", Role: domain.RoleInstructor, FullName: "A"}}); err != nil {
+			if _, err := other.ImportRoster(ctx, domain.User{Name: "admin"}, []domain.RosterEntry{{Name: "learner-a", Role: domain.RoleInstructor, FullName: "A"}}); err != nil {
 				t.Fatal(err)
 			}
 			forgotten("a roster import")

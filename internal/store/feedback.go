@@ -148,10 +148,9 @@ func (db *DB) RegradeRequest(ctx context.Context, id int64) (domain.RegradeReque
 
 // RegradeRequestFilter selects requests: of one submission, one learner,
 // and/or in one state.
-type RegradeRequestFilter = domain.RegradeRequestFilter
 
 // RegradeRequests lists requests, oldest first (the queue's order), at most 500.
-func (db *DB) RegradeRequests(ctx context.Context, f RegradeRequestFilter) ([]domain.RegradeRequest, error) {
+func (db *DB) RegradeRequests(ctx context.Context, f domain.RegradeRequestFilter) ([]domain.RegradeRequest, error) {
 	q := db.gorm.WithContext(ctx).Order("created_at, id").Limit(500)
 	if f.SubmissionID != "" {
 		q = q.Where("submission_id = ?", f.SubmissionID)

@@ -9,24 +9,15 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Defined in package domain (the pages and the API use them without the store).
-const (
-	CountBest   = domain.CountBest
-	CountLatest = domain.CountLatest
-)
-
-type GradebookFilter = domain.GradebookFilter
-type GradebookRow = domain.GradebookRow
-
 type gradeAcc struct {
 	attempts, manual int
-	best, latest     GradebookRow
+	best, latest     domain.GradebookRow
 }
 
 // Gradebook streams one row per learner × exercise, learners by name, to
 // emit. It reads the joined rows one at a time and holds only the current
 // learner's exercises, so 10,000 learners cost no more memory than one.
-func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(GradebookRow) error) error {
+func (db *DB) Gradebook(ctx context.Context, f domain.GradebookFilter, emit func(domain.GradebookRow) error) error {
 	exercises := f.Exercises
 	if f.ExerciseID != "" {
 		exercises = nil
@@ -64,7 +55,7 @@ func (db *DB) Gradebook(ctx context.Context, f GradebookFilter, emit func(Gradeb
 // gradebookQuery selects every learner (filtered by name and section; the
 // first MaxLearners when set) with their scored submissions (of one exercise,
 // when filtered), a learner's rows together, in submission order.
-func gradebookQuery(f GradebookFilter, postgres bool) (string, []any) {
+func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 	where, whereArgs := "u.role = ?", []any{string(domain.RoleLearner)}
 	if f.Learner != "" {
 		where += ` AND LOWER(u.name) LIKE ? ESCAPE '\'`
@@ -102,9 +93,9 @@ func gradebookQuery(f GradebookFilter, postgres bool) (string, []any) {
 
 // scanGradebookRow reads one row; a learner without submissions has an
 // empty SubmissionID.
-func scanGradebookRow(rows *sql.Rows) (GradebookRow, error) {
+func scanGradebookRow(rows *sql.Rows) (domain.GradebookRow, error) {
 	var (
-		r               GradebookRow
+		r               domain.GradebookRow
 		sid, exID, st   sql.NullString
 		score, maxScore sql.NullFloat64
 		graded          sql.NullTime
@@ -126,14 +117,14 @@ func scanGradebookRow(rows *sql.Rows) (GradebookRow, error) {
 type gradebookLearner struct {
 	exercises []string
 	counts    func(exerciseID string) string
-	emit      func(GradebookRow) error
+	emit      func(domain.GradebookRow) error
 	id        int64 // the current learner, -1 before the first
 	name      string
 	section   string
 	acc       map[string]*gradeAcc
 }
 
-func (g *gradebookLearner) add(r GradebookRow) error {
+func (g *gradebookLearner) add(r domain.GradebookRow) error {
 	if r.UserID != g.id {
 		if err := g.flush(); err != nil {
 			return err
@@ -163,13 +154,13 @@ func (g *gradebookLearner) flush() error {
 		return nil
 	}
 	for _, ex := range g.exercises {
-		policy := CountBest
-		if g.counts != nil && g.counts(ex) == CountLatest {
-			policy = CountLatest
+		policy := domain.CountBest
+		if g.counts != nil && g.counts(ex) == domain.CountLatest {
+			policy = domain.CountLatest
 		}
-		row := GradebookRow{UserID: g.id, Learner: g.name, Section: g.section, ExerciseID: ex, Policy: policy}
+		row := domain.GradebookRow{UserID: g.id, Learner: g.name, Section: g.section, ExerciseID: ex, Policy: policy}
 		if a := g.acc[ex]; a != nil {
-			if policy == CountLatest {
+			if policy == domain.CountLatest {
 				row = a.latest
 			} else {
 				row = a.best

@@ -50,8 +50,8 @@ func TestGradebookCountsManualPending(t *testing.T) {
 		if s, err := db.Submission(ctx, adaSub); err != nil || s.Status != domain.StatusNeedsManual {
 			t.Fatalf("fixture: ada's submission %+v %v", s, err)
 		}
-		rows := map[string]store.GradebookRow{}
-		err := db.Gradebook(ctx, store.GradebookFilter{Exercises: []string{"lab"}}, func(r store.GradebookRow) error {
+		rows := map[string]domain.GradebookRow{}
+		err := db.Gradebook(ctx, domain.GradebookFilter{Exercises: []string{"lab"}}, func(r domain.GradebookRow) error {
 			rows[r.Learner] = r
 			return nil
 		})
@@ -70,7 +70,7 @@ func TestGradebookCountsManualPending(t *testing.T) {
 		}
 		// The section filter keeps the pending row too.
 		var red []string
-		if err := db.Gradebook(ctx, store.GradebookFilter{Exercises: []string{"lab"}, Section: "Red", MaxLearners: 10}, func(r store.GradebookRow) error {
+		if err := db.Gradebook(ctx, domain.GradebookFilter{Exercises: []string{"lab"}, Section: "Red", MaxLearners: 10}, func(r domain.GradebookRow) error {
 			if r.Attempts > 0 {
 				red = append(red, r.Learner+"/"+r.Status)
 			}
@@ -130,10 +130,10 @@ func TestGradebookMarksUncountedManualPending(t *testing.T) {
 		best := scoreManual(t, db, ada.ID, 1, true, 2) // 3 of 3, graded by a person
 		waiting := scoreManual(t, db, ada.ID, 0, false, 0)
 		bobSub := scoreManual(t, db, bob.ID, 1, true, 1)
-		for _, policy := range []string{store.CountBest, store.CountLatest} {
-			rows := map[string]store.GradebookRow{}
-			f := store.GradebookFilter{Exercises: []string{"lab"}, Counts: func(string) string { return policy }}
-			if err := db.Gradebook(ctx, f, func(r store.GradebookRow) error {
+		for _, policy := range []string{domain.CountBest, domain.CountLatest} {
+			rows := map[string]domain.GradebookRow{}
+			f := domain.GradebookFilter{Exercises: []string{"lab"}, Counts: func(string) string { return policy }}
+			if err := db.Gradebook(ctx, f, func(r domain.GradebookRow) error {
 				rows[r.Learner] = r
 				return nil
 			}); err != nil {
@@ -144,7 +144,7 @@ func TestGradebookMarksUncountedManualPending(t *testing.T) {
 				t.Errorf("%s: ada %+v, bob %+v", policy, a, b)
 			}
 			wantSub, wantUncounted := best, true
-			if policy == store.CountLatest {
+			if policy == domain.CountLatest {
 				wantSub, wantUncounted = waiting, false
 			}
 			if a.SubmissionID != wantSub || a.UncountedManualPending() != wantUncounted || a.ManualPending() == wantUncounted {

@@ -8,12 +8,8 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Defined in package domain (the pages and the API use them without the store).
-type QueuePoint = domain.QueuePoint
-type RegradeSummary = domain.RegradeSummary
-
 // Regrades lists regrades, newest first, at most limit (default 50).
-func (db *DB) Regrades(ctx context.Context, limit int) ([]RegradeSummary, error) {
+func (db *DB) Regrades(ctx context.Context, limit int) ([]domain.RegradeSummary, error) {
 	if limit <= 0 || limit > 1000 {
 		limit = 50
 	}
@@ -21,10 +17,10 @@ func (db *DB) Regrades(ctx context.Context, limit int) ([]RegradeSummary, error)
 	if err := db.gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list regrades: %w", err)
 	}
-	out := make([]RegradeSummary, len(rows))
+	out := make([]domain.RegradeSummary, len(rows))
 	ids := make([]int64, len(rows))
 	for i, r := range rows {
-		out[i] = RegradeSummary{ID: r.ID, ExerciseID: r.ExerciseID, Mode: r.Mode, State: r.State, CreatedAt: r.CreatedAt, DecidedAt: r.DecidedAt}
+		out[i] = domain.RegradeSummary{ID: r.ID, ExerciseID: r.ExerciseID, Mode: r.Mode, State: r.State, CreatedAt: r.CreatedAt, DecidedAt: r.DecidedAt}
 		ids[i] = r.ID
 	}
 	if len(ids) == 0 {
@@ -51,7 +47,7 @@ func (db *DB) Regrades(ctx context.Context, limit int) ([]RegradeSummary, error)
 // QueueHistory samples the queue depth (submissions submitted but not
 // yet started or finished) every step over the window ending now,
 // oldest first. It reads only the submissions of the window.
-func (db *DB) QueueHistory(ctx context.Context, window, step time.Duration) ([]QueuePoint, error) {
+func (db *DB) QueueHistory(ctx context.Context, window, step time.Duration) ([]domain.QueuePoint, error) {
 	now := db.Now()
 	from := now.Add(-window)
 	var rows []struct {
@@ -73,7 +69,7 @@ func (db *DB) QueueHistory(ctx context.Context, window, step time.Duration) ([]Q
 	if err != nil {
 		return nil, fmt.Errorf("read the queue history: %w", err)
 	}
-	var out []QueuePoint
+	var out []domain.QueuePoint
 	for t := from; !t.After(now); t = t.Add(step) {
 		n := 0
 		for _, r := range rows {
@@ -84,7 +80,7 @@ func (db *DB) QueueHistory(ctx context.Context, window, step time.Duration) ([]Q
 				n++
 			}
 		}
-		out = append(out, QueuePoint{At: t, Waiting: n})
+		out = append(out, domain.QueuePoint{At: t, Waiting: n})
 	}
 	return out, nil
 }

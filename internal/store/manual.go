@@ -21,7 +21,6 @@ const (
 )
 
 // ManualGrade is domain's (the pages read it without the store).
-type ManualGrade = domain.ManualGrade
 
 type manualGradeRow struct {
 	ID           int64
@@ -40,8 +39,8 @@ type manualGradeRow struct {
 
 func (manualGradeRow) TableName() string { return "manual_grades" }
 
-func (r manualGradeRow) grade() ManualGrade {
-	g := ManualGrade{ID: r.ID, SubmissionID: r.SubmissionID, CellID: r.CellID, Kind: r.Kind, Adjustment: r.Adjustment,
+func (r manualGradeRow) grade() domain.ManualGrade {
+	g := domain.ManualGrade{ID: r.ID, SubmissionID: r.SubmissionID, CellID: r.CellID, Kind: r.Kind, Adjustment: r.Adjustment,
 		Comment: string(r.Comment), Points: r.Points, MaxPoints: r.MaxPoints, Grader: r.Grader, GradedAt: r.GradedAt}
 	_ = json.Unmarshal([]byte(r.Items), &g.Items)
 	if g.Items == nil {
@@ -55,16 +54,16 @@ func (r manualGradeRow) grade() ManualGrade {
 
 // ManualGrades returns the manual grades in force on a submission: the
 // latest decision per cell.
-func (db *DB) ManualGrades(ctx context.Context, submissionID string) (map[string]ManualGrade, error) {
+func (db *DB) ManualGrades(ctx context.Context, submissionID string) (map[string]domain.ManualGrade, error) {
 	return manualGrades(db.gorm.WithContext(ctx), submissionID)
 }
 
-func manualGrades(g *gorm.DB, submissionID string) (map[string]ManualGrade, error) {
+func manualGrades(g *gorm.DB, submissionID string) (map[string]domain.ManualGrade, error) {
 	var rows []manualGradeRow
 	if err := g.Where("submission_id = ?", submissionID).Order("id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read manual grades of %s: %w", submissionID, translate(err))
 	}
-	out := map[string]ManualGrade{}
+	out := map[string]domain.ManualGrade{}
 	for _, r := range rows {
 		out[r.CellID] = r.grade()
 	}
@@ -72,12 +71,12 @@ func manualGrades(g *gorm.DB, submissionID string) (map[string]ManualGrade, erro
 }
 
 // ManualGradeLog lists every manual decision on a submission, oldest first.
-func (db *DB) ManualGradeLog(ctx context.Context, submissionID string) ([]ManualGrade, error) {
+func (db *DB) ManualGradeLog(ctx context.Context, submissionID string) ([]domain.ManualGrade, error) {
 	var rows []manualGradeRow
 	if err := db.gorm.WithContext(ctx).Where("submission_id = ?", submissionID).Order("id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read manual grades of %s: %w", submissionID, translate(err))
 	}
-	out := make([]ManualGrade, len(rows))
+	out := make([]domain.ManualGrade, len(rows))
 	for i, r := range rows {
 		out[i] = r.grade()
 	}
@@ -101,7 +100,7 @@ func (db *DB) ManualGradedSubmissions(ctx context.Context, exerciseID, cellID st
 // ManualChange is a person's change to one submission's score, written at once.
 type ManualChange struct {
 	// Grade is the decision, recorded in manual_grades.
-	Grade ManualGrade
+	Grade domain.ManualGrade
 	// Cells, Score and Message are the submission's new result.
 	Cells   []domain.CellResult
 	Score   float64

@@ -13,22 +13,6 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Defined in package domain (the pages and the API use them without the store).
-const (
-	RegradeStaged    = domain.RegradeStaged
-	RegradeReady     = domain.RegradeReady
-	RegradeApplied   = domain.RegradeApplied
-	RegradeDiscarded = domain.RegradeDiscarded
-	RegradeRecompare = domain.RegradeRecompare
-	RegradeReexecute = domain.RegradeReexecute
-	ItemPending      = domain.RegradeItemPending
-	ItemDone         = domain.RegradeItemDone
-	ItemFailed       = domain.RegradeItemFailed
-)
-
-type Regrade = domain.Regrade
-type RegradeItem = domain.RegradeItem
-
 type regradeRow struct {
 	ID              int64
 	ExerciseID      string
@@ -97,15 +81,15 @@ type NewRegradeItem struct {
 
 // CreateRegrade writes a regrade and its items (and the re-execution jobs)
 // in one transaction. The regrade is ready at once when no item waits for a job.
-func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, items []NewRegradeItem, enqueue func(tx *Tx, job *domain.Job) error) (int64, error) {
-	row := regradeRow{ExerciseID: r.ExerciseID, Mode: r.Mode, State: RegradeReady, ExerciseVersion: r.ExerciseVersion,
+func (db *DB) CreateRegrade(ctx context.Context, r domain.Regrade, createdBy int64, items []NewRegradeItem, enqueue func(tx *Tx, job *domain.Job) error) (int64, error) {
+	row := regradeRow{ExerciseID: r.ExerciseID, Mode: r.Mode, State: domain.RegradeReady, ExerciseVersion: r.ExerciseVersion,
 		GraderVersion: r.GraderVersion, CreatedAt: db.Now(), SkippedFailed: r.SkippedFailed}
 	if createdBy != 0 {
 		row.CreatedBy = &createdBy
 	}
 	for _, it := range items {
 		if it.Job != nil {
-			row.State = RegradeStaged
+			row.State = domain.RegradeStaged
 		}
 	}
 	err := db.InTx(ctx, func(t *Tx) error {
@@ -115,7 +99,7 @@ func (db *DB) CreateRegrade(ctx context.Context, r Regrade, createdBy int64, ite
 		}
 		for _, it := range items {
 			s := it.Submission
-			ir := regradeItemRow{RegradeID: row.ID, SubmissionID: s.ID, UserID: s.UserID, State: ItemPending, OldStatus: s.Status,
+			ir := regradeItemRow{RegradeID: row.ID, SubmissionID: s.ID, UserID: s.UserID, State: domain.RegradeItemPending, OldStatus: s.Status,
 				OldScore: s.Score, OldMaxScore: s.MaxScore, OldVersion: s.GraderVersion, Cells: "[]"}
 			if s.Status == domain.StatusFailed {
 				ir.OldScore, ir.OldMaxScore = 0, 0 // it had no score
@@ -149,7 +133,7 @@ func (db *DB) fillItem(tx *gorm.DB, ir *regradeItemRow, g Grade) error {
 	if err != nil {
 		return fmt.Errorf("encode regrade cells: %w", err)
 	}
-	ir.State, ir.NewScore, ir.NewMaxScore, ir.Message = ItemDone, g.Score, g.MaxScore, g.Message
+	ir.State, ir.NewScore, ir.NewMaxScore, ir.Message = domain.RegradeItemDone, g.Score, g.MaxScore, g.Message
 	ir.Profile, ir.EnvFingerprint, ir.Cells = g.Profile, g.EnvFingerprint, string(cells)
 	if g.Executed != nil {
 		sha, err := db.putBlob(tx, g.Executed)
@@ -180,50 +164,50 @@ func (db *DB) saveRegradeResult(tx *gorm.DB, jobID int64, g Grade) error {
 		return fmt.Errorf("save regrade item %d: %w", ir.ID, err)
 	}
 	var pending int64
-	if err := tx.Model(&regradeItemRow{}).Where("regrade_id = ? AND state = ?", ir.RegradeID, ItemPending).Count(&pending).Error; err != nil {
+	if err := tx.Model(&regradeItemRow{}).Where("regrade_id = ? AND state = ?", ir.RegradeID, domain.RegradeItemPending).Count(&pending).Error; err != nil {
 		return fmt.Errorf("count pending regrade items: %w", err)
 	}
 	if pending == 0 {
-		return tx.Model(&regradeRow{}).Where("id = ? AND state = ?", ir.RegradeID, RegradeStaged).Update("state", RegradeReady).Error
+		return tx.Model(&regradeRow{}).Where("id = ? AND state = ?", ir.RegradeID, domain.RegradeStaged).Update("state", domain.RegradeReady).Error
 	}
 	return nil
 }
 
 // RegradeByID returns a regrade with its items. Items waiting for a job
 // that failed for good are reported failed (and the regrade ready).
-func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
+func (db *DB) RegradeByID(ctx context.Context, id int64) (domain.Regrade, error) {
 	var row regradeRow
 	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return Regrade{}, domain.Errorf(domain.ENOTFOUND, "regrade %d not found", id)
+		return domain.Regrade{}, domain.Errorf(domain.ENOTFOUND, "regrade %d not found", id)
 	}
 	if err != nil {
-		return Regrade{}, fmt.Errorf("read regrade %d: %w", id, err)
+		return domain.Regrade{}, fmt.Errorf("read regrade %d: %w", id, err)
 	}
 	var items []regradeItemRow
 	if err := db.gorm.WithContext(ctx).Where("regrade_id = ?", id).Order("submission_id").Find(&items).Error; err != nil {
-		return Regrade{}, fmt.Errorf("read items of regrade %d: %w", id, err)
+		return domain.Regrade{}, fmt.Errorf("read items of regrade %d: %w", id, err)
 	}
-	r := Regrade{ID: row.ID, ExerciseID: row.ExerciseID, Mode: row.Mode, State: row.State, ExerciseVersion: row.ExerciseVersion,
-		GraderVersion: row.GraderVersion, CreatedAt: row.CreatedAt, DecidedAt: row.DecidedAt, Items: []RegradeItem{},
+	r := domain.Regrade{ID: row.ID, ExerciseID: row.ExerciseID, Mode: row.Mode, State: row.State, ExerciseVersion: row.ExerciseVersion,
+		GraderVersion: row.GraderVersion, CreatedAt: row.CreatedAt, DecidedAt: row.DecidedAt, Items: []domain.RegradeItem{},
 		SkippedFailed: row.SkippedFailed}
 	waiting := 0
 	for _, ir := range items {
-		it := RegradeItem{SubmissionID: ir.SubmissionID, UserID: ir.UserID, State: ir.State, OldStatus: ir.OldStatus, JobID: ir.JobID,
+		it := domain.RegradeItem{SubmissionID: ir.SubmissionID, UserID: ir.UserID, State: ir.State, OldStatus: ir.OldStatus, JobID: ir.JobID,
 			OldScore: ir.OldScore, OldMaxScore: ir.OldMaxScore, OldVersion: ir.OldVersion, NewScore: ir.NewScore,
 			NewMaxScore: ir.NewMaxScore, Message: ir.Message, Profile: ir.Profile, EnvFingerprint: ir.EnvFingerprint}
 		_ = json.Unmarshal([]byte(ir.Cells), &it.Cells)
-		if it.State == ItemPending && ir.JobID != nil {
+		if it.State == domain.RegradeItemPending && ir.JobID != nil {
 			var job jobRow
 			if err := db.gorm.WithContext(ctx).Where("id = ?", *ir.JobID).Take(&job).Error; err == nil &&
 				(job.State == domain.JobFailed || job.State == domain.JobCanceled) {
-				it.State, it.Message = ItemFailed, "re-execution failed: "+job.LastError
+				it.State, it.Message = domain.RegradeItemFailed, "re-execution failed: "+job.LastError
 			}
 		}
-		if it.State == ItemPending {
+		if it.State == domain.RegradeItemPending {
 			waiting++
 		}
-		if it.State == ItemDone {
+		if it.State == domain.RegradeItemDone {
 			it.Change = it.NewScore - it.OldScore
 		}
 		var u userRow
@@ -231,8 +215,8 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 		it.Learner = u.Name
 		r.Items = append(r.Items, it)
 	}
-	if r.State == RegradeStaged && waiting == 0 {
-		r.State = RegradeReady
+	if r.State == domain.RegradeStaged && waiting == 0 {
+		r.State = domain.RegradeReady
 	}
 	return r, nil
 }
@@ -242,20 +226,20 @@ func (db *DB) RegradeByID(ctx context.Context, id int64) (Regrade, error) {
 // Only a ready regrade can be applied; failed items keep their old score.
 // A submission whose grading had failed becomes graded (or needs-manual)
 // with its new score; its history entry records that it had none.
-func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
+func (db *DB) ApplyRegrade(ctx context.Context, id int64) (domain.Regrade, error) {
 	r, err := db.RegradeByID(ctx, id)
 	if err != nil {
 		return r, err
 	}
-	if r.State != RegradeReady {
+	if r.State != domain.RegradeReady {
 		return r, domain.Errorf(domain.ECONFLICT, "regrade %d is %s; only a ready regrade can be applied", id, r.State)
 	}
 	now := db.Now()
 	applied := []string{}
 	err = db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		// Claim the regrade first so that two concurrent applies cannot both write.
-		res := tx.Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{RegradeReady, RegradeStaged}).
-			Updates(map[string]any{"state": RegradeApplied, "decided_at": now})
+		res := tx.Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{domain.RegradeReady, domain.RegradeStaged}).
+			Updates(map[string]any{"state": domain.RegradeApplied, "decided_at": now})
 		if res.Error != nil {
 			return fmt.Errorf("mark regrade %d applied: %w", id, res.Error)
 		}
@@ -263,7 +247,7 @@ func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
 			return domain.Errorf(domain.ECONFLICT, "regrade %d was decided concurrently", id)
 		}
 		for _, it := range r.Items {
-			if it.State != ItemDone {
+			if it.State != domain.RegradeItemDone {
 				continue
 			}
 			if err := db.applyItem(tx, id, r.ExerciseVersion, r.GraderVersion, it, now); err != nil {
@@ -280,7 +264,7 @@ func (db *DB) ApplyRegrade(ctx context.Context, id int64) (Regrade, error) {
 	return db.RegradeByID(ctx, id)
 }
 
-func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion string, it RegradeItem, now time.Time) error {
+func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion string, it domain.RegradeItem, now time.Time) error {
 	var sub submissionRow
 	if err := tx.Where("id = ?", it.SubmissionID).Take(&sub).Error; err != nil {
 		return fmt.Errorf("read submission %s: %w", it.SubmissionID, err)
@@ -307,11 +291,11 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 }
 
 // DiscardRegrade drops a regrade that is not applied; scores stay as they are.
-func (db *DB) DiscardRegrade(ctx context.Context, id int64) (Regrade, error) {
-	res := db.gorm.WithContext(ctx).Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{RegradeStaged, RegradeReady}).
-		Updates(map[string]any{"state": RegradeDiscarded, "decided_at": db.Now()})
+func (db *DB) DiscardRegrade(ctx context.Context, id int64) (domain.Regrade, error) {
+	res := db.gorm.WithContext(ctx).Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{domain.RegradeStaged, domain.RegradeReady}).
+		Updates(map[string]any{"state": domain.RegradeDiscarded, "decided_at": db.Now()})
 	if res.Error != nil {
-		return Regrade{}, fmt.Errorf("discard regrade %d: %w", id, res.Error)
+		return domain.Regrade{}, fmt.Errorf("discard regrade %d: %w", id, res.Error)
 	}
 	r, err := db.RegradeByID(ctx, id)
 	if err == nil && res.RowsAffected != 1 {

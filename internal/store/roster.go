@@ -8,14 +8,6 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// The roster's read model is package domain's (the pages use it without
-// the store).
-type (
-	RosterEntry  = domain.RosterEntry
-	RosterResult = domain.RosterResult
-	RosterToken  = domain.RosterToken
-)
-
 // rosterBatch bounds the rows of one INSERT and the names of one IN list
 // (SQLite and Postgres both cap bound parameters per statement).
 const rosterBatch = 500
@@ -41,10 +33,10 @@ func (db *DB) UsersByName(ctx context.Context, names []string) (map[string]domai
 // transaction with batched inserts, and records every creation and
 // change in the audit log. Importing the same roster again changes
 // nothing. Runner accounts are never touched (ECONFLICT).
-func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []RosterEntry) (RosterResult, error) {
-	var res RosterResult
+func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []domain.RosterEntry) (domain.RosterResult, error) {
+	var res domain.RosterResult
 	err := db.InTx(ctx, func(tx *Tx) error {
-		res = RosterResult{}
+		res = domain.RosterResult{}
 		names := make([]string, len(entries))
 		for i, e := range entries {
 			names[i] = e.Name
@@ -86,15 +78,15 @@ func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []Ros
 				return fmt.Errorf("insert %d users: %w", len(fresh), translate(err))
 			}
 			tokens := make([]tokenRow, len(fresh))
-			res.Created = make([]RosterToken, len(fresh))
+			res.Created = make([]domain.RosterToken, len(fresh))
 			for i, u := range fresh {
 				token, err := auth.NewToken()
 				if err != nil {
 					return err
 				}
 				tokens[i] = tokenRow{UserID: u.ID, Hash: auth.HashToken(token), Prefix: token[:12], CreatedAt: now}
-				res.Created[i] = RosterToken{RosterEntry: RosterEntry{Name: u.Name, FullName: u.FullName, Section: u.Section, Role: domain.Role(u.Role)}, Token: token}
-				audits = append(audits, db.auditEntry(actor, AuditUserCreated, u.Name, "role "+u.Role+", section "+u.Section+" (roster import)", now))
+				res.Created[i] = domain.RosterToken{RosterEntry: domain.RosterEntry{Name: u.Name, FullName: u.FullName, Section: u.Section, Role: domain.Role(u.Role)}, Token: token}
+				audits = append(audits, db.auditEntry(actor, domain.AuditUserCreated, u.Name, "role "+u.Role+", section "+u.Section+" (roster import)", now))
 			}
 			if err := tx.g.CreateInBatches(&tokens, rosterBatch).Error; err != nil {
 				return fmt.Errorf("insert %d tokens: %w", len(tokens), err)

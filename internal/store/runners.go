@@ -15,12 +15,6 @@ import (
 	"github.com/npugrade/npugrade/internal/fleet"
 )
 
-// Defined in package fleet (the pages and the API list runners without the store).
-type (
-	Runner      = fleet.Runner
-	RunnerScope = fleet.RunnerScope
-)
-
 // RunnerRegistration is what a runner announces when it registers.
 type RunnerRegistration struct {
 	ID      string
@@ -126,7 +120,7 @@ func (db *DB) RunnerReport(ctx context.Context, id string) (envprobe.Report, boo
 
 // Runners lists registered runners seen since since (zero: all), most
 // recently seen first.
-func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
+func (db *DB) Runners(ctx context.Context, since time.Time) ([]fleet.Runner, error) {
 	var rows []runnerRow
 	q := db.gorm.WithContext(ctx).Order("last_seen DESC, id")
 	if !since.IsZero() {
@@ -139,27 +133,27 @@ func (db *DB) Runners(ctx context.Context, since time.Time) ([]Runner, error) {
 	if err := db.gorm.WithContext(ctx).Find(&scopeRows).Error; err != nil {
 		return nil, fmt.Errorf("list runner scopes: %w", err)
 	}
-	scopes := map[int64]*RunnerScope{}
+	scopes := map[int64]*fleet.RunnerScope{}
 	for _, sr := range scopeRows {
-		sc := &RunnerScope{}
+		sc := &fleet.RunnerScope{}
 		if sr.Profiles != "" {
 			sc.Profiles = strings.Split(sr.Profiles, ",")
 		}
 		_ = json.Unmarshal([]byte(sr.Labels), &sc.Labels)
 		scopes[sr.UserID] = sc
 	}
-	out := make([]Runner, 0, len(rows))
+	out := make([]fleet.Runner, 0, len(rows))
 	for _, r := range rows {
-		rn := Runner{ID: r.ID, Name: r.Name, Slots: r.Slots, Profile: r.Profile, Verdict: r.Verdict,
+		rn := fleet.Runner{ID: r.ID, Name: r.Name, Slots: r.Slots, Profile: r.Profile, Verdict: r.Verdict,
 			Draining: r.Draining, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt, Labels: map[string]string{},
 			WarmSpares: fleet.WarmSpares{PerSlot: r.WarmSparesPerSlot, Kept: r.WarmSpares, Ready: r.WarmSparesReady, MemoryBytes: r.WarmSpareMemory}}
 		if r.UserID != nil {
 			// A token bound to nothing may still register cpu runners.
 			sc := scopes[*r.UserID]
 			if sc == nil {
-				sc = &RunnerScope{}
+				sc = &fleet.RunnerScope{}
 			}
-			rn.Allowed = &RunnerScope{Profiles: sc.AllowedProfiles(), Labels: sc.Labels}
+			rn.Allowed = &fleet.RunnerScope{Profiles: sc.AllowedProfiles(), Labels: sc.Labels}
 		}
 		_ = json.Unmarshal([]byte(r.Labels), &rn.Labels)
 		_ = json.Unmarshal([]byte(r.Report), &rn.Report)
@@ -194,7 +188,7 @@ type runnerScopeRow struct {
 func (runnerScopeRow) TableName() string { return "runner_scopes" }
 
 // SetRunnerScope binds runner token owner userID to a scope.
-func (db *DB) SetRunnerScope(ctx context.Context, userID int64, s RunnerScope) error {
+func (db *DB) SetRunnerScope(ctx context.Context, userID int64, s fleet.RunnerScope) error {
 	labels, err := json.Marshal(s.Labels)
 	if err != nil {
 		return err
@@ -208,7 +202,7 @@ func (db *DB) SetRunnerScope(ctx context.Context, userID int64, s RunnerScope) e
 
 // RunnerScopeOf returns userID's scope; ok is false for a token without
 // one (it may register only fleet.DefaultRunnerProfiles, with any labels).
-func (db *DB) RunnerScopeOf(ctx context.Context, userID int64) (s RunnerScope, ok bool, err error) {
+func (db *DB) RunnerScopeOf(ctx context.Context, userID int64) (s fleet.RunnerScope, ok bool, err error) {
 	var row runnerScopeRow
 	err = db.gorm.WithContext(ctx).Where("user_id = ?", userID).Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {

@@ -13,13 +13,13 @@ import (
 // queries'.
 
 // SectionSubmissionsPerDay is SubmissionsPerDay of section's learners.
-func (db *DB) SectionSubmissionsPerDay(ctx context.Context, days int, section string) ([]DayCount, error) {
+func (db *DB) SectionSubmissionsPerDay(ctx context.Context, days int, section string) ([]domain.DayCount, error) {
 	if section == "" {
 		return db.SubmissionsPerDay(ctx, days)
 	}
 	today := db.Now().UTC().Truncate(24 * time.Hour)
 	start := today.AddDate(0, 0, -(days - 1))
-	out := make([]DayCount, days)
+	out := make([]domain.DayCount, days)
 	for i := range out {
 		out[i].Day = start.AddDate(0, 0, i)
 	}

@@ -12,9 +12,6 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Defined in package domain (the pages and the API use them without the store).
-type WebSession = domain.WebSession
-
 // Browser sessions of the web pages. The cookie carries a random session
 // id; the table holds only its SHA-256 (as for API tokens), the user, the
 // per-session CSRF token and the expiry.
@@ -31,26 +28,26 @@ func (webSessionRow) TableName() string { return "web_sessions" }
 
 // CreateWebSession starts a session for userID lasting ttl and returns the
 // secret id for the cookie (shown once; only its hash is stored).
-func (db *DB) CreateWebSession(ctx context.Context, userID int64, ttl time.Duration) (string, WebSession, error) {
+func (db *DB) CreateWebSession(ctx context.Context, userID int64, ttl time.Duration) (string, domain.WebSession, error) {
 	id := auth.RandomID(32)
 	now := db.Now()
 	row := webSessionRow{IDHash: auth.HashToken(id), UserID: userID, CSRFToken: auth.RandomID(24), CreatedAt: now, ExpiresAt: now.Add(ttl)}
 	if err := db.gorm.WithContext(ctx).Create(&row).Error; err != nil {
-		return "", WebSession{}, fmt.Errorf("create session for user %d: %w", userID, err)
+		return "", domain.WebSession{}, fmt.Errorf("create session for user %d: %w", userID, err)
 	}
 	var u userRow
 	if err := db.gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error; err != nil {
-		return "", WebSession{}, fmt.Errorf("read user %d: %w", userID, err)
+		return "", domain.WebSession{}, fmt.Errorf("read user %d: %w", userID, err)
 	}
-	return id, WebSession{User: toUser(u), CSRFToken: row.CSRFToken, ExpiresAt: row.ExpiresAt}, nil
+	return id, domain.WebSession{User: toUser(u), CSRFToken: row.CSRFToken, ExpiresAt: row.ExpiresAt}, nil
 }
 
 // WebSessionByID resolves a session cookie. Unknown and expired sessions,
 // and sessions of users whose every token was revoked, are EUNAUTHORIZED:
 // revoking a user's tokens also signs their browsers out.
-func (db *DB) WebSessionByID(ctx context.Context, id string) (WebSession, error) {
+func (db *DB) WebSessionByID(ctx context.Context, id string) (domain.WebSession, error) {
 	if id == "" {
-		return WebSession{}, domain.Errorf(domain.EUNAUTHORIZED, "no session")
+		return domain.WebSession{}, domain.Errorf(domain.EUNAUTHORIZED, "no session")
 	}
 	var row struct {
 		CSRFToken     string    `gorm:"column:csrf_token"`
@@ -68,13 +65,13 @@ func (db *DB) WebSessionByID(ctx context.Context, id string) (WebSession, error)
 		Where("EXISTS (SELECT 1 FROM tokens WHERE tokens.user_id = users.id AND tokens.revoked_at IS NULL)").
 		Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return WebSession{}, domain.Errorf(domain.EUNAUTHORIZED, "the session has expired or was signed out")
+		return domain.WebSession{}, domain.Errorf(domain.EUNAUTHORIZED, "the session has expired or was signed out")
 	}
 	if err != nil {
-		return WebSession{}, fmt.Errorf("look up session: %w", err)
+		return domain.WebSession{}, fmt.Errorf("look up session: %w", err)
 	}
 	u := userRow{ID: row.UserID, Name: row.UserName, Role: row.UserRole, CreatedAt: row.UserCreatedAt}
-	return WebSession{User: toUser(u), CSRFToken: row.CSRFToken, ExpiresAt: row.ExpiresAt}, nil
+	return domain.WebSession{User: toUser(u), CSRFToken: row.CSRFToken, ExpiresAt: row.ExpiresAt}, nil
 }
 
 // DeleteWebSession signs a browser out; an unknown id is not an error.

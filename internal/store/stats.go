@@ -10,23 +10,16 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Defined in package domain (the pages and the API use them without the store).
-type TokenInfo = domain.TokenInfo
-type DayCount = domain.DayCount
-type Latency = domain.Latency
-type QuestionStat = domain.QuestionStat
-type FailureStat = domain.FailureStat
-
 // Queries behind the instructor dashboard. Aggregations that SQLite and
 // Postgres write differently (dates, percentiles) are done in Go over
 // streamed rows, so both dialects give the same answer.
 
 // SubmissionsPerDay counts submissions per UTC day over the last days days
 // (today included), oldest first; days without submissions count 0.
-func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, error) {
+func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]domain.DayCount, error) {
 	today := db.Now().UTC().Truncate(24 * time.Hour)
 	start := today.AddDate(0, 0, -(days - 1))
-	out := make([]DayCount, days)
+	out := make([]domain.DayCount, days)
 	for i := range out {
 		out[i].Day = start.AddDate(0, 0, i)
 	}
@@ -55,7 +48,7 @@ func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, erro
 // GradingLatency computes latency percentiles over the last n scored
 // submissions (submitted to graded by the runner: a submission waiting for
 // manual grading counts, its automatic part is done).
-func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
+func (db *DB) GradingLatency(ctx context.Context, n int) (domain.Latency, error) {
 	// The statuses are literals, as in the partial index submissions_scored
 	// (migration 00018) that serves this query: a parameter would keep a
 	// prepared statement's generic plan from using it.
@@ -63,29 +56,29 @@ func (db *DB) GradingLatency(ctx context.Context, n int) (Latency, error) {
 		"SELECT created_at, graded_at FROM submissions WHERE status IN "+scoredSubmissions+" AND graded_at IS NOT NULL ORDER BY graded_at DESC LIMIT ?",
 		n).Rows()
 	if err != nil {
-		return Latency{}, fmt.Errorf("grading latency: %w", err)
+		return domain.Latency{}, fmt.Errorf("grading latency: %w", err)
 	}
 	defer rows.Close()
 	var ds []time.Duration
 	for rows.Next() {
 		var c, g time.Time
 		if err := rows.Scan(&c, &g); err != nil {
-			return Latency{}, fmt.Errorf("grading latency: %w", err)
+			return domain.Latency{}, fmt.Errorf("grading latency: %w", err)
 		}
 		ds = append(ds, g.Sub(c))
 	}
 	if err := rows.Err(); err != nil {
-		return Latency{}, fmt.Errorf("grading latency: %w", err)
+		return domain.Latency{}, fmt.Errorf("grading latency: %w", err)
 	}
 	if len(ds) == 0 {
-		return Latency{}, nil
+		return domain.Latency{}, nil
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	pct := func(p float64) time.Duration { // nearest rank
 		i := int(p*float64(len(ds))+0.999999) - 1
 		return ds[max(0, min(i, len(ds)-1))]
 	}
-	return Latency{N: len(ds), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: ds[len(ds)-1]}, nil
+	return domain.Latency{N: len(ds), P50: pct(0.50), P90: pct(0.90), P99: pct(0.99), Max: ds[len(ds)-1]}, nil
 }
 
 // PendingJobDepth counts the jobs that make up the queue's depth, queued
@@ -129,9 +122,9 @@ func statsScope(exerciseID, section string) (string, []any) {
 // notebook order, over the scored submissions (of one section's learners
 // when section is not ""). A manual cell counts once a person graded it,
 // as passed with full points; one still waiting is left out.
-func (db *DB) QuestionStats(ctx context.Context, exerciseID, section string) ([]QuestionStat, error) {
+func (db *DB) QuestionStats(ctx context.Context, exerciseID, section string) ([]domain.QuestionStat, error) {
 	where, args := statsScope(exerciseID, section)
-	var out []QuestionStat
+	var out []domain.QuestionStat
 	err := db.gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, MIN(cr.position) AS position, COUNT(*) AS total,
 		SUM(CASE WHEN cr.verdict = ? OR (cr.verdict = ? AND cr.points >= cr.max_points) THEN 1 ELSE 0 END) AS passed
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
@@ -147,9 +140,9 @@ func (db *DB) QuestionStats(ctx context.Context, exerciseID, section string) ([]
 // CommonFailures returns the most frequent failing verdicts and messages
 // of an exercise's scored submissions (of one section's learners when
 // section is not ""); manual grades are not failures.
-func (db *DB) CommonFailures(ctx context.Context, exerciseID, section string, limit int) ([]FailureStat, error) {
+func (db *DB) CommonFailures(ctx context.Context, exerciseID, section string, limit int) ([]domain.FailureStat, error) {
 	where, args := statsScope(exerciseID, section)
-	var out []FailureStat
+	var out []domain.FailureStat
 	err := db.gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, cr.verdict AS verdict, cr.message AS message, COUNT(*) AS count
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
 		WHERE `+where+` AND cr.verdict NOT IN (?, ?, ?)
@@ -175,14 +168,14 @@ func (db *DB) SetRunnerDrain(ctx context.Context, id string, drain bool) error {
 }
 
 // Tokens lists every token, by user and age.
-func (db *DB) Tokens(ctx context.Context) ([]TokenInfo, error) {
+func (db *DB) Tokens(ctx context.Context) ([]domain.TokenInfo, error) {
 	var rows []tokenRow
 	if err := db.gorm.WithContext(ctx).Order("user_id, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
-	out := make([]TokenInfo, len(rows))
+	out := make([]domain.TokenInfo, len(rows))
 	for i, r := range rows {
-		out[i] = TokenInfo{ID: r.ID, UserID: r.UserID, Prefix: r.Prefix, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt}
+		out[i] = domain.TokenInfo{ID: r.ID, UserID: r.UserID, Prefix: r.Prefix, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt}
 	}
 	return out, nil
 }

@@ -12,9 +12,6 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
-// Defined in package domain (the pages and the API use them without the store).
-type SubmissionFilter = domain.SubmissionFilter
-
 // PutBlob stores data under its sha256 (content-addressed; storing the
 // same bytes twice is a no-op) and returns the key.
 func (tx *Tx) PutBlob(data []byte) (string, error) { return tx.db.putBlob(tx.g, data) }
@@ -226,7 +223,7 @@ func withCellsIn(g *gorm.DB, row submissionRow) (domain.Submission, error) {
 }
 
 // Submissions lists submissions, newest first, without cell results.
-func (db *DB) Submissions(ctx context.Context, f SubmissionFilter) ([]domain.Submission, error) {
+func (db *DB) Submissions(ctx context.Context, f domain.SubmissionFilter) ([]domain.Submission, error) {
 	q := db.gorm.WithContext(ctx).Model(&submissionRow{}).Order("created_at DESC, id DESC")
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)

@@ -120,8 +120,8 @@ func TestGradebookAndStats(t *testing.T) {
 		bobCh2 := gradeAt(t, db, bob.ID, "ch2", 4, 4)
 		gradeAt(t, db, bob.ID, "ch9", 1, 1) // not in the catalog: no row
 
-		type row = store.GradebookRow
-		collect := func(f store.GradebookFilter) []row {
+		type row = domain.GradebookRow
+		collect := func(f domain.GradebookFilter) []row {
 			t.Helper()
 			var out []row
 			if err := db.Gradebook(ctx, f, func(r row) error { out = append(out, r); return nil }); err != nil {
@@ -129,7 +129,7 @@ func TestGradebookAndStats(t *testing.T) {
 			}
 			return out
 		}
-		rows := collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}})
+		rows := collect(domain.GradebookFilter{Exercises: []string{"ch1", "ch2"}})
 		rows0 := rows
 		var got []string
 		for _, r := range rows {
@@ -143,7 +143,7 @@ func TestGradebookAndStats(t *testing.T) {
 		for _, r := range rows {
 			byKey[r.Learner+"/"+r.ExerciseID] = r
 		}
-		if r := byKey["ada/ch1"]; r.Score != 9 || r.MaxScore != 10 || r.Attempts != 3 || r.SubmissionID != best || r.Policy != store.CountBest || r.GradedAt == nil {
+		if r := byKey["ada/ch1"]; r.Score != 9 || r.MaxScore != 10 || r.Attempts != 3 || r.SubmissionID != best || r.Policy != domain.CountBest || r.GradedAt == nil {
 			t.Errorf("ada/ch1 best: %+v", r)
 		}
 		if r := byKey["Bob_1%/ch2"]; r.Score != 4 || r.Attempts != 1 || r.SubmissionID != bobCh2 {
@@ -153,25 +153,25 @@ func TestGradebookAndStats(t *testing.T) {
 			t.Errorf("carol/ch1: %+v", r)
 		}
 		// The latest policy.
-		rows = collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}, ExerciseID: "ch1", Learner: "ADA",
-			Counts: func(string) string { return store.CountLatest }})
-		if len(rows) != 1 || rows[0].Score != 5 || rows[0].SubmissionID != latest || rows[0].Policy != store.CountLatest || rows[0].Attempts != 3 {
+		rows = collect(domain.GradebookFilter{Exercises: []string{"ch1", "ch2"}, ExerciseID: "ch1", Learner: "ADA",
+			Counts: func(string) string { return domain.CountLatest }})
+		if len(rows) != 1 || rows[0].Score != 5 || rows[0].SubmissionID != latest || rows[0].Policy != domain.CountLatest || rows[0].Attempts != 3 {
 			t.Errorf("latest: %+v", rows)
 		}
 		// LIKE wildcards in the filter match literally.
-		if rows = collect(store.GradebookFilter{Exercises: []string{"ch1"}, Learner: "_1%"}); len(rows) != 1 || rows[0].Learner != "Bob_1%" {
+		if rows = collect(domain.GradebookFilter{Exercises: []string{"ch1"}, Learner: "_1%"}); len(rows) != 1 || rows[0].Learner != "Bob_1%" {
 			t.Errorf("literal filter: %+v", rows)
 		}
-		if rows = collect(store.GradebookFilter{Exercises: []string{"ch1"}, Learner: "%"}); len(rows) != 1 {
+		if rows = collect(domain.GradebookFilter{Exercises: []string{"ch1"}, Learner: "%"}); len(rows) != 1 {
 			t.Errorf("%% filter: %+v", rows)
 		}
 
 		// A page of learners: the first ones by name, every exercise of each.
-		page := collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}, MaxLearners: 2})
+		page := collect(domain.GradebookFilter{Exercises: []string{"ch1", "ch2"}, MaxLearners: 2})
 		if len(page) != 4 || !reflect.DeepEqual(page, rows0[:4]) {
 			t.Errorf("first 2 learners: %+v (all: %+v)", page, rows0)
 		}
-		if page = collect(store.GradebookFilter{Exercises: []string{"ch1", "ch2"}, ExerciseID: "ch1", Learner: "a", MaxLearners: 1}); len(page) != 1 || page[0].Learner != "ada" || page[0].Attempts != 3 {
+		if page = collect(domain.GradebookFilter{Exercises: []string{"ch1", "ch2"}, ExerciseID: "ch1", Learner: "a", MaxLearners: 1}); len(page) != 1 || page[0].Learner != "ada" || page[0].Attempts != 3 {
 			t.Errorf("first learner matching 'a', ch1: %+v", page)
 		}
 		depth, err := db.PendingJobDepth(ctx)

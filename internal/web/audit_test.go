@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
@@ -38,7 +37,7 @@ func TestAuditLog(t *testing.T) {
 			ctx := context.Background()
 			u, _ := e.db.UserByName(ctx, "ada")
 			all, err := e.db.Tokens(ctx)
-			var toks []store.TokenInfo
+			var toks []domain.TokenInfo
 			for _, tk := range all {
 				if tk.UserID == u.ID {
 					toks = append(toks, tk)

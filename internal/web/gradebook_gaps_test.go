@@ -201,7 +201,7 @@ func TestRegradeAskFormKeepsInput(t *testing.T) {
 			if st != 422 || !strings.Contains(between(body, `id="rq-ask-error"`, "</div>"), "message: at most") {
 				t.Errorf("a message too long: %d %s", st, between(body, `id="rq-ask-error"`, "</div>"))
 			}
-			reqs, err := e.db.RegradeRequests(context.Background(), store.RegradeRequestFilter{SubmissionID: sub})
+			reqs, err := e.db.RegradeRequests(context.Background(), domain.RegradeRequestFilter{SubmissionID: sub})
 			if err != nil || len(reqs) != 1 {
 				t.Errorf("requests recorded: %+v %v", reqs, err)
 			}
