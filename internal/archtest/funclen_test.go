@@ -13,24 +13,36 @@ import (
 // long or longer, counted from its func line to its closing brace.
 const maxFuncLines = 100
 
+// shipped parses the non-test Go files under internal/ and cmd/ again,
+// with positions in fset (sources keeps its own set).
+func shipped(t *testing.T, fset *token.FileSet) []goFile {
+	t.Helper()
+	root := moduleRoot(t)
+	var out []goFile
+	for _, f := range sources(t, 0) {
+		if f.test || !(strings.HasPrefix(f.path, "internal/") || strings.HasPrefix(f.path, "cmd/")) {
+			continue
+		}
+		file, err := parser.ParseFile(fset, filepath.Join(root, filepath.FromSlash(f.path)), nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.ast = file
+		out = append(out, f)
+	}
+	return out
+}
+
 // TestNoLongFunctions: every function and function literal under
 // internal/ and cmd/ stays under maxFuncLines lines. Test files are left out: a
 // table-driven test is long by nature and reads top to bottom; the rule
 // is for the code that ships.
 func TestNoLongFunctions(t *testing.T) {
 	t.Parallel()
-	root := moduleRoot(t)
 	fset := token.NewFileSet()
 	checked := 0
-	for _, f := range sources(t, 0) {
-		if f.test || !(strings.HasPrefix(f.path, "internal/") || strings.HasPrefix(f.path, "cmd/")) {
-			continue
-		}
-		// Re-parse with positions in fset (sources uses its own set).
-		file, err := parser.ParseFile(fset, filepath.Join(root, filepath.FromSlash(f.path)), nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, f := range shipped(t, fset) {
+		file := f.ast
 		ast.Inspect(file, func(n ast.Node) bool {
 			var name string
 			switch d := n.(type) {
