@@ -4,7 +4,9 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 )
@@ -26,7 +28,7 @@ func (r *Report) Summary(w io.Writer) {
 		} else if failed > 0 {
 			res = fmt.Sprintf("%d unexpected", failed)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%g/%g\t%d\t%s\n", n.Exercise, n.Name, n.Kind, n.Score, n.Max, len(n.Cases), res)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%d\t%s\n", n.Exercise, n.Name, n.Kind, points(n.Score), points(n.Max), len(n.Cases), res)
 	}
 	tw.Flush()
 	for _, n := range r.Notebooks {
@@ -266,7 +268,7 @@ func (r *Report) WriteGitHub(w io.Writer) error {
 		if !n.OK() {
 			res = "❌"
 		}
-		fmt.Fprintf(f, "| %s | %s | %s | %g/%g | %s |\n", n.Exercise, n.Name, n.Kind, n.Score, n.Max, res)
+		fmt.Fprintf(f, "| %s | %s | %s | %s/%s | %s |\n", n.Exercise, n.Name, n.Kind, points(n.Score), points(n.Max), res)
 	}
 	return nil
 }
@@ -279,4 +281,10 @@ func ghData(s string) string {
 func ghProp(s string) string {
 	r := strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C")
 	return r.Replace(s)
+}
+
+// points writes a score for people: at most four decimals (an Otter
+// question's tests share a point in thirds), no trailing zeros.
+func points(x float64) string {
+	return strconv.FormatFloat(math.Round(x*1e4)/1e4, 'f', -1, 64)
 }
