@@ -30,7 +30,7 @@ import (
 
 // Reviews lists, shows, accepts and rejects staged references.
 type Reviews struct {
-	DB      *store.DB
+	DB      ReviewStore
 	Catalog *exercise.Catalog
 }
 

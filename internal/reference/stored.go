@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/store"
 )
@@ -14,7 +15,20 @@ import (
 // file (answers/<id>/references/<profile>.json) when there is one, else
 // the outputs a reference job recorded and an instructor accepted.
 type Stored struct {
-	DB *store.DB
+	DB StoredReferences
+}
+
+// StoredReferences reads the references reference jobs recorded.
+type StoredReferences interface {
+	Reference(ctx context.Context, exerciseID, profile string) (store.StoredReference, error)
+}
+
+// ReviewStore is what a review reads and writes of the database.
+type ReviewStore interface {
+	StoredReferences
+	StagedReferences(ctx context.Context, f store.StagedReferenceFilter) ([]store.StagedReference, error)
+	StagedReference(ctx context.Context, id int64) (store.StagedReference, error)
+	DecideReference(ctx context.Context, id int64, accept bool, actor domain.User, note string) (store.StagedReference, error)
 }
 
 // Reference returns ex's reference outputs on profile. A stale committed

@@ -8,15 +8,21 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // AuditReport is the audit action of a report being read.
 const AuditReport = "similarity-report"
 
+// Store is what the report reads and writes of the database.
+type Store interface {
+	LatestSubmissionsOf(ctx context.Context, exerciseID string, limit int) ([]domain.Submission, error)
+	Blob(ctx context.Context, sha string) ([]byte, error)
+	Audit(ctx context.Context, actor domain.User, action, subject, detail string) error
+}
+
 // Service builds reports over one database and catalog.
 type Service struct {
-	DB      *store.DB
+	DB      Store
 	Catalog *exercise.Catalog
 }
 
