@@ -15,29 +15,6 @@ import (
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
-// bigRegistration yields a registration of n bytes whose name never ends,
-// without holding it, and counts how many bytes the client was made to send.
-type bigRegistration struct {
-	n, sent int64
-	read    *atomic.Int64
-}
-
-func (b *bigRegistration) Read(p []byte) (int, error) {
-	if b.sent >= b.n {
-		return 0, io.EOF
-	}
-	k := min(int64(len(p)), b.n-b.sent)
-	for i := range p[:k] {
-		p[i] = 'x'
-	}
-	if b.sent == 0 {
-		copy(p, `{"slots": 1, "report": {"profile": "cpu"}, "name": "`)
-	}
-	b.sent += k
-	b.read.Add(k)
-	return int(k), nil
-}
-
 // postRegistration sends an n-byte registration with token; declared
 // says whether the request states its length (else it is chunked). It
 // returns the status (0 when the server hung up first), the answer's
@@ -45,7 +22,7 @@ func (b *bigRegistration) Read(p []byte) (int, error) {
 func postRegistration(t testing.TB, url, token string, n int64, declared bool) (int, string, int64) {
 	t.Helper()
 	var sent atomic.Int64
-	req, err := http.NewRequest("POST", url+runnerproto.BasePath+"/register", &bigRegistration{n: n, read: &sent})
+	req, err := http.NewRequest("POST", url+runnerproto.BasePath+"/register", &countingBody{n: n, prefix: `{"slots": 1, "report": {"profile": "cpu"}, "name": "`, read: &sent})
 	if err != nil {
 		t.Fatal(err)
 	}

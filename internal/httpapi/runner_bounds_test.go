@@ -16,10 +16,12 @@ import (
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
-// countingBody yields n bytes of a JSON string without holding them and
+// countingBody yields n bytes of JSON that begins with prefix (default:
+// an open lease_token string) and never ends, without holding them, and
 // counts how many the server made the client send.
 type countingBody struct {
 	n, sent int64
+	prefix  string
 	read    *atomic.Int64
 }
 
@@ -32,7 +34,11 @@ func (b *countingBody) Read(p []byte) (int, error) {
 		p[i] = 'x'
 	}
 	if b.sent == 0 {
-		copy(p, `{"lease_token": "`)
+		prefix := b.prefix
+		if prefix == "" {
+			prefix = `{"lease_token": "`
+		}
+		copy(p, prefix)
 	}
 	b.sent += k
 	b.read.Add(k)
