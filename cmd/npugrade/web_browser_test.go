@@ -19,6 +19,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/jobs"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -483,6 +484,7 @@ func seedGraded(t *testing.T, dbURL, learner, exerciseID string, answer []byte, 
 		t.Fatal(err)
 	}
 	g.SubmissionID = sub.ID
+	g.Status = scoring.Status(g.Cells)
 	if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
 		t.Fatal(err)
 	}

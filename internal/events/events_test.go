@@ -50,7 +50,7 @@ func TestOutboxDelivery(t *testing.T) {
 				t.Fatalf("claim: %+v %v", c, err)
 			}
 			err = q.Complete(ctx, c.Job.ID, c.Job.LeaseToken, func(tx *store.Tx) error {
-				return tx.SaveGrade(store.Grade{SubmissionID: graded.ID, Score: 1, MaxScore: 2, Profile: "cpu"})
+				return tx.SaveGrade(store.Grade{Status: domain.StatusGraded, SubmissionID: graded.ID, Score: 1, MaxScore: 2, Profile: "cpu"})
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -45,6 +46,7 @@ func submitAndGrade(t *testing.T, db *store.DB, subs *intake.Service, cat *exerc
 	if err := db.RawExec(ctx, "UPDATE jobs SET state = ? WHERE submission_id = ?", domain.JobSucceeded, sub.ID); err != nil {
 		t.Fatal(err)
 	}
+	g.Status = scoring.Status(g.Cells)
 	if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
 		t.Fatal(err)
 	}

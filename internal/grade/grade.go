@@ -136,7 +136,7 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 	return store.Grade{
 		SubmissionID: sub.ID, Score: sc.Score, MaxScore: sc.MaxScore, Message: sc.Message,
 		Profile: sc.Profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: sc.GraderVersion,
-		Executed: res.Notebook, Cells: sc.Cells,
+		Executed: res.Notebook, Cells: sc.Cells, Status: scoring.Status(sc.Cells),
 	}, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -64,6 +65,7 @@ func (b *testBundle) run(t *testing.T, sub domain.Submission) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	g.Status = scoring.Status(g.Cells)
 	if err := b.db.InTx(b.ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
 		t.Fatal(err)
 	}

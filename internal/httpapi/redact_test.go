@@ -18,6 +18,7 @@ import (
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -90,6 +91,7 @@ func (e *policyEnv) graded(t *testing.T, token, key string, g store.Grade) strin
 		t.Fatalf("submit: %d %s", st, body)
 	}
 	g.SubmissionID = between(body, `"id":"`, `"`)
+	g.Status = scoring.Status(g.Cells)
 	if err := e.db.InTx(context.Background(), func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
 		t.Fatal(err)
 	}

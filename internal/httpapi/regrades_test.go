@@ -9,6 +9,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -58,7 +59,7 @@ func TestGradingPolicyHTTP(t *testing.T) {
 				{CellID: "later", Verdict: "mismatch", MaxPoints: 1, Counted: true, Message: "differs", Observed: "4"},
 			}
 			if err := db.InTx(context.Background(), func(tx *store.Tx) error {
-				return tx.SaveGrade(store.Grade{SubmissionID: first.ID, MaxScore: 3, Profile: "cpu", Cells: cells})
+				return tx.SaveGrade(store.Grade{Status: scoring.Status(cells), SubmissionID: first.ID, MaxScore: 3, Profile: "cpu", Cells: cells})
 			}); err != nil {
 				t.Fatal(err)
 			}

@@ -70,7 +70,7 @@ func graded(t *testing.T, db *store.DB, user int64, ex string, score float64) do
 		t.Fatal(err)
 	}
 	err = db.InTx(ctx, func(tx *store.Tx) error {
-		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: score, MaxScore: 10, Cells: []domain.CellResult{
+		return tx.SaveGrade(store.Grade{Status: domain.StatusGraded, SubmissionID: sub.ID, Score: score, MaxScore: 10, Cells: []domain.CellResult{
 			{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 10, Points: score, Counted: true, Message: "m", Observed: "secret"}}})
 	})
 	if err != nil {

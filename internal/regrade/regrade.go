@@ -72,16 +72,14 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (domai
 		return domain.Regrade{}, err
 	}
 	version := scoring.GraderVersion(ex)
-	var items []store.NewRegradeItem
-	payloads := map[*domain.Job][]byte{}
-	skipped := 0
+	st := staged{jobs: map[int]*domain.Job{}, payloads: map[int][]byte{}}
 	for _, sub := range append(subs, failed...) {
 		isFailed := sub.Status == domain.StatusFailed
 		if !isFailed && !req.All && sub.GraderVersion == version {
 			continue
 		}
 		if isFailed && req.Mode == domain.RegradeRecompare {
-			skipped++ // no run to score again: a reexecute regrade queues it
+			st.skipped++ // no run to score again: a reexecute regrade queues it
 			continue
 		}
 		switch req.Mode {
@@ -93,33 +91,61 @@ func (s *Service) Stage(ctx context.Context, req Request, by domain.User) (domai
 			if err != nil {
 				return domain.Regrade{}, fmt.Errorf("recompare %s: %w", sub.ID, err)
 			}
-			items = append(items, store.NewRegradeItem{Submission: sub, Result: &g})
+			st.items = append(st.items, store.NewRegradeItem{Submission: sub, Result: &g})
 		case domain.RegradeReexecute:
 			job, payload, err := s.job(ctx, ex, sub)
 			if err != nil {
 				return domain.Regrade{}, fmt.Errorf("re-execute %s: %w", sub.ID, err)
 			}
-			payloads[job] = payload
-			items = append(items, store.NewRegradeItem{Submission: sub, Job: job})
+			st.jobs[len(st.items)], st.payloads[len(st.items)] = job, payload
+			st.items = append(st.items, store.NewRegradeItem{Submission: sub})
 		}
 	}
-	enqueue := func(tx *store.Tx, job *domain.Job) error {
-		sha, err := tx.PutBlob(payloads[job])
-		if err != nil {
-			return err
-		}
-		job.PayloadSHA256 = sha
-		return s.Queue.Enqueue(tx, job)
-	}
-	r := domain.Regrade{ExerciseID: ex.ID, Mode: req.Mode, ExerciseVersion: ex.Version, GraderVersion: version, SkippedFailed: skipped}
-	id, err := s.DB.CreateRegrade(ctx, r, by.ID, items, enqueue)
+	r := domain.Regrade{ExerciseID: ex.ID, Mode: req.Mode, ExerciseVersion: ex.Version, GraderVersion: version, SkippedFailed: st.skipped}
+	id, err := s.write(ctx, r, by, st)
 	if err != nil {
-		return domain.Regrade{}, err
+		return domain.Regrade{}, fmt.Errorf("create regrade of %s: %w", ex.ID, err)
 	}
-	if len(payloads) > 0 {
+	if len(st.jobs) > 0 {
 		s.Queue.Notify()
 	}
 	return s.DB.RegradeByID(ctx, id)
+}
+
+// staged is a regrade before it is written: its items, and the
+// re-execution job (with its payload) of the items at those indexes.
+type staged struct {
+	items    []store.NewRegradeItem
+	jobs     map[int]*domain.Job
+	payloads map[int][]byte
+	skipped  int
+}
+
+// write enqueues the re-execution jobs and records the regrade in one
+// transaction: the regrade never names a job that is not queued.
+func (s *Service) write(ctx context.Context, r domain.Regrade, by domain.User, st staged) (int64, error) {
+	var id int64
+	err := s.DB.InTx(ctx, func(tx *store.Tx) error {
+		for i := range st.items { // in order: the queue runs them first come
+			job, ok := st.jobs[i]
+			if !ok {
+				continue
+			}
+			sha, err := tx.PutBlob(st.payloads[i])
+			if err != nil {
+				return err
+			}
+			job.PayloadSHA256 = sha
+			if err := s.Queue.Enqueue(tx, job); err != nil {
+				return err
+			}
+			st.items[i].JobID = job.ID
+		}
+		var err error
+		id, err = tx.CreateRegrade(r, by.ID, st.items)
+		return err
+	})
+	return id, err
 }
 
 var errNoRun = errors.New("the submission has no executed notebook")

@@ -76,7 +76,7 @@ func (e *testBundle) graded(t *testing.T, cat *exercise.Catalog, user domain.Use
 		t.Fatal(err)
 	}
 	err = e.db.InTx(ctx, func(tx *store.Tx) error {
-		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
+		return tx.SaveGrade(store.Grade{Status: scoring.Status(out.Cells), SubmissionID: sub.ID, Score: out.Score, MaxScore: out.MaxScore, Message: out.Message,
 			Profile: "cpu", EnvFingerprint: "fp-1", GraderVersion: scoring.GraderVersion(ex), Executed: raw, Cells: out.Cells})
 	})
 	if err != nil {

@@ -156,6 +156,17 @@ func Points(cells []domain.CellResult) float64 {
 	return p
 }
 
+// Status is a scored submission's status: it waits for a person while any
+// manual cell is ungraded. The store writes it; it does not decide it.
+func Status(cells []domain.CellResult) string {
+	for _, c := range cells {
+		if c.Verdict == domain.VerdictNeedsManual {
+			return domain.StatusNeedsManual
+		}
+	}
+	return domain.StatusGraded
+}
+
 // Total is a submission's score (once its cells are known, after a manual
 // grade, an override or an extension) and message from its cells: the counted
 // points times the late multiplier (the exercise's policy with the

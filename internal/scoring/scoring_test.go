@@ -196,3 +196,23 @@ func TestRebuildPlacesProbesLast(t *testing.T) {
 		t.Error("q3 is hidden, q2 visible")
 	}
 }
+
+func TestStatusWaitsWhileAManualCellIsUngraded(t *testing.T) {
+	t.Parallel()
+	pass := domain.CellResult{CellID: "q1", Verdict: domain.VerdictPass, Counted: true}
+	graded := domain.CellResult{CellID: "essay", Verdict: domain.VerdictManual, Counted: true}
+	waiting := domain.CellResult{CellID: "essay", Verdict: domain.VerdictNeedsManual, Counted: true}
+	for _, tc := range []struct {
+		cells []domain.CellResult
+		want  string
+	}{
+		{nil, domain.StatusGraded},
+		{[]domain.CellResult{pass}, domain.StatusGraded},
+		{[]domain.CellResult{pass, graded}, domain.StatusGraded},
+		{[]domain.CellResult{pass, waiting}, domain.StatusNeedsManual},
+	} {
+		if got := scoring.Status(tc.cells); got != tc.want {
+			t.Errorf("Status(%v) = %s, want %s", tc.cells, got, tc.want)
+		}
+	}
+}

@@ -105,6 +105,7 @@ type ManualChange struct {
 	Cells   []domain.CellResult
 	Score   float64
 	Message string
+	Status  string
 	// History, when set, keeps the old score in score_history with this reason.
 	History string
 	// Reason is the door (domain.ScoreReason*) the score-changed event names.
@@ -170,11 +171,10 @@ func (db *DB) writeRescore(tx *gorm.DB, row submissionRow, old domain.Submission
 		return fmt.Errorf("record manual grade of %s/%s: %w", row.ID, g.CellID, err)
 	}
 	if err := db.changeScore(tx, row, old.Cells, ScoreChange{Reason: rs.Reason, Note: rs.History, Actor: actor,
-		Score: rs.Score, Message: rs.Message, Cells: rs.Cells}); err != nil {
+		Score: rs.Score, Message: rs.Message, Cells: rs.Cells, Status: rs.Status}); err != nil {
 		return err
 	}
-	status := statusOf(rs.Cells)
-	if status == domain.StatusGraded && row.Status != domain.StatusGraded {
+	if rs.Status == domain.StatusGraded && row.Status != domain.StatusGraded {
 		if err := db.addEvent(tx, domain.EventGraded, row.ID,
 			map[string]any{"score": rs.Score, "max_score": row.MaxScore, "profile": row.Profile, "grader_version": row.GraderVersion, "manual": true}); err != nil {
 			return err

@@ -41,6 +41,7 @@ type regradeItemRow struct {
 	OldVersion     string
 	NewScore       float64
 	NewMaxScore    float64
+	NewStatus      string // migration 00024
 	Message        string
 	Profile        string
 	EnvFingerprint string
@@ -75,55 +76,47 @@ type NewRegradeItem struct {
 	Submission domain.Submission
 	// Result is set when the new score is known at once (recompare).
 	Result *Grade
-	// Job is set for a re-execution: the job is enqueued in the same transaction.
-	Job *domain.Job
+	// JobID is the re-execution's job, enqueued in the same transaction.
+	JobID int64
 }
 
-// CreateRegrade writes a regrade and its items (and the re-execution jobs)
-// in one transaction. The regrade is ready at once when no item waits for a job.
-func (db *DB) CreateRegrade(ctx context.Context, r domain.Regrade, createdBy int64, items []NewRegradeItem, enqueue func(tx *Tx, job *domain.Job) error) (int64, error) {
+// CreateRegrade writes a regrade and its items in the caller's
+// transaction, the one that enqueued the re-execution jobs. The regrade
+// is ready at once when no item waits for a job.
+func (tx *Tx) CreateRegrade(r domain.Regrade, createdBy int64, items []NewRegradeItem) (int64, error) {
+	db := tx.db
 	row := regradeRow{ExerciseID: r.ExerciseID, Mode: r.Mode, State: domain.RegradeReady, ExerciseVersion: r.ExerciseVersion,
 		GraderVersion: r.GraderVersion, CreatedAt: db.Now(), SkippedFailed: r.SkippedFailed}
 	if createdBy != 0 {
 		row.CreatedBy = &createdBy
 	}
 	for _, it := range items {
-		if it.Job != nil {
+		if it.JobID != 0 {
 			row.State = domain.RegradeStaged
 		}
 	}
-	err := db.InTx(ctx, func(t *Tx) error {
-		tx := t.g
-		if err := tx.Create(&row).Error; err != nil {
-			return fmt.Errorf("insert regrade: %w", err)
+	if err := tx.g.Create(&row).Error; err != nil {
+		return 0, fmt.Errorf("insert regrade of %s: %w", r.ExerciseID, err)
+	}
+	for _, it := range items {
+		s := it.Submission
+		ir := regradeItemRow{RegradeID: row.ID, SubmissionID: s.ID, UserID: s.UserID, State: domain.RegradeItemPending, OldStatus: s.Status,
+			OldScore: s.Score, OldMaxScore: s.MaxScore, OldVersion: s.GraderVersion, Cells: "[]"}
+		if s.Status == domain.StatusFailed {
+			ir.OldScore, ir.OldMaxScore = 0, 0 // it had no score
 		}
-		for _, it := range items {
-			s := it.Submission
-			ir := regradeItemRow{RegradeID: row.ID, SubmissionID: s.ID, UserID: s.UserID, State: domain.RegradeItemPending, OldStatus: s.Status,
-				OldScore: s.Score, OldMaxScore: s.MaxScore, OldVersion: s.GraderVersion, Cells: "[]"}
-			if s.Status == domain.StatusFailed {
-				ir.OldScore, ir.OldMaxScore = 0, 0 // it had no score
-			}
-			if it.Job != nil {
-				if err := enqueue(t, it.Job); err != nil {
-					return err
-				}
-				id := it.Job.ID
-				ir.JobID = &id
-			}
-			if it.Result != nil {
-				if err := db.fillItem(tx, &ir, *it.Result); err != nil {
-					return err
-				}
-			}
-			if err := tx.Create(&ir).Error; err != nil {
-				return fmt.Errorf("insert regrade item %s: %w", s.ID, err)
+		if it.JobID != 0 {
+			id := it.JobID
+			ir.JobID = &id
+		}
+		if it.Result != nil {
+			if err := db.fillItem(tx.g, &ir, *it.Result); err != nil {
+				return 0, err
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("create regrade of %s: %w", r.ExerciseID, err)
+		if err := tx.g.Create(&ir).Error; err != nil {
+			return 0, fmt.Errorf("insert regrade item %s: %w", s.ID, err)
+		}
 	}
 	return row.ID, nil
 }
@@ -133,7 +126,11 @@ func (db *DB) fillItem(tx *gorm.DB, ir *regradeItemRow, g Grade) error {
 	if err != nil {
 		return fmt.Errorf("encode regrade cells: %w", err)
 	}
+	if g.Status == "" {
+		return fmt.Errorf("regrade item of %s: no status", ir.SubmissionID)
+	}
 	ir.State, ir.NewScore, ir.NewMaxScore, ir.Message = domain.RegradeItemDone, g.Score, g.MaxScore, g.Message
+	ir.NewStatus = g.Status
 	ir.Profile, ir.EnvFingerprint, ir.Cells = g.Profile, g.EnvFingerprint, string(cells)
 	if g.Executed != nil {
 		sha, err := db.putBlob(tx, g.Executed)
@@ -280,12 +277,15 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 	// The re-executed run, or the old run for a recompare.
 	executed := sub.ExecutedSHA256
 	var ir regradeItemRow
-	if err := tx.Where("regrade_id = ? AND submission_id = ?", regradeID, sub.ID).Take(&ir).Error; err == nil && ir.ExecutedSHA256 != nil {
+	if err := tx.Where("regrade_id = ? AND submission_id = ?", regradeID, sub.ID).Take(&ir).Error; err != nil {
+		return fmt.Errorf("read regrade item of %s: %w", sub.ID, err)
+	}
+	if ir.ExecutedSHA256 != nil {
 		executed = ir.ExecutedSHA256
 	}
 	rid := regradeID
 	return db.changeScore(tx, sub, old.Cells, ScoreChange{Reason: domain.ScoreReasonRegrade, Actor: domain.User{Name: "regrade " + strconv.FormatInt(regradeID, 10)},
-		Score: it.NewScore, Message: it.Message, Cells: it.Cells, regradeID: &rid,
+		Score: it.NewScore, Message: it.Message, Cells: it.Cells, Status: ir.NewStatus, regradeID: &rid,
 		fields: map[string]any{"max_score": it.NewMaxScore, "profile": profile, "env_fingerprint": env, "grader_version": graderVersion,
 			"exercise_version": exVersion, "executed_sha256": executed, "graded_at": now}})
 }

@@ -22,10 +22,11 @@ type ScoreChange struct {
 	Note  string
 	Actor domain.User
 	// Score and Message are the new result; Cells, when not nil, replace
-	// the cell results (and decide the status: needs-manual or graded).
+	// the cell results and Status (scoring.Status of them) is written too.
 	Score   float64
 	Message string
 	Cells   []domain.CellResult
+	Status  string
 	// KeepHistory keeps the old score even without a Note.
 	KeepHistory bool
 	regradeID   *int64
@@ -46,7 +47,10 @@ func (db *DB) changeScore(tx *gorm.DB, row submissionRow, old []domain.CellResul
 		if err := db.writeCells(tx, row.ID, c.Cells); err != nil {
 			return err
 		}
-		status = statusOf(c.Cells)
+		if c.Status == "" {
+			return fmt.Errorf("change score of %s: new cells without a status", row.ID)
+		}
+		status = c.Status
 		upd["status"] = status
 	}
 	for k, v := range c.fields {

@@ -348,6 +348,8 @@ type Grade struct {
 	GraderVersion  string
 	Executed       []byte
 	Cells          []domain.CellResult
+	// Status is scoring.Status of Cells: graded or needs-manual.
+	Status string
 }
 
 // SaveGrade writes a score and its cell results. It runs inside the
@@ -364,6 +366,9 @@ func (tx *Tx) SaveGrade(g Grade) error {
 }
 
 func (db *DB) saveGrade(tx *gorm.DB, g Grade) error {
+	if g.Status == "" {
+		return fmt.Errorf("save grade of %s: no status", g.SubmissionID)
+	}
 	var executed *string
 	if g.Executed != nil {
 		sha, err := db.putBlob(tx, g.Executed)
@@ -374,7 +379,7 @@ func (db *DB) saveGrade(tx *gorm.DB, g Grade) error {
 	}
 	now := db.Now()
 	res := tx.Model(&submissionRow{}).Where("id = ?", g.SubmissionID).Updates(map[string]any{
-		"status": statusOf(g.Cells), "score": g.Score, "max_score": g.MaxScore, "message": g.Message,
+		"status": g.Status, "score": g.Score, "max_score": g.MaxScore, "message": g.Message,
 		"profile": g.Profile, "runner_id": g.RunnerID, "env_fingerprint": g.EnvFingerprint,
 		"grader_version": g.GraderVersion, "executed_sha256": executed, "graded_at": now,
 	})
@@ -409,15 +414,6 @@ func (db *DB) writeCells(tx *gorm.DB, submissionID string, cells []domain.CellRe
 
 // statusOf is a scored submission's status: needs-manual while a manual
 // cell waits for a person.
-func statusOf(cells []domain.CellResult) string {
-	for _, c := range cells {
-		if c.Verdict == domain.VerdictNeedsManual {
-			return domain.StatusNeedsManual
-		}
-	}
-	return domain.StatusGraded
-}
-
 func toSubmission(r submissionRow, userName string) domain.Submission {
 	return domain.Submission{
 		ID: r.ID, UserID: r.UserID, UserName: userName, ExerciseID: r.ExerciseID, ExerciseVersion: r.ExerciseVersion,

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -39,7 +40,7 @@ func TestLearnerOutputStoredLosslessly(t *testing.T) {
 				Message: h, Observed: h, Expected: h + "!", Diff: "-" + h})
 		}
 		if err := db.InTx(ctx, func(tx *store.Tx) error {
-			return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, MaxScore: 1, Profile: "cpu", Cells: cells})
+			return tx.SaveGrade(store.Grade{Status: scoring.Status(cells), SubmissionID: sub.ID, MaxScore: 1, Profile: "cpu", Cells: cells})
 		}); err != nil {
 			t.Fatalf("save a grade with hostile output: %v", err)
 		}

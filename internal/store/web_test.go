@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -99,6 +100,7 @@ func saveGraded(t *testing.T, db *store.DB, userID int64, ex string, g store.Gra
 		t.Fatal(err)
 	}
 	g.SubmissionID = sub.ID
+	g.Status = scoring.Status(g.Cells)
 	if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
 		t.Fatal(err)
 	}

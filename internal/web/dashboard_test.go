@@ -9,6 +9,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/jobs"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -60,7 +61,7 @@ func TestDashboardCharts(t *testing.T) {
 					cells[1].Verdict, cells[1].Points = domain.VerdictPass, 1
 				}
 				err := e.db.InTx(context.Background(), func(tx *store.Tx) error {
-					return tx.SaveGrade(store.Grade{SubmissionID: id, Score: 1, MaxScore: 3, Cells: cells})
+					return tx.SaveGrade(store.Grade{Status: scoring.Status(cells), SubmissionID: id, Score: 1, MaxScore: 3, Cells: cells})
 				})
 				if err != nil {
 					t.Fatal(err)

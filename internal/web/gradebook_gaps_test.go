@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -37,7 +38,7 @@ func scoreCh1(t *testing.T, db *store.DB, learner string, pass, pending bool) st
 		cells = append(cells, domain.CellResult{CellID: "explain", Verdict: domain.VerdictNeedsManual, Counted: true, MaxPoints: 2})
 	}
 	if err := db.InTx(ctx, func(tx *store.Tx) error {
-		return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: q1.Points, MaxScore: 3, Cells: cells})
+		return tx.SaveGrade(store.Grade{Status: scoring.Status(cells), SubmissionID: sub.ID, Score: q1.Points, MaxScore: 3, Cells: cells})
 	}); err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = e.db.InTx(ctx, func(tx *store.Tx) error {
-				return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Executed: executed, Cells: []domain.CellResult{
+				return tx.SaveGrade(store.Grade{Status: domain.StatusGraded, SubmissionID: sub.ID, Score: 1, MaxScore: 2, Executed: executed, Cells: []domain.CellResult{
 					{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "SECRET-MESSAGE", Observed: "SECRET"},
 					{CellID: "q2", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "output differs from the expected output at line 2 (column 5)"},
 				}})

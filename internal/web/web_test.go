@@ -411,7 +411,7 @@ func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = e.db.InTx(context.Background(), func(tx *store.Tx) error {
-				return tx.SaveGrade(store.Grade{SubmissionID: sub.ID, Score: 1, MaxScore: 2, Cells: []domain.CellResult{
+				return tx.SaveGrade(store.Grade{Status: domain.StatusGraded, SubmissionID: sub.ID, Score: 1, MaxScore: 2, Cells: []domain.CellResult{
 					{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "SECRET-MESSAGE", Observed: "SECRET-OBSERVED"},
 					{CellID: "q2", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true, Message: "visible-message", Observed: "visible-output"},
 				}})
