@@ -45,7 +45,7 @@ func intakeFloor(b *testing.B, dbURL string, clients int, nb, marker []byte, n i
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
 	defer debug.SetGCPercent(debug.SetGCPercent(defaultGCPercent))
 	ns := floorSubmission(b, dbURL)
-	ns.Enqueue = jobs.New(db, slog.New(slog.DiscardHandler)).Enqueue
+	q := jobs.New(db, slog.New(slog.DiscardHandler))
 	var seq atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		upload, err := floorUpload(r)
@@ -55,6 +55,7 @@ func intakeFloor(b *testing.B, dbURL string, clients int, nb, marker []byte, n i
 		}
 		s := ns
 		s.Upload = upload
+		s.Job = q.GradeJob(ns.ExerciseID, ns.Job.Requires, ns.Job.MaxAttempts)
 		// Distinct, as every rebuilt notebook is (each carries its seed).
 		s.Rebuilt = strconv.AppendInt(append(make([]byte, 0, len(ns.Rebuilt)+20), ns.Rebuilt...), seq.Add(1), 10)
 		sub, _, err := db.CreateSubmission(r.Context(), s)
@@ -111,12 +112,12 @@ func floorSubmission(b *testing.B, dbURL string) store.NewSubmission {
 	err := sqlDB.QueryRow(`SELECT s.user_id, s.exercise_id, s.exercise_version, s.integrity, j.requires, j.max_attempts, p.data,
 		(SELECT count(*) FROM upload_attempts)
 		FROM submissions s JOIN jobs j ON j.submission_id = s.id JOIN blobs p ON p.sha256 = j.payload_sha256
-		ORDER BY s.created_at DESC LIMIT 1`).Scan(&ns.UserID, &ns.ExerciseID, &ns.ExerciseVersion, &ns.Integrity, &requires, &ns.MaxAttempts, &ns.Rebuilt, &attempts)
+		ORDER BY s.created_at DESC LIMIT 1`).Scan(&ns.UserID, &ns.ExerciseID, &ns.ExerciseVersion, &ns.Integrity, &requires, &ns.Job.MaxAttempts, &ns.Rebuilt, &attempts)
 	if err != nil {
 		b.Fatalf("read what the server stored: %v", err)
 	}
 	if requires != "" {
-		if err := json.Unmarshal([]byte(requires), &ns.Requires); err != nil {
+		if err := json.Unmarshal([]byte(requires), &ns.Job.Requires); err != nil {
 			b.Fatalf("the stored requirement %q: %v", requires, err)
 		}
 	}

@@ -479,7 +479,7 @@ func seedGraded(t *testing.T, dbURL, learner, exerciseID string, answer []byte, 
 		t.Fatal(err)
 	}
 	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: exerciseID, ExerciseVersion: "test",
-		Upload: answer, Rebuilt: answer, MaxAttempts: 1, Enqueue: jobs.New(db, nil).Enqueue})
+		Upload: answer, Rebuilt: answer, Job: jobs.New(db, nil).GradeJob(exerciseID, domain.Requirement{}, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 func submit(t *testing.T, db *store.DB, q *jobs.Queue, user int64) domain.Submission {
 	t.Helper()
 	sub, _, err := db.CreateSubmission(context.Background(), store.NewSubmission{UserID: user, ExerciseID: "ch1", ExerciseVersion: "v",
-		Upload: []byte(`{"u":1}`), Rebuilt: []byte(`{"r":1}`), MaxAttempts: 1, Enqueue: q.Enqueue})
+		Upload: []byte(`{"u":1}`), Rebuilt: []byte(`{"r":1}`), Job: q.GradeJob("ch1", domain.Requirement{}, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,17 +208,17 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 	if err != nil {
 		return domain.Submission{}, false, fmt.Errorf("encode integrity findings: %w", err)
 	}
+	job := s.Queue.GradeJob(ex.ID, ex.Requires, ex.MaxAttempts)
 	sub, created, err = s.DB.CreateSubmission(ctx, store.NewSubmission{
 		UserID: r.User.ID, ExerciseID: ex.ID, ExerciseVersion: ex.Version, Upload: r.Notebook,
-		Rebuilt: payload, Integrity: integrity, IdempotencyKey: r.IdempotencyKey, Requires: ex.Requires,
-		MaxAttempts: ex.MaxAttempts, MaxSubmissions: maxSubmissions(ex, r.User), Enqueue: s.Queue.Enqueue,
-		RecordAttempt: record,
+		Rebuilt: payload, Integrity: integrity, IdempotencyKey: r.IdempotencyKey, Job: job,
+		MaxSubmissions: maxSubmissions(ex, r.User), RecordAttempt: record,
 	})
 	if err != nil {
 		return domain.Submission{}, false, err
 	}
 	if created {
-		s.Queue.Notify()
+		s.Queue.Enqueued(job)
 	}
 	return sub, created, nil
 }

@@ -63,9 +63,23 @@ func New(db *store.DB, log *slog.Logger) *Queue {
 // DB returns the database the queue runs on.
 func (q *Queue) DB() *store.DB { return q.db }
 
-// Enqueue inserts a queued job inside tx. The caller calls Notify once tx
-// has committed, so that long-polling claimers see the row when they wake.
-func (q *Queue) Enqueue(tx *store.Tx, job *domain.Job) error {
+// GradeJob is the queued grading job of a new submission of exerciseID,
+// as intake hands it to the store with the submission (which fills in
+// the submission and payload); Enqueued is called once it committed.
+func (q *Queue) GradeJob(exerciseID string, requires domain.Requirement, maxAttempts int) domain.Job {
+	job := domain.Job{Kind: domain.JobGrade, ExerciseID: exerciseID, Requires: requires, MaxAttempts: maxAttempts}
+	q.defaults(&job)
+	return job
+}
+
+// Enqueued tells the queue a job was written by another statement (a
+// new submission's): claimers with its requirement are woken.
+func (q *Queue) Enqueued(job domain.Job) {
+	q.addRequirement(job.Requires)
+	q.Notify()
+}
+
+func (q *Queue) defaults(job *domain.Job) {
 	job.State = domain.JobQueued
 	if job.MaxAttempts <= 0 {
 		job.MaxAttempts = 3
@@ -77,6 +91,12 @@ func (q *Queue) Enqueue(tx *store.Tx, job *domain.Job) error {
 	if job.CreatedAt.IsZero() {
 		job.CreatedAt, job.UpdatedAt = now, now
 	}
+}
+
+// Enqueue inserts a queued job inside tx. The caller calls Notify once tx
+// has committed, so that long-polling claimers see the row when they wake.
+func (q *Queue) Enqueue(tx *store.Tx, job *domain.Job) error {
+	q.defaults(job)
 	if err := tx.InsertJob(job); err != nil {
 		return err
 	}
@@ -285,7 +305,15 @@ func (q *Queue) Heartbeat(ctx context.Context, jobID int64, token string, ttl ti
 // transaction. If the lease is lost nothing is written and the error wraps
 // domain.ErrLeaseLost.
 func (q *Queue) Complete(ctx context.Context, jobID int64, token string, write func(tx *store.Tx) error) error {
-	return q.db.CompleteJob(ctx, jobID, token, write)
+	return q.db.InTx(ctx, func(tx *store.Tx) error {
+		if err := tx.CompleteJob(jobID, token); err != nil {
+			return err
+		}
+		if write == nil {
+			return nil
+		}
+		return write(tx)
+	})
 }
 
 // Fail records an infrastructure failure reported by the lease holder. The

@@ -12,6 +12,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/policy"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -64,8 +65,7 @@ func graded(t *testing.T, db *store.DB, user int64, ex string, score float64) do
 	t.Helper()
 	ctx := context.Background()
 	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: user, ExerciseID: ex, ExerciseVersion: "v",
-		Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
-		Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
+		Upload: []byte("{}"), Rebuilt: []byte("{}"), Job: jobs.New(db, nil).GradeJob(ex, domain.Requirement{}, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}

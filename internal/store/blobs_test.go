@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -22,7 +23,7 @@ func TestLargeBlobsRoundTrip(t *testing.T) {
 		upload := []byte(`{"cells":[{"source":"` + string(bytes.Repeat([]byte("填充 padding text, 135 KB of it. "), 4000)) + `"}]}`)
 		rebuilt := append([]byte(`{"rebuilt":true,`), upload[1:]...)
 		ns := store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1", Upload: upload, Rebuilt: rebuilt,
-			MaxAttempts: 1, Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }}
+			Job: jobs.New(db, nil).GradeJob("ch1", domain.Requirement{}, 1)}
 		if _, _, err := db.CreateSubmission(ctx, ns); err != nil {
 			t.Fatal(err)
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -41,8 +42,7 @@ func TestClaimChecksTheRunnersOwner(t *testing.T) {
 				t.Fatal(err)
 			}
 			sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: learner.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-				Upload: []byte(`{"cells":[]}`), Rebuilt: []byte(`{"cells":[]}`), MaxAttempts: 3,
-				Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
+				Upload: []byte(`{"cells":[]}`), Rebuilt: []byte(`{"cells":[]}`), Job: jobs.New(db, nil).GradeJob("ch1", domain.Requirement{}, 3)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,8 +120,7 @@ func TestClaimAuthenticatesInItsStatement(t *testing.T) {
 				t.Fatal(err)
 			}
 			sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: learner.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-				Upload: []byte(`{"cells":[]}`), Rebuilt: []byte(`{"cells":[]}`), MaxAttempts: 3,
-				Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
+				Upload: []byte(`{"cells":[]}`), Rebuilt: []byte(`{"cells":[]}`), Job: jobs.New(db, nil).GradeJob("ch1", domain.Requirement{}, 3)})
 			if err != nil {
 				t.Fatal(err)
 			}

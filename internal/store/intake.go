@@ -181,29 +181,15 @@ func attemptExercise(id string) string {
 	return Printable(id)
 }
 
-// intakeJob builds the job row of a new submission as ns.Enqueue wants it
-// (package jobs fills in its defaults), without writing it: the
-// statement that writes the submission writes the job.
-func (db *DB) intakeJob(ns NewSubmission, subID, payload string, now time.Time) (jobRow, error) {
-	job := &domain.Job{SubmissionID: subID, Kind: domain.JobGrade, ExerciseID: ns.ExerciseID, State: domain.JobQueued,
-		Requires: ns.Requires, MaxAttempts: ns.MaxAttempts, PayloadSHA256: payload, NotBefore: now, CreatedAt: now, UpdatedAt: now}
-	var row jobRow
-	held := &Tx{db: db, holdJob: func(j *domain.Job) {
-		row = jobRow{Kind: j.Kind, ExerciseID: j.ExerciseID, State: j.State, Requires: requirementKey(j.Requires),
-			Priority: j.Priority, MaxAttempts: j.MaxAttempts, PayloadSHA256: j.PayloadSHA256, NotBefore: j.NotBefore,
-			Profile: j.Profile, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt}
-		if j.SubmissionID != "" {
-			id := j.SubmissionID
-			row.SubmissionID = &id
-		}
-	}}
-	if err := ns.Enqueue(held, job); err != nil {
-		return jobRow{}, err
+// intakeJob is the job row of a new submission: the queued job ns.Job
+// describes, for the submission and payload this statement writes.
+func intakeJob(ns NewSubmission, subID, payload string) (jobRow, error) {
+	if ns.Job.Kind == "" || ns.Job.State != domain.JobQueued {
+		return jobRow{}, fmt.Errorf("submission %s: no queued job to write", subID)
 	}
-	if row.Kind == "" {
-		return jobRow{}, fmt.Errorf("enqueue of submission %s wrote no job", subID)
-	}
-	return row, nil
+	job := ns.Job
+	job.SubmissionID, job.PayloadSHA256 = subID, payload
+	return newJobRow(job), nil
 }
 
 // blobRows returns the distinct blob rows of data and their keys in order.

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
 // TestIntakeWritesAllOrNothing: an upload without a cap is written by
 // intake's own statements (one statement on Postgres): the submission,
-// both blobs, the queued job as the enqueue callback shaped it and the
+// both blobs, the queued job as package jobs shaped it and the
 // upload attempt when asked; a write that fails leaves none of them; a
 // key used by several concurrent uploads creates one submission, one job
 // and one attempt, and every upload gets that submission back.
@@ -22,13 +23,10 @@ func TestIntakeWritesAllOrNothing(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		u := learner(t, db)
-		enqueue := func(tx *store.Tx, job *domain.Job) error {
-			job.Priority, job.Profile = 3, "npu"
-			return tx.InsertJob(job)
-		}
+		job := jobs.New(db, nil).GradeJob("ch1", domain.Requirement{Accelerator: "npu"}, 2)
+		job.Priority, job.Profile = 3, "npu"
 		ns := store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1", Upload: []byte(`{"u":1}`),
-			Rebuilt: []byte(`{"r":1}`), Integrity: []byte(`{"Verdicts":{}}`), Requires: domain.Requirement{Accelerator: "npu"},
-			MaxAttempts: 2, Enqueue: enqueue, RecordAttempt: true}
+			Rebuilt: []byte(`{"r":1}`), Integrity: []byte(`{"Verdicts":{}}`), Job: job, RecordAttempt: true}
 		sub, created, err := db.CreateSubmission(ctx, ns)
 		if err != nil || !created {
 			t.Fatalf("create: %v, created %v", err, created)
@@ -135,11 +133,10 @@ func TestIntakeWritesConcurrentUploadsTogether(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		u := learner(t, db)
-		enqueue := func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }
 		upload := func(i int) store.NewSubmission {
 			return store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v1",
 				Upload: []byte(fmt.Sprintf(`{"u":%d}`, i)), Rebuilt: []byte(fmt.Sprintf(`{"r":%d}`, i%2)),
-				Integrity: []byte(`{}`), MaxAttempts: 2, Enqueue: enqueue, RecordAttempt: i%3 == 0}
+				Integrity: []byte(`{}`), Job: jobs.New(db, nil).GradeJob("ch1", domain.Requirement{}, 2), RecordAttempt: i%3 == 0}
 		}
 		first := upload(0)
 		first.IdempotencyKey = "k0"

@@ -64,10 +64,15 @@ func requirementKey(r domain.Requirement) string {
 
 // InsertJob writes job as a new row and sets its ID.
 func (tx *Tx) InsertJob(job *domain.Job) error {
-	if tx.holdJob != nil {
-		tx.holdJob(job)
-		return nil
+	row := newJobRow(*job)
+	if err := tx.g.Create(&row).Error; err != nil {
+		return fmt.Errorf("insert %s job for %s: %w", job.Kind, job.ExerciseID, translate(err))
 	}
+	job.ID = row.ID
+	return nil
+}
+
+func newJobRow(job domain.Job) jobRow {
 	row := jobRow{Kind: job.Kind, ExerciseID: job.ExerciseID, State: job.State, Requires: requirementKey(job.Requires),
 		Priority: job.Priority, MaxAttempts: job.MaxAttempts, PayloadSHA256: job.PayloadSHA256,
 		NotBefore: job.NotBefore, Profile: job.Profile, CreatedAt: job.CreatedAt, UpdatedAt: job.UpdatedAt}
@@ -75,11 +80,7 @@ func (tx *Tx) InsertJob(job *domain.Job) error {
 		id := job.SubmissionID
 		row.SubmissionID = &id
 	}
-	if err := tx.g.Create(&row).Error; err != nil {
-		return fmt.Errorf("insert %s job for %s: %w", job.Kind, job.ExerciseID, translate(err))
-	}
-	job.ID = row.ID
-	return nil
+	return row
 }
 
 // QueuedRequirements returns the distinct requirements of queued jobs.
@@ -155,23 +156,18 @@ func (db *DB) ExtendLease(ctx context.Context, id int64, token string, expires t
 	return false, fmt.Errorf("heartbeat job %d: %w", id, domain.ErrLeaseLost)
 }
 
-// CompleteJob marks a leased job succeeded and runs write in the same
-// transaction. If the lease no longer holds nothing is written and the
-// error wraps domain.ErrLeaseLost.
-func (db *DB) CompleteJob(ctx context.Context, id int64, token string, write func(*Tx) error) error {
-	return db.InTx(ctx, func(tx *Tx) error {
-		res := leased(tx.g, id, token).Updates(map[string]any{"state": domain.JobSucceeded, "lease_expires_at": nil, "updated_at": db.Now()})
-		if res.Error != nil {
-			return fmt.Errorf("complete job %d: %w", id, res.Error)
-		}
-		if res.RowsAffected != 1 {
-			return fmt.Errorf("complete job %d: %w", id, domain.ErrLeaseLost)
-		}
-		if write == nil {
-			return nil
-		}
-		return write(tx)
-	})
+// CompleteJob marks a job that token leases succeeded, in tx. If the
+// lease no longer holds nothing is written and the error wraps
+// domain.ErrLeaseLost, so the caller's writes in tx roll back with it.
+func (tx *Tx) CompleteJob(id int64, token string) error {
+	res := leased(tx.g, id, token).Updates(map[string]any{"state": domain.JobSucceeded, "lease_expires_at": nil, "updated_at": tx.db.Now()})
+	if res.Error != nil {
+		return fmt.Errorf("complete job %d: %w", id, res.Error)
+	}
+	if res.RowsAffected != 1 {
+		return fmt.Errorf("complete job %d: %w", id, domain.ErrLeaseLost)
+	}
+	return nil
 }
 
 // LeasedJob reads a job that token still leases, or wraps domain.ErrLeaseLost.

@@ -48,16 +48,15 @@ type NewSubmission struct {
 	IdempotencyKey  string
 	// Integrity is what rebuilding the upload found (JSON of
 	// notebook.Integrity); grading reads it back (SubmissionIntegrity).
-	Integrity   []byte
-	Requires    domain.Requirement
-	MaxAttempts int
+	Integrity []byte
+	// Job is the grading job to queue with it (package jobs builds it:
+	// Queue.GradeJob); the store fills in the submission and payload.
+	Job domain.Job
 	// MaxSubmissions caps the user's submissions of the exercise that
 	// did not fail (0: no cap). It is checked in the transaction that
 	// inserts, under a lock on the user, so concurrent uploads on any
 	// server cannot together exceed it.
 	MaxSubmissions int
-	// Enqueue writes the job inside the same transaction (package jobs).
-	Enqueue func(tx *Tx, job *domain.Job) error
 	// RecordAttempt records the upload attempt with the submission (no
 	// rate limit applied, so none was recorded before it: see
 	// RecordUpload); a refused one is recorded with CountRefusedUpload.
@@ -98,7 +97,7 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		err = db.createCapped(ctx, ns, &row, blobs, shas[1])
 	} else {
 		var job jobRow
-		if job, err = db.intakeJob(ns, row.ID, shas[1], now); err == nil {
+		if job, err = intakeJob(ns, row.ID, shas[1]); err == nil {
 			_, err = db.insertIntake(ctx, intakeRows{sub: row, blobs: blobs, job: job, attempt: ns.RecordAttempt})
 		}
 	}
@@ -134,19 +133,14 @@ func (db *DB) createCapped(ctx context.Context, ns NewSubmission, row *submissio
 				return err
 			}
 		}
-		job := &domain.Job{
-			SubmissionID:  row.ID,
-			Kind:          domain.JobGrade,
-			ExerciseID:    ns.ExerciseID,
-			State:         domain.JobQueued,
-			Requires:      ns.Requires,
-			MaxAttempts:   ns.MaxAttempts,
-			PayloadSHA256: payload,
-			NotBefore:     row.CreatedAt,
-			CreatedAt:     row.CreatedAt,
-			UpdatedAt:     row.CreatedAt,
+		job, err := intakeJob(ns, row.ID, payload)
+		if err != nil {
+			return err
 		}
-		return ns.Enqueue(tx, job)
+		if err := tx.g.Create(&job).Error; err != nil {
+			return fmt.Errorf("insert grade job for %s: %w", ns.ExerciseID, translate(err))
+		}
+		return nil
 	})
 }
 

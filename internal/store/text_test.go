@@ -6,6 +6,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/scoring"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -29,8 +30,7 @@ func TestLearnerOutputStoredLosslessly(t *testing.T) {
 		ctx := context.Background()
 		u := learner(t, db)
 		sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-			Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
-			Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
+			Upload: []byte("{}"), Rebuilt: []byte("{}"), Job: jobs.New(db, nil).GradeJob("ch1", domain.Requirement{}, 1)})
 		if err != nil {
 			t.Fatal(err)
 		}

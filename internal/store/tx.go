@@ -17,10 +17,6 @@ import (
 type Tx struct {
 	db *DB
 	g  *gorm.DB
-	// holdJob, when set, takes the job InsertJob is given instead of
-	// writing it: intake's statement writes it with its submission
-	// (intake.go).
-	holdJob func(job *domain.Job)
 }
 
 // InTx runs fn in one transaction: committed when fn returns nil, rolled

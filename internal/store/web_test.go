@@ -9,6 +9,7 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/scoring"
+	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -94,8 +95,7 @@ func saveGraded(t *testing.T, db *store.DB, userID int64, ex string, g store.Gra
 	t.Helper()
 	ctx := context.Background()
 	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: userID, ExerciseID: ex, ExerciseVersion: "v",
-		Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1,
-		Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }})
+		Upload: []byte("{}"), Rebuilt: []byte("{}"), Job: jobs.New(db, nil).GradeJob(ex, domain.Requirement{}, 1)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,8 +234,7 @@ func TestGradebookAndStats(t *testing.T) {
 		}
 		// The queue history counts a submission still waiting, not the graded ones.
 		if _, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: bob.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-			Upload: []byte("{}"), Rebuilt: []byte("{} "), MaxAttempts: 1,
-			Enqueue: func(tx *store.Tx, job *domain.Job) error { return tx.InsertJob(job) }}); err != nil {
+			Upload: []byte("{}"), Rebuilt: []byte("{} "), Job: jobs.New(db, nil).GradeJob("ch1", domain.Requirement{}, 1)}); err != nil {
 			t.Fatal(err)
 		}
 		hist, err := db.QueueHistory(ctx, time.Hour, time.Minute)

@@ -44,7 +44,7 @@ func TestDashboardCharts(t *testing.T) {
 			var ids []string
 			for range 3 {
 				sub, _, err := e.db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-					Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1, Enqueue: q.Enqueue})
+					Upload: []byte("{}"), Rebuilt: []byte("{}"), Job: q.GradeJob("ch1", domain.Requirement{}, 1)})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -68,7 +68,7 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 			ctx := context.Background()
 			u, _ := e.db.UserByName(ctx, "ada")
 			sub, _, err := e.db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-				Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1, Enqueue: jobs.New(e.db, nil).Enqueue})
+				Upload: []byte("{}"), Rebuilt: []byte("{}"), Job: jobs.New(e.db, nil).GradeJob("ch1", domain.Requirement{}, 1)})
 			if err != nil {
 				t.Fatal(err)
 			}

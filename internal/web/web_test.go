@@ -406,7 +406,7 @@ func TestLearnerPageRedactsHiddenDetails(t *testing.T) {
 			u, _ := e.db.UserByName(ctx, "ada")
 			q := jobs.New(e.db, nil)
 			sub, _, err := e.db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
-				Upload: []byte("{}"), Rebuilt: []byte("{}"), MaxAttempts: 1, Enqueue: q.Enqueue})
+				Upload: []byte("{}"), Rebuilt: []byte("{}"), Job: q.GradeJob("ch1", domain.Requirement{}, 1)})
 			if err != nil {
 				t.Fatal(err)
 			}
