@@ -39,13 +39,21 @@ func (e *Throttled) Error() string { return e.Err.Error() }
 // Unwrap lets errors.As find the *domain.Error (429).
 func (e *Throttled) Unwrap() error { return e.Err }
 
+// GuardStore is what the guard reads and writes of the database.
+type GuardStore interface {
+	Authenticate(ctx context.Context, token, addr string, window time.Duration) (store.TokenCheck, error)
+	Now() time.Time
+	PruneAuthFailures(ctx context.Context, window time.Duration) error
+	RecordAuthFailure(ctx context.Context, addr string, window time.Duration) (int, time.Time, error)
+}
+
 // Guard resolves tokens. The failure counts live in the database
 // (store.RecordAuthFailure), so several servers on one Postgres throttle
 // an address together; an address over the limit is refused before any
 // write, so a guesser causes at most Failures writes per window. Only
 // the log summaries are per process.
 type Guard struct {
-	DB       *store.DB
+	DB       GuardStore
 	Log      *slog.Logger
 	Failures int
 	Window   time.Duration

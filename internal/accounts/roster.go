@@ -22,7 +22,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Limits of one roster.
@@ -222,9 +221,15 @@ func printable(s string) bool {
 	return true
 }
 
+// RosterStore is what a roster import reads and writes of the database.
+type RosterStore interface {
+	ImportRoster(ctx context.Context, actor domain.User, entries []domain.RosterEntry) (domain.RosterResult, error)
+	UsersByName(ctx context.Context, names []string) (map[string]domain.User, error)
+}
+
 // Rosters imports rosters into one database.
 type Rosters struct {
-	DB *store.DB
+	DB RosterStore
 }
 
 // Import parses and checks the roster (and that it names no runner

@@ -169,3 +169,46 @@ func TestHandlersDoNotReachTheStore(t *testing.T) {
 		}
 	}
 }
+
+// TestServicesTakeInterfacesOfTheStore: outside package store and the
+// composition root (cmd), no struct field or function parameter has the
+// type *store.DB; each service declares the store methods it uses, so a
+// rule that crosses two services cannot hide in the store. httpapi's
+// Server is the one remaining holder (it builds default services and the
+// pages for tests); it is listed here so that it shrinks, not grows.
+func TestServicesTakeInterfacesOfTheStore(t *testing.T) {
+	t.Parallel()
+	allowed := map[string]bool{"internal/httpapi/server.go": true}
+	seen := 0
+	for _, f := range sources(t, 0) {
+		if f.test || strings.HasPrefix(f.dir, "internal/store") || strings.HasPrefix(f.dir, "cmd/") || allowed[f.path] {
+			continue
+		}
+		seen++
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			var fields *ast.FieldList
+			switch n := n.(type) {
+			case *ast.StructType:
+				fields = n.Fields
+			case *ast.FuncType:
+				fields = n.Params
+			}
+			if fields == nil {
+				return true
+			}
+			for _, fl := range fields.List {
+				if star, ok := fl.Type.(*ast.StarExpr); ok {
+					if sel, ok := star.X.(*ast.SelectorExpr); ok && sel.Sel.Name == "DB" {
+						if id, ok := sel.X.(*ast.Ident); ok && id.Name == "store" {
+							t.Errorf("%s: a field or parameter of type *store.DB; declare the methods used as an interface", f.path)
+						}
+					}
+				}
+			}
+			return true
+		})
+	}
+	if seen == 0 {
+		t.Fatal("no source file checked: the rule checks nothing")
+	}
+}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/store"
 )
 
 // Notifier receives events. An error means "not delivered": the event is
@@ -36,9 +35,17 @@ func Log(log *slog.Logger) Notifier {
 	})
 }
 
+// Store is what delivery reads and writes of the outbox.
+type Store interface {
+	ClaimEvents(ctx context.Context, limit int, lease time.Duration) ([]domain.Event, error)
+	EventDelivered(ctx context.Context, id int64) error
+	EventFailed(ctx context.Context, id int64, reason string, retryAt time.Time) error
+	Now() time.Time
+}
+
 // Deliverer moves events from the outbox to a Notifier.
 type Deliverer struct {
-	DB       *store.DB
+	DB       Store
 	Notifier Notifier
 	Log      *slog.Logger
 	// Batch is how many events one round takes (default 100).

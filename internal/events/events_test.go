@@ -37,7 +37,7 @@ func TestOutboxDelivery(t *testing.T) {
 			ctx := context.Background()
 			db := storetest.Open(t, d)
 			clock := time.Now().UTC()
-			db.Now = func() time.Time { return clock }
+			db.Clock = func() time.Time { return clock }
 			q := jobs.New(db, nil)
 			u, token, err := db.CreateUser(ctx, "ada", domain.RoleLearner)
 			if err != nil {

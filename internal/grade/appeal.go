@@ -22,9 +22,18 @@ import (
 // maxAppealText bounds a request's message and an answer (bytes).
 const maxAppealText = 10000
 
+// AppealStore is what regrade requests read and write of the database.
+type AppealStore interface {
+	ManualStore
+	AnswerRegradeRequest(ctx context.Context, a store.RequestAnswer, by domain.User) (domain.RegradeRequest, error)
+	CreateRegradeRequest(ctx context.Context, req domain.RegradeRequest, learner domain.User) (domain.RegradeRequest, error)
+	RegradeRequest(ctx context.Context, id int64) (domain.RegradeRequest, error)
+	RegradeRequests(ctx context.Context, f domain.RegradeRequestFilter) ([]domain.RegradeRequest, error)
+}
+
 // Appeals handles regrade requests over one database and catalog.
 type Appeals struct {
-	DB      *store.DB
+	DB      AppealStore
 	Catalog *exercise.Catalog
 	Policy  *policy.Service
 }

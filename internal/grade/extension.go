@@ -29,9 +29,17 @@ const (
 	AuditRevoked = "extension-revoked"
 )
 
+// ExtensionStore is what extensions read and write of the database.
+type ExtensionStore interface {
+	ActiveExtension(ctx context.Context, exerciseID string, userID int64) (*domain.Extension, error)
+	Extensions(ctx context.Context, exerciseID string, revoked bool) ([]domain.Extension, error)
+	InTx(ctx context.Context, fn func(tx *store.Tx) error) error
+	UserByName(ctx context.Context, name string) (domain.User, error)
+}
+
 // Extensions grants, lists and revokes extensions over one database and catalog.
 type Extensions struct {
-	DB      *store.DB
+	DB      ExtensionStore
 	Catalog *exercise.Catalog
 }
 

@@ -68,7 +68,7 @@ func TestExtensionLateWithoutPenalty(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			db := storetest.Open(t, d)
-			db.Now = func() time.Time { return due.Add(-24 * time.Hour) }
+			db.Clock = func() time.Time { return due.Add(-24 * time.Hour) }
 			cat := catalog(t)
 			q := jobs.New(db, nil)
 			subs := &intake.Service{DB: db, Queue: q, Catalog: cat}
@@ -96,7 +96,7 @@ func TestExtensionLateWithoutPenalty(t *testing.T) {
 			}
 
 			// Both submit two days late.
-			db.Now = func() time.Time { return due.Add(48 * time.Hour) }
+			db.Clock = func() time.Time { return due.Add(48 * time.Hour) }
 			sl := submitAndGrade(t, db, subs, cat, lena)
 			sb := submitAndGrade(t, db, subs, cat, bob)
 			if sl.Score != 2 || sl.MaxScore != 2 || strings.Contains(sl.Message, "after the deadline") {
@@ -133,7 +133,7 @@ func TestExtensionLateWithoutPenalty(t *testing.T) {
 			}
 			// Bob's later submission, three days late, is past his own
 			// deadline: his schedule (0.8) applies, not the exercise's.
-			db.Now = func() time.Time { return due.Add(72 * time.Hour) }
+			db.Clock = func() time.Time { return due.Add(72 * time.Hour) }
 			if s := submitAndGrade(t, db, subs, cat, bob); s.Score != 1.6 {
 				t.Errorf("bob past his extension: %g, want 1.6", s.Score)
 			}

@@ -84,12 +84,21 @@ func (g Grader) Grade(ctx context.Context, run Run) (Score, error) {
 	return Score{Output: out, Profile: profile, GraderVersion: scoring.GraderVersion(run.Exercise)}, nil
 }
 
+// SubmissionStore is what grading a submission reads of the database.
+type SubmissionStore interface {
+	ActiveExtension(ctx context.Context, exerciseID string, userID int64) (*domain.Extension, error)
+	Blob(ctx context.Context, sha string) ([]byte, error)
+	ManualGrades(ctx context.Context, submissionID string) (map[string]domain.ManualGrade, error)
+	Reference(ctx context.Context, exerciseID, profile string) (store.StoredReference, error)
+	SubmissionIntegrity(ctx context.Context, id string) ([]byte, error)
+}
+
 // Submissions grades the server's submissions: it reads what intake
 // stored (the upload and its integrity findings) and the references of
 // the exercise, committed files first, then those recorded by reference
 // jobs in the database.
 type Submissions struct {
-	DB *store.DB
+	DB SubmissionStore
 }
 
 // Grade scores a run of sub under ex. executed is the run's notebook as

@@ -166,9 +166,21 @@ func (s Manual) multiplier(ctx context.Context, ex *exercise.Exercise, sub domai
 	return ex.Policy.Extended(ext).LateMultiplier(sub.CreatedAt), nil
 }
 
+// ManualStore is what manual grading reads and writes of the database.
+type ManualStore interface {
+	ActiveExtension(ctx context.Context, exerciseID string, userID int64) (*domain.Extension, error)
+	GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]domain.Submission, error)
+	InTx(ctx context.Context, fn func(tx *store.Tx) error) error
+	ManualGradeLog(ctx context.Context, submissionID string) ([]domain.ManualGrade, error)
+	ManualGradedSubmissions(ctx context.Context, exerciseID, cellID string) ([]string, error)
+	ManualGrades(ctx context.Context, submissionID string) (map[string]domain.ManualGrade, error)
+	RubricSeen(ctx context.Context, exerciseID, cellID, digest string, items any) (changed bool, err error)
+	Submission(ctx context.Context, id string) (domain.Submission, error)
+}
+
 // Manual records manual grades and overrides.
 type Manual struct {
-	DB *store.DB
+	DB ManualStore
 }
 
 // Scored lists the scored submissions of an exercise (graded, or waiting

@@ -26,7 +26,7 @@ func TestEventsListScoreChanges(t *testing.T) {
 			due := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb",
 				"deadline": "2026-03-01T12:00:00Z", "late_penalty": [{"after": "0s", "multiplier": 0.5}]}`)
-			e.db.Now = func() time.Time { return due.Add(48 * time.Hour) }
+			e.db.Clock = func() time.Time { return due.Add(48 * time.Hour) }
 			cells := []domain.CellResult{{CellID: "open", Verdict: "pass", Points: 2, MaxPoints: 2, Counted: true}}
 			id := e.graded(t, e.learner, "", store.Grade{Score: 1, MaxScore: 2, Profile: "cpu", Cells: cells,
 				Message: "all graded cells pass; submitted after the deadline: score multiplied by 0.5"})

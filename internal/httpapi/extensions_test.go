@@ -25,7 +25,7 @@ func TestExtensionsHTTP(t *testing.T) {
 			due := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb",
 				"deadline": "2026-03-01T12:00:00Z", "late_penalty": [{"after": "0s", "multiplier": 0.5}]}`)
-			e.db.Now = func() time.Time { return due.Add(48 * time.Hour) }
+			e.db.Clock = func() time.Time { return due.Add(48 * time.Hour) }
 			cells := []domain.CellResult{
 				{CellID: "open", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true},
 				{CellID: "closed", Verdict: "pass", Points: 1, MaxPoints: 1, Counted: true},
@@ -100,7 +100,7 @@ func TestExtensionKeepsDetailsHidden(t *testing.T) {
 			ctx := context.Background()
 			due := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 			e := newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb", "deadline": "2026-03-01T12:00:00Z"}`)
-			e.db.Now = func() time.Time { return due.Add(-time.Hour) }
+			e.db.Clock = func() time.Time { return due.Add(-time.Hour) }
 			_, bobTok, _ := e.db.CreateUser(ctx, "bob", domain.RoleLearner)
 			ids := map[string]string{}
 			for name, tok := range map[string]string{"lena": e.learner, "bob": bobTok} {
@@ -113,7 +113,7 @@ func TestExtensionKeepsDetailsHidden(t *testing.T) {
 			if st, body := e.do(t, req); st != http.StatusCreated {
 				t.Fatalf("grant: %d %s", st, body)
 			}
-			e.db.Now = func() time.Time { return due.Add(24 * time.Hour) }
+			e.db.Clock = func() time.Time { return due.Add(24 * time.Hour) }
 			if _, body := e.get(t, bobTok, "/api/v1/submissions/"+ids["bob"]); !strings.Contains(body, "LATER-EXP") {
 				t.Errorf("bob, past the deadline, does not see the details: %s", body)
 			}
@@ -124,7 +124,7 @@ func TestExtensionKeepsDetailsHidden(t *testing.T) {
 			if _, body := e.get(t, e.learner, "/api/v1/submissions?exercise=pol"); strings.Contains(body, "LATER-EXP") {
 				t.Errorf("lena's list shows the details: %s", body)
 			}
-			e.db.Now = func() time.Time { return due.Add(72 * time.Hour) }
+			e.db.Clock = func() time.Time { return due.Add(72 * time.Hour) }
 			if _, body := e.get(t, e.learner, "/api/v1/submissions/"+ids["lena"]); !strings.Contains(body, "LATER-EXP") {
 				t.Errorf("lena, past her own deadline, does not see the details: %s", body)
 			}

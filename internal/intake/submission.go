@@ -22,9 +22,18 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
+// Store is what intake reads and writes of the database.
+type Store interface {
+	CountRefusedUpload(ctx context.Context, userID int64, exerciseID string) error
+	CountSubmissions(ctx context.Context, userID int64, exerciseID string, since time.Time) (int64, error)
+	CreateSubmission(ctx context.Context, ns store.NewSubmission) (sub domain.Submission, created bool, err error)
+	RecordUpload(ctx context.Context, userID int64, exerciseID string, windows []store.UploadWindow) (*store.UploadRefused, error)
+	SubmissionByKey(ctx context.Context, userID int64, key string) (domain.Submission, error)
+}
+
 // Service accepts submissions.
 type Service struct {
-	DB      *store.DB
+	DB      Store
 	Queue   *jobs.Queue
 	Catalog *exercise.Catalog
 	Limits  notebook.Limits

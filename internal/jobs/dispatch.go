@@ -13,9 +13,20 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
+// DispatchStore is what the dispatcher reads and writes of the database.
+type DispatchStore interface {
+	ActiveExtension(ctx context.Context, exerciseID string, userID int64) (*domain.Extension, error)
+	InTx(ctx context.Context, fn func(tx *store.Tx) error) error
+	Now() time.Time
+	RegradeJobSubmission(ctx context.Context, jobID int64) (string, error)
+	Submission(ctx context.Context, id string) (domain.Submission, error)
+	TouchRunner(ctx context.Context, id string) (draining bool, err error)
+	grade.SubmissionStore
+}
+
 // Dispatcher connects runners to the queue.
 type Dispatcher struct {
-	DB       *store.DB
+	DB       DispatchStore
 	Queue    *Queue
 	Catalog  *exercise.Catalog
 	LeaseTTL time.Duration

@@ -37,9 +37,30 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
+// QueueStore is what the queue reads and writes of the database: the
+// jobs table, leases and the runners' liveness.
+type QueueStore interface {
+	CancelJob(ctx context.Context, id int64, reason string) (domain.Job, error)
+	ClaimJob(ctx context.Context, c store.Claim) (*store.Claimed, error)
+	ClaimJobAs(ctx context.Context, c store.Claim, a store.ClaimAuth) (store.TokenCheck, *store.Claimed, error)
+	Engine() string
+	Exclusively(ctx context.Context, key int64, fn func(context.Context) error) (ran bool, err error)
+	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]domain.Job, error)
+	ExtendLease(ctx context.Context, id int64, token string, expires time.Time) (canceled bool, err error)
+	InTx(ctx context.Context, fn func(tx *store.Tx) error) error
+	Job(ctx context.Context, id int64) (domain.Job, error)
+	JobDepth(ctx context.Context) (map[string]int64, error)
+	ListenDSN() string
+	Now() time.Time
+	PendingJobDepth(ctx context.Context) (map[string]int64, error)
+	PendingJobs(ctx context.Context, limit int) ([]domain.Job, error)
+	QueuedRequirements(ctx context.Context) ([]domain.Requirement, error)
+	ReleaseJob(ctx context.Context, id int64, token string) error
+}
+
 // Queue operates on the jobs table of one database.
 type Queue struct {
-	db  *store.DB
+	db  QueueStore
 	log *slog.Logger
 
 	mu     sync.Mutex
@@ -53,15 +74,12 @@ type Queue struct {
 }
 
 // New returns a queue over db.
-func New(db *store.DB, log *slog.Logger) *Queue {
+func New(db QueueStore, log *slog.Logger) *Queue {
 	if log == nil {
 		log = slog.Default()
 	}
 	return &Queue{db: db, log: log}
 }
-
-// DB returns the database the queue runs on.
-func (q *Queue) DB() *store.DB { return q.db }
 
 // GradeJob is the queued grading job of a new submission of exerciseID,
 // as intake hands it to the store with the submission (which fills in

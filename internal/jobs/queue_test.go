@@ -26,7 +26,7 @@ func setup(t *testing.T, dialect string) *testBundle {
 	db := storetest.Open(t, dialect)
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	b := &testBundle{db: db, q: jobs.New(db, nil), clock: &now}
-	db.Now = func() time.Time { return *b.clock }
+	db.Clock = func() time.Time { return *b.clock }
 	return b
 }
 
@@ -68,7 +68,7 @@ func TestQueue(t *testing.T) {
 			t.Run("ConcurrentClaimersNeverShareAJob", func(t *testing.T) {
 				t.Parallel()
 				b := setup(t, d)
-				b.db.Now = func() time.Time { return time.Now().UTC() }
+				b.db.Clock = func() time.Time { return time.Now().UTC() }
 				const jobs, claimers = 120, 16
 				b.enqueue(t, jobs, "{}")
 				var mu sync.Mutex
@@ -224,7 +224,7 @@ func TestQueue(t *testing.T) {
 			t.Run("ClaimWaitWakesOnEnqueue", func(t *testing.T) {
 				t.Parallel()
 				b := setup(t, d)
-				b.db.Now = func() time.Time { return time.Now().UTC() }
+				b.db.Clock = func() time.Time { return time.Now().UTC() }
 				got := make(chan *jobs.Claimed, 1)
 				go func() {
 					c, _ := b.q.ClaimWait(context.Background(), "w", nil, time.Minute, 20*time.Second)

@@ -15,17 +15,23 @@ import (
 
 // twoServers opens one database twice, as two server processes would:
 // separate connection pools, separate queues.
-func twoServers(t *testing.T, dialect string) (a, b *jobs.Queue) {
+// server is one server process's queue and its own connection pool.
+type server struct {
+	*jobs.Queue
+	db *store.DB
+}
+
+func twoServers(t *testing.T, dialect string) (a, b server) {
 	t.Helper()
 	url := storetest.URL(t, dialect)
-	var qs [2]*jobs.Queue
+	var qs [2]server
 	for i := range qs {
 		db, err := store.Open(context.Background(), url, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		qs[i] = jobs.New(db, nil)
+		qs[i] = server{jobs.New(db, nil), db}
 	}
 	return qs[0], qs[1]
 }
@@ -44,9 +50,9 @@ func listen(t *testing.T, q *jobs.Queue) {
 	}
 }
 
-func enqueueOn(t *testing.T, q *jobs.Queue, n int, req domain.Requirement) {
+func enqueueOn(t *testing.T, q server, n int, req domain.Requirement) {
 	t.Helper()
-	err := q.DB().InTx(context.Background(), func(tx *store.Tx) error {
+	err := q.db.InTx(context.Background(), func(tx *store.Tx) error {
 		for i := 0; i < n; i++ {
 			sha, err := tx.PutBlob([]byte(fmt.Sprintf("payload %d %d", i, time.Now().UnixNano())))
 			if err != nil {
@@ -74,8 +80,8 @@ func TestTwoServersNeverShareAJob(t *testing.T) {
 			t.Parallel()
 			a, b := twoServers(t, d)
 			if d == "postgres" {
-				listen(t, a)
-				listen(t, b)
+				listen(t, a.Queue)
+				listen(t, b.Queue)
 			}
 			const total, perServer = 200, 8
 			var mu sync.Mutex
@@ -84,7 +90,7 @@ func TestTwoServersNeverShareAJob(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			errs := make(chan error, 2*perServer)
-			for i, q := range []*jobs.Queue{a, b} {
+			for i, q := range []server{a, b} {
 				for w := 0; w < perServer; w++ {
 					wg.Add(1)
 					go func(name string) {
@@ -123,7 +129,7 @@ func TestTwoServersNeverShareAJob(t *testing.T) {
 			}
 			// Jobs arrive in batches through both servers while the claimers poll.
 			for i := 0; i < total/20; i++ {
-				enqueueOn(t, []*jobs.Queue{a, b}[i%2], 20, domain.Requirement{})
+				enqueueOn(t, []server{a, b}[i%2], 20, domain.Requirement{})
 			}
 			select {
 			case <-ctx.Done():
@@ -155,7 +161,7 @@ func TestTwoServersNeverShareAJob(t *testing.T) {
 func TestNotificationWakesAnotherServer(t *testing.T) {
 	t.Parallel()
 	a, b := twoServers(t, "postgres")
-	listen(t, b)
+	listen(t, b.Queue)
 	ctx := context.Background()
 	// Warm the requirement cache of B so that its first claim is a plain one.
 	if c, err := b.Claim(ctx, "warm", cpuOnly, time.Minute); err != nil || c != nil {
@@ -199,7 +205,7 @@ func TestOneReaperAtATime(t *testing.T) {
 	inside, release := make(chan struct{}), make(chan struct{})
 	done := make(chan bool)
 	go func() {
-		ran, err := a.DB().Exclusively(ctx, store.LockReaper, func(context.Context) error {
+		ran, err := a.db.Exclusively(ctx, store.LockReaper, func(context.Context) error {
 			close(inside)
 			<-release
 			return nil
@@ -210,7 +216,7 @@ func TestOneReaperAtATime(t *testing.T) {
 		done <- ran
 	}()
 	<-inside
-	ran, err := b.DB().Exclusively(ctx, store.LockReaper, func(context.Context) error { return nil })
+	ran, err := b.db.Exclusively(ctx, store.LockReaper, func(context.Context) error { return nil })
 	if err != nil || ran {
 		t.Fatalf("second reaper ran while the first held the lock: ran=%v err=%v", ran, err)
 	}
@@ -218,7 +224,7 @@ func TestOneReaperAtATime(t *testing.T) {
 	if !<-done {
 		t.Fatal("the first reaper did not run")
 	}
-	ran, err = b.DB().Exclusively(ctx, store.LockReaper, func(context.Context) error { return nil })
+	ran, err = b.db.Exclusively(ctx, store.LockReaper, func(context.Context) error { return nil })
 	if err != nil || !ran {
 		t.Fatalf("after the first released the lock the second did not run: ran=%v err=%v", ran, err)
 	}
@@ -235,8 +241,8 @@ func TestRetriedJobWakesClaimerAfterBackoff(t *testing.T) {
 			t.Parallel()
 			a, b := twoServers(t, d)
 			if d == "postgres" {
-				listen(t, a)
-				listen(t, b)
+				listen(t, a.Queue)
+				listen(t, b.Queue)
 			}
 			ctx := context.Background()
 			enqueueOn(t, a, 1, domain.Requirement{})

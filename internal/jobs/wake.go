@@ -122,7 +122,7 @@ func (q *Queue) notifyAt(at time.Time) {
 
 // pollEvery is how often a waiting claimer re-queries by itself.
 func (q *Queue) pollEvery() time.Duration {
-	if q.db.Dialect == "postgres" && !q.wake.listening.Load() {
+	if q.db.Engine() == "postgres" && !q.wake.listening.Load() {
 		return unnotifiedPoll
 	}
 	// SQLite has one writer, this process: Notify covers every enqueue.

@@ -12,12 +12,18 @@ import (
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
-	"github.com/npugrade/npugrade/internal/store"
 )
+
+// FeedbackStore is what feedback releases read and write of the database.
+type FeedbackStore interface {
+	FeedbackReleases(ctx context.Context, exerciseID string) ([]domain.FeedbackRelease, error)
+	ReleaseFeedback(ctx context.Context, exerciseID string, userID int64, learner string, actor domain.User) (domain.FeedbackRelease, error)
+	UserByName(ctx context.Context, name string) (domain.User, error)
+}
 
 // FeedbackReleases releases feedback over one database and catalog.
 type FeedbackReleases struct {
-	DB      *store.DB
+	DB      FeedbackStore
 	Catalog *exercise.Catalog
 }
 

@@ -32,9 +32,22 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
+// Store is what a regrade reads and writes of the database.
+type Store interface {
+	grade.SubmissionStore
+	ApplyRegrade(ctx context.Context, id int64) (domain.Regrade, error)
+	Blob(ctx context.Context, sha string) ([]byte, error)
+	DiscardRegrade(ctx context.Context, id int64) (domain.Regrade, error)
+	ExecutedNotebook(ctx context.Context, id string) ([]byte, error)
+	FailedSubmissions(ctx context.Context, exerciseID string) ([]domain.Submission, error)
+	GradedSubmissions(ctx context.Context, exerciseID string, userID int64) ([]domain.Submission, error)
+	InTx(ctx context.Context, fn func(tx *store.Tx) error) error
+	RegradeByID(ctx context.Context, id int64) (domain.Regrade, error)
+}
+
 // Service stages, applies and discards regrades.
 type Service struct {
-	DB      *store.DB
+	DB      Store
 	Queue   *jobs.Queue
 	Catalog *exercise.Catalog
 }

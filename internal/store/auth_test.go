@@ -18,7 +18,7 @@ func TestAuthenticate(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		clock := time.Date(2026, 5, 1, 10, 0, 0, 0, time.UTC)
-		db.Now = func() time.Time { return clock }
+		db.Clock = func() time.Time { return clock }
 		u, token, err := db.CreateUser(ctx, "runner-a", domain.RoleRunner)
 		if err != nil {
 			t.Fatal(err)

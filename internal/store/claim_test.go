@@ -49,7 +49,7 @@ func TestClaimChecksTheRunnersOwner(t *testing.T) {
 			// Runners were registered at the real clock's now; the claims
 			// run a minute later, so the poll is due to be recorded.
 			later := time.Now().UTC().Add(time.Minute).Truncate(time.Millisecond)
-			db.Now = func() time.Time { return later }
+			db.Clock = func() time.Time { return later }
 			claim := func(runner string, by int64) (*store.Claimed, error) {
 				return db.ClaimJob(ctx, store.Claim{RunnerID: runner, Owner: by, Token: "t-" + runner, Expires: later.Add(time.Hour), Any: true})
 			}

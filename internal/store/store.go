@@ -36,8 +36,8 @@ import (
 type DB struct {
 	gorm    *gorm.DB
 	Dialect string // "sqlite" or "postgres"
-	// Now is the clock; tests replace it.
-	Now func() time.Time
+	// Clock is the time source; tests replace it.
+	Clock func() time.Time
 	// dsn is the driver DSN, for connections outside the pool (ListenDSN).
 	dsn string
 
@@ -52,6 +52,14 @@ type DB struct {
 	// (intake_batch.go).
 	intake intakeBatcher
 }
+
+// Engine is the database's dialect, "sqlite" or "postgres", for the
+// callers whose behaviour differs (a Postgres queue is shared by servers).
+func (db *DB) Engine() string { return db.Dialect }
+
+// Now is the database's time: the services that take a store read the
+// same clock as its own timestamps.
+func (db *DB) Now() time.Time { return db.Clock() }
 
 // DefaultPoolSize is the Postgres connection pool's default size: at
 // least as many connections as runners claiming at once in make bench
@@ -206,7 +214,7 @@ func Connect(ctx context.Context, url string) (*DB, error) {
 		sqlDB.Close()
 		return nil, fmt.Errorf("connect to %s database: %w", dialect, err)
 	}
-	db := &DB{gorm: gdb, Dialect: dialect, Now: func() time.Time { return time.Now().UTC() }, dsn: dsn, sql: sqlDB}
+	db := &DB{gorm: gdb, Dialect: dialect, Clock: func() time.Time { return time.Now().UTC() }, dsn: dsn, sql: sqlDB}
 	db.SetPoolSize(DefaultPoolSize)
 	return db, nil
 }
