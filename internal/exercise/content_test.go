@@ -231,3 +231,43 @@ func TestCaptureCountCellsNeed26(t *testing.T) {
 		t.Errorf("a 7.3.0 runner's maximum (%g) should lack the capture-count cells", got)
 	}
 }
+
+// The lab tasks for topics the course teaches but nothing graded (reading
+// a profiler trace, register_replacement written by the learner, what
+// static-kernel compilation produces and when its cache hits) each cite
+// the released file they follow, have a hidden probe and a fixture that
+// hard-codes the visible outputs.
+func TestLabTasksCiteReleasesAndHaveProbes(t *testing.T) {
+	t.Parallel()
+	tasks := []struct {
+		ex, q, heading string
+		cites          []string
+	}{
+		{"ch2", "q20", "## 第 20 题", []string{"02_quick_start/answer/02.03_answer.ipynb", "eager_prof.json", "Ascend Hardware"}},
+		{"ch3", "q17", "### 第 17 题", []string{"26.0.0 npugraph_ex/npugraph_ex/patterns/pattern_pass_manager.py",
+			"7.3.0 的同名封装在 python/torchair/patterns/pattern_pass_manager.py", "skip_duplicates"}},
+		{"ch4", "q18", "### 第 18 题", []string{"26.0.0 npugraph_ex/npugraph_ex/_acl_concrete_graph/static_kernel.py",
+			"_check_for_load_run_pkg", "_find_and_install_run_pkgs", "7.3.0 python/torchair/_acl_concrete_graph/static_kernel.py",
+			"docs/zh/npugraph_ex/basic/static_kernel_compile.md"}},
+	}
+	for _, tt := range tasks {
+		cells, markdown := answerNotebook(t, tt.ex)
+		mustContain(t, tt.ex+" "+tt.q, question(t, markdown, tt.heading), tt.cites...)
+		for _, id := range []string{tt.q + "-impl", tt.q, tt.q + "-probe"} {
+			if _, ok := cells[id]; !ok {
+				t.Errorf("%s has no cell %s", tt.ex, id)
+			}
+		}
+		mustContain(t, tt.ex+" "+tt.q+"-probe", cells[tt.q+"-probe"].Source, "NPUGRADE_SEED")
+		fixture := filepath.Join("..", "..", "answers", tt.ex, "fixtures", "hardcoded-"+tt.q+".expected.json")
+		raw, err := os.ReadFile(fixture)
+		if err != nil {
+			t.Errorf("%s %s: no hard-coding fixture: %v", tt.ex, tt.q, err)
+			continue
+		}
+		var exp struct{ Cells map[string]string }
+		if err := json.Unmarshal(raw, &exp); err != nil || exp.Cells[tt.q+"-probe"] == "pass" || exp.Cells[tt.q+"-probe"] == "" {
+			t.Errorf("%s: the hard-coding fixture's probe must fail, got %q (%v)", fixture, exp.Cells[tt.q+"-probe"], err)
+		}
+	}
+}
