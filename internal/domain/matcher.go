@@ -7,14 +7,28 @@ import "strings"
 // skip cells whose requirement this runner does not meet.
 type Matcher func(Requirement) (bool, string)
 
-// CPUMatcher is the capability of a runner with no accelerator.
+// CPUMatcher is the capability of a runner with no accelerator. A
+// product, a TorchAir release or a feature implies an NPU (NeedsNPU), as
+// envprobe's Report.Satisfies decides for a cpu runner with a report: a
+// cell asking for TorchAir 26.0.0 with no accelerator is not run on the
+// CPU, whether the cpu runner is in-process, `npugrade check` or remote.
 func CPUMatcher(req Requirement) (bool, string) {
-	if req.Accelerator == "" || req.Accelerator == "cpu" {
+	if (req.Accelerator == "" || req.Accelerator == "cpu") && !req.NeedsNPU() {
 		return true, ""
 	}
-	what := "an NPU runner"
+	var extra []string
 	if req.Product != "" {
-		what = "an NPU runner (Atlas " + req.Product + ")"
+		extra = append(extra, "Atlas "+req.Product)
+	}
+	if req.TorchAir != "" {
+		extra = append(extra, "TorchAir >= "+req.TorchAir)
+	}
+	if req.Feature != "" {
+		extra = append(extra, "feature "+req.Feature)
+	}
+	what := "an NPU runner"
+	if len(extra) > 0 {
+		what += " (" + strings.Join(extra, ", ") + ")"
 	}
 	return false, "needs " + what + "; this runner has the cpu profile"
 }

@@ -7,6 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/envprobe"
+	"github.com/npugrade/npugrade/internal/exercise"
 )
 
 // The course's statements about TorchAir must agree with the released
@@ -143,4 +147,127 @@ func TestVersionTableIsTorchNPUs(t *testing.T) {
 		mustNotContain(t, "ch2 "+cid, c.Source+c.Feedback, "TorchAir README 版本配套表", "TorchAir 版本配套表")
 	}
 	mustNotContain(t, "ch2 q2", question(t, markdown, "## 第 2 题"), "TorchAir 版本配套表")
+}
+
+// ch2 reads torch._dynamo.utils.counters["npugraph_ex"], which only the
+// 26.0.0 npugraph_ex writes (26.0.0
+// npugraph_ex/npugraph_ex/_acl_concrete_graph/acl_graph.py,
+// compile_for_graph_key and reset_captured_graph); 7.3.0's
+// python/torchair/_acl_concrete_graph/acl_graph.py has no such counter,
+// so on a 7.3.0 runner captured_total() is always 0 and those cells print
+// other results. Every graded cell that depends on it (directly, or
+// through capture_trace, whose trace holds captured_total()) runs only
+// where the count exists: on the cpu profile, whose npugraph_ex stand-in
+// behaves as 26.0.0 and records captured_graph_N, and on NPU runners with
+// TorchAir >= 26.0.0 (a twin cell with the same source). A 7.3.0 runner
+// runs neither.
+func TestCaptureCountCellsNeed26(t *testing.T) {
+	t.Parallel()
+	ex, err := exercise.LoadOne(filepath.Join("..", "..", "exercises", "ch2"), filepath.Join("..", "..", "answers", "ch2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells, _ := answerNotebook(t, "ch2")
+	mustContain(t, "ch2 setup", cells["setup"].Source, "26.0.0 npugraph_ex/npugraph_ex/_acl_concrete_graph/acl_graph.py", "7.3.0 上它总是 0")
+
+	cpuEnv := envprobe.Validate(envprobe.Report{Arch: "x86_64", Python: "3.13.5", Torch: "2.6.0+debian", NPUGraphExBackend: true})
+	npu := func(torchNPU, cann string) envprobe.Report {
+		return envprobe.Validate(envprobe.Report{Arch: "aarch64", Python: "3.11.6", Torch: strings.SplitN(torchNPU, ".post", 2)[0],
+			TorchNPU: torchNPU, CANN: cann, DeviceName: "Ascend910B3", DeviceCount: 1, Driver: "25.2.0", NPUGraphExBackend: true})
+	}
+	r730, r26 := npu("2.8.0.post2", "8.5.0"), npu("2.8.0.post4", "9.0.0")
+	if r730.TorchAirRelease != "7.3.0" || r26.TorchAirRelease != "26.0.0" || r730.Profile != envprobe.ProfileNPUA2 {
+		t.Fatalf("test reports: %s %s %s", r730.TorchAirRelease, r26.TorchAirRelease, r730.Profile)
+	}
+	runs := func(r envprobe.Report, q domain.Requirement) bool { ok, _ := r.Satisfies(q); return ok }
+
+	dependent := map[string]bool{}
+	for _, g := range ex.Graded {
+		src := cells[g.ID].Source
+		if strings.Contains(src, "captured_total(") || strings.Contains(src, `counters["npugraph_ex"]`) || strings.Contains(src, "capture_trace(") {
+			dependent[g.ID] = true
+		}
+	}
+	for _, want := range []string{"q14-probe", "q14-probe-npu", "q15", "q15-npu", "q15-probe", "q15-probe-npu"} {
+		if !dependent[want] {
+			t.Errorf("ch2 %s should be a graded cell that reads the capture count", want)
+		}
+	}
+	for _, g := range ex.Graded {
+		if !dependent[g.ID] {
+			continue
+		}
+		if runs(r730, g.Requires) {
+			t.Errorf("ch2 %s (requires %+v) runs on a TorchAir 7.3.0 runner, which has no counters[\"npugraph_ex\"]", g.ID, g.Requires)
+		}
+		onCPU, _ := domain.CPUMatcher(g.Requires)
+		switch {
+		case runs(cpuEnv, g.Requires) && onCPU && !runs(r26, g.Requires):
+			twin := g.ID + "-npu"
+			if cells[twin].Source != cells[g.ID].Source {
+				t.Errorf("ch2 %s has no NPU twin %s with the same source", g.ID, twin)
+			}
+		case runs(r26, g.Requires) && !onCPU && !runs(cpuEnv, g.Requires):
+			if !strings.HasSuffix(g.ID, "-npu") || !dependent[strings.TrimSuffix(g.ID, "-npu")] {
+				t.Errorf("ch2 %s runs on TorchAir 26.0.0 but is no twin of a cpu cell", g.ID)
+			}
+		default:
+			t.Errorf("ch2 %s (requires %+v) is gated neither to the cpu stand-in nor to TorchAir >= 26.0.0 only", g.ID, g.Requires)
+		}
+	}
+	// Each runner counts q15 once, and a 7.3.0 runner not at all.
+	q15 := func(r envprobe.Report) (n int) {
+		for _, g := range ex.Graded {
+			if (g.ID == "q15" || g.ID == "q15-npu") && runs(r, g.Requires) {
+				n++
+			}
+		}
+		return n
+	}
+	if q15(cpuEnv) != 1 || q15(r26) != 1 || q15(r730) != 0 {
+		t.Errorf("q15 is counted cpu %d, 26.0.0 %d, 7.3.0 %d times; want 1, 1, 0", q15(cpuEnv), q15(r26), q15(r730))
+	}
+	if got := ex.MaxPoints(func(q domain.Requirement) bool { return runs(r730, q) }); got >= ex.MaxPoints(func(q domain.Requirement) bool { return runs(r26, q) }) {
+		t.Errorf("a 7.3.0 runner's maximum (%g) should lack the capture-count cells", got)
+	}
+}
+
+// The lab tasks for topics the course teaches but nothing graded (reading
+// a profiler trace, register_replacement written by the learner, what
+// static-kernel compilation produces and when its cache hits) each cite
+// the released file they follow, have a hidden probe and a fixture that
+// hard-codes the visible outputs.
+func TestLabTasksCiteReleasesAndHaveProbes(t *testing.T) {
+	t.Parallel()
+	tasks := []struct {
+		ex, q, heading string
+		cites          []string
+	}{
+		{"ch2", "q20", "## 第 20 题", []string{"02_quick_start/answer/02.03_answer.ipynb", "eager_prof.json", "Ascend Hardware"}},
+		{"ch3", "q17", "### 第 17 题", []string{"26.0.0 npugraph_ex/npugraph_ex/patterns/pattern_pass_manager.py",
+			"7.3.0 的同名封装在 python/torchair/patterns/pattern_pass_manager.py", "skip_duplicates"}},
+		{"ch4", "q18", "### 第 18 题", []string{"26.0.0 npugraph_ex/npugraph_ex/_acl_concrete_graph/static_kernel.py",
+			"_check_for_load_run_pkg", "_find_and_install_run_pkgs", "7.3.0 python/torchair/_acl_concrete_graph/static_kernel.py",
+			"docs/zh/npugraph_ex/basic/static_kernel_compile.md"}},
+	}
+	for _, tt := range tasks {
+		cells, markdown := answerNotebook(t, tt.ex)
+		mustContain(t, tt.ex+" "+tt.q, question(t, markdown, tt.heading), tt.cites...)
+		for _, id := range []string{tt.q + "-impl", tt.q, tt.q + "-probe"} {
+			if _, ok := cells[id]; !ok {
+				t.Errorf("%s has no cell %s", tt.ex, id)
+			}
+		}
+		mustContain(t, tt.ex+" "+tt.q+"-probe", cells[tt.q+"-probe"].Source, "NPUGRADE_SEED")
+		fixture := filepath.Join("..", "..", "answers", tt.ex, "fixtures", "hardcoded-"+tt.q+".expected.json")
+		raw, err := os.ReadFile(fixture)
+		if err != nil {
+			t.Errorf("%s %s: no hard-coding fixture: %v", tt.ex, tt.q, err)
+			continue
+		}
+		var exp struct{ Cells map[string]string }
+		if err := json.Unmarshal(raw, &exp); err != nil || exp.Cells[tt.q+"-probe"] == "pass" || exp.Cells[tt.q+"-probe"] == "" {
+			t.Errorf("%s: the hard-coding fixture's probe must fail, got %q (%v)", fixture, exp.Cells[tt.q+"-probe"], err)
+		}
+	}
 }
