@@ -20,6 +20,11 @@ import (
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
+var (
+	envDevRoot        = envVar{"NPUGRADE_DEV_ROOT", "directory of the NPU device nodes, the default of --dev-root"}
+	envVisibleDevices = envVar{"ASCEND_VISIBLE_DEVICES", "the NPUs the Ascend device plugin gave this pod (physical ids); the runner uses those"}
+)
+
 // spareStartWait bounds how long a runner waits for its warm spares
 // before it registers, so that its registration says what they hold (a
 // start takes seconds); on a slow or busy host it registers without
@@ -28,7 +33,7 @@ const spareStartWait = 10 * time.Second
 
 func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("runner", "", "Run a remote runner: pull jobs from a server over HTTP with a runner token and execute them.\nWith --probe, print this host's environment report and exit (1 when unsupported).",
-		envServer, envRunnerToken, envSandbox)
+		envServer, envRunnerToken, envSandbox, envDevRoot, envVisibleDevices)
 	server := fs.String("server", envOr("NPUGRADE_SERVER", ""), "server URL")
 	token := fs.String("token", os.Getenv("NPUGRADE_RUNNER_TOKEN"), "runner token (npugrade user add NAME --role runner)")
 	slots := fs.IntMin("slots", 0, 0, "jobs at once (default: the NPU count, or 1 on CPU)")
