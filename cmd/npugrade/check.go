@@ -56,6 +56,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "npugrade check:", err)
 		return exitError
 	}
+	if _, refusal, err := checkedEnvironment(ctx, *profile, envFor, ex, cat, onlyIDs); err != nil || refusal != "" {
+		fmt.Fprintln(stderr, "npugrade check:", refusal+errText(err))
+		return exitError
+	}
 	exec, stopWarm := warmPool(ex, *jobs, nil)
 	defer stopWarm()
 	opt := check.Options{Profile: *profile, Executor: exec, Match: ex.Match, CellTimeout: *cellTimeout, JobTimeout: *jobTimeout,
@@ -112,4 +116,11 @@ func onlyExercises(only string, cat *exercise.Catalog) (ids map[string]bool, unk
 		ids[id] = true
 	}
 	return ids, unknown
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

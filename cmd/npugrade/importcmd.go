@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/importer"
 	"github.com/npugrade/npugrade/internal/notebook"
@@ -241,7 +242,9 @@ func writeExercise(f importFlags, srcPath string, nb *notebook.Notebook) error {
 		TitleEN string `json:"title_en"`
 		Starter string `json:"starter"`
 		Answer  string `json:"answer"`
-	}{f.id, notebookTitle(nb, base), englishTitle(base), base + ".ipynb", base + "_answer.ipynb"}
+		// Requires defaults to what the notebook imports.
+		Requires domain.Requirement `json:"requires,omitzero"`
+	}{f.id, notebookTitle(nb, base), englishTitle(base), base + ".ipynb", base + "_answer.ipynb", importer.RequiresFromImports(nb)}
 	answer, err := notebook.Encode(nb)
 	if err != nil {
 		return err

@@ -20,6 +20,11 @@ import (
 	"github.com/npugrade/npugrade/internal/sandbox"
 )
 
+var (
+	envDevRoot        = envVar{"NPUGRADE_DEV_ROOT", "directory of the NPU device nodes, the default of --dev-root"}
+	envVisibleDevices = envVar{"ASCEND_VISIBLE_DEVICES", "the NPUs the Ascend device plugin gave this pod (physical ids); the runner uses those"}
+)
+
 // spareStartWait bounds how long a runner waits for its warm spares
 // before it registers, so that its registration says what they hold (a
 // start takes seconds); on a slow or busy host it registers without
@@ -28,7 +33,7 @@ const spareStartWait = 10 * time.Second
 
 func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("runner", "", "Run a remote runner: pull jobs from a server over HTTP with a runner token and execute them.\nWith --probe, print this host's environment report and exit (1 when unsupported).",
-		envServer, envRunnerToken, envSandbox)
+		envServer, envRunnerToken, envSandbox, envDevRoot, envVisibleDevices)
 	server := fs.String("server", envOr("NPUGRADE_SERVER", ""), "server URL")
 	token := fs.String("token", os.Getenv("NPUGRADE_RUNNER_TOKEN"), "runner token (npugrade user add NAME --role runner)")
 	slots := fs.IntMin("slots", 0, 0, "jobs at once (default: the NPU count, or 1 on CPU)")
@@ -42,7 +47,8 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "cap on any cell's timeout, whatever the server asks (0: the server's)")
 	jobTimeout := fs.DurationMin("job-timeout", 0, 0, "cap on a whole notebook run, whatever the server asks (0: the server's)")
 	drain := fs.DurationMin("drain-timeout", 30*time.Second, 0, "on SIGTERM, how long jobs in flight may finish before they are handed back")
-	devices := fs.String("devices", "", "NPU device ids to use, e.g. 0,1 (default: every /dev/davinciN); slot i runs on the i-th")
+	devices := fs.String("devices", "", "NPU device ids to use, e.g. 0,1 (default: every /dev/davinciN, or those ASCEND_VISIBLE_DEVICES names); slot i runs on the i-th")
+	devRoot := fs.String("dev-root", envOr("NPUGRADE_DEV_ROOT", "/dev"), "directory of the NPU device nodes (davinciN); tests point it at a fake /dev built from recordings")
 	envFor := envFlags(fs)
 	setupExecutor := executorFlags(fs, envFor)
 	warmPool := warmFlags(fs.FlagSet)
@@ -61,9 +67,15 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return fs.usageError(stderr, err.Error())
 		}
 	}
-	rep, env, err := runnerReport(ctx, *python, *profile, envFor, stderr)
+	rep, env, err := runnerReport(ctx, *python, *profile, *devRoot, envFor, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade runner: environment probe:", err)
+		return exitError
+	}
+	sandboxed := fs.Lookup("sandbox") == nil || fs.Lookup("sandbox").Value.String() != sandbox.ModeNone
+	npus, err := runnerDevices(&rep, *devRoot, *devices, *slots, sandboxed, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade runner:", err)
 		return exitError
 	}
 	if *probe {
@@ -76,13 +88,6 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitOK
 	}
 	log := newLogger(stderr, *logLevel)
-	var npus []envprobe.Device
-	if rep.HasNPU() {
-		if npus, err = envprobe.List("/dev", *devices); err != nil {
-			fmt.Fprintln(stderr, "npugrade runner:", err)
-			return exitError
-		}
-	}
 	if *slots <= 0 {
 		// One job per device: an NPU runs one notebook's graphs at a time.
 		*slots = max(1, len(npus))
@@ -168,7 +173,7 @@ func parseLabels(s string) (map[string]string, error) {
 // probe run where the kernels run (inside the grading environment --env
 // picks for the profile, else on the host), with the profile --profile
 // forces. The host is probed first to learn the profile and the NPUs.
-func runnerReport(ctx context.Context, python, profile string, envFor envChooser, stderr io.Writer) (envprobe.Report, *envs.Env, error) {
+func runnerReport(ctx context.Context, python, profile, devRoot string, envFor envChooser, stderr io.Writer) (envprobe.Report, *envs.Env, error) {
 	host, hostErr := envprobe.Collect(ctx, envprobe.Options{Python: python})
 	p := profile
 	if p == "" {
@@ -189,7 +194,7 @@ func runnerReport(ctx context.Context, python, profile string, envFor envChooser
 		rep.Environment = envs.Host
 	} else {
 		sb := sandbox.DefaultConfig()
-		if npus, err := envprobe.List("/dev", ""); err == nil && hostErr == nil && host.HasNPU() {
+		if npus, err := envprobe.ListVisible(devRoot, os.Getenv(envprobe.PluginVisibleDevices), ""); err == nil && hostErr == nil && host.HasNPU() {
 			s := envprobe.Slots(npus, envprobe.Existing(envprobe.ManagerNodes), envprobe.Existing(envprobe.DriverDirs(true)), 1)[0]
 			sb.Devices, sb.DriverDirs = s.Nodes, s.DriverDirs
 		}
@@ -208,8 +213,10 @@ func runnerReport(ctx context.Context, python, profile string, envFor envChooser
 }
 
 // slotExecutors pins slot i to NPU i (envprobe.Slots): a copy of base
-// whose kernel sees ASCEND_RT_VISIBLE_DEVICES=<id> and whose sandbox binds
-// only that device node plus the manager nodes and the driver, read-only.
+// whose sandbox binds only that device node plus the manager nodes and
+// the driver, read-only, and whose kernel therefore sees it as logical
+// device 0 (ASCEND_RT_VISIBLE_DEVICES=0); unsandboxed (--sandbox=none)
+// it sees every node, and gets the device's logical id among them.
 func slotExecutors(base *execution.Executor, slots []envprobe.Slot) []*execution.Executor {
 	out := make([]*execution.Executor, len(slots))
 	for i, s := range slots {
@@ -218,7 +225,11 @@ func slotExecutors(base *execution.Executor, slots []envprobe.Slot) []*execution
 		if e.ExtraEnv == nil {
 			e.ExtraEnv = map[string]string{}
 		}
-		maps.Copy(e.ExtraEnv, s.Env)
+		if sb := sandboxConfig(base); sb == nil || sb.Mode == sandbox.ModeNone {
+			maps.Copy(e.ExtraEnv, s.Unsandboxed())
+		} else {
+			maps.Copy(e.ExtraEnv, s.Env)
+		}
 		if base := sandboxConfig(base); base != nil {
 			sb := *base
 			sb.Devices, sb.DriverDirs = s.Nodes, s.DriverDirs
@@ -227,4 +238,38 @@ func slotExecutors(base *execution.Executor, slots []envprobe.Slot) []*execution
 		out[i] = &e
 	}
 	return out
+}
+
+// runnerDevices finds the NPUs this runner was given (the device
+// plugin's ASCEND_VISIBLE_DEVICES and the davinci nodes under devRoot),
+// records each slot's pinning in rep and says it on stderr. A runner
+// whose profile needs an NPU and was given none is an error: started by
+// mistake without its device (a pod that requested no
+// huawei.com/Ascend910), it would only fail every job. A cpu runner
+// keeps no devices.
+func runnerDevices(rep *envprobe.Report, devRoot, only string, slots int, sandboxed bool, stderr io.Writer) ([]envprobe.Device, error) {
+	plugin := os.Getenv(envprobe.PluginVisibleDevices)
+	rep.VisibleDevices = plugin
+	npus, err := envprobe.ListVisible(devRoot, plugin, only)
+	needNPU := strings.HasPrefix(rep.Profile, "npu") || rep.HasNPU()
+	switch {
+	case err != nil && needNPU:
+		return nil, fmt.Errorf("profile %s needs an NPU, but this runner was given none: %w; on Kubernetes the pod must request one (resources.limits huawei.com/Ascend910: 1, see docs/operations.md), elsewhere check --devices and --dev-root", rep.Profile, err)
+	case err != nil && only != "":
+		return nil, err
+	case err != nil:
+		return nil, nil
+	}
+	if !needNPU {
+		fmt.Fprintf(stderr, "npugrade runner: %d NPU device nodes found, but the environment has the cpu profile (no usable torch_npu): kernels are not pinned to them\n", len(npus))
+		return nil, nil
+	}
+	if slots <= 0 {
+		slots = len(npus)
+	}
+	rep.NPUSlots = envprobe.Pins(envprobe.Slots(npus, nil, nil, slots), sandboxed)
+	for _, p := range rep.NPUSlots {
+		fmt.Fprintln(stderr, "npugrade runner:", envprobe.PinLine(p, plugin))
+	}
+	return npus, nil
 }

@@ -187,6 +187,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	metrics := httpapi.NewMetrics(q)
 	// A runner polls at least every 25 s; two minutes of silence is stale.
 	metrics.WatchRunners(db, 2*time.Minute)
+	metrics.WatchUnclaimable(q, db.Runners)
 	disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *o.leaseTTL, JobTimeout: *o.jobTimeout,
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
 	srv := &httpapi.Server{
@@ -286,10 +287,14 @@ func (a *serveApp) startLocalRunner(ctx context.Context, o serveOptions, stderr 
 	if err != nil {
 		return nil, err
 	}
-	registerLocalRunner(ctx, a.db, localID, host, *o.local, env, sandboxConfig(ex), a.log)
+	rep := registerLocalRunner(ctx, a.db, localID, host, *o.local, env, sandboxConfig(ex), a.log)
+	// It claims, and grades cells, by its attested report, like a remote
+	// runner: an exercise its environment does not satisfy waits for one.
+	ex.Match = rep.Satisfies
+	warnUnsatisfied(a.log, a.cat, rep)
 	slotsEx, stopWarm := o.warmPool(ex, *o.local, a.log.With("component", "runner"))
 	r := &runner.Runner{
-		Source:         &jobs.Local{D: a.disp, RunnerID: localID, Match: domain.Matcher(domain.CPUMatcher)},
+		Source:         &jobs.Local{D: a.disp, RunnerID: localID, Match: domain.Matcher(rep.Satisfies)},
 		Executor:       slotsEx,
 		Slots:          *o.local,
 		HeartbeatEvery: *o.leaseTTL / 3,
@@ -325,7 +330,7 @@ func adminToken(ctx context.Context, db *store.DB) (string, error) {
 // registerLocalRunner lists the in-process runner in the runner fleet with
 // its attested environment, like a remote runner's registration, so that
 // instructors see what grades their learners' work.
-func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slots int, env *envs.Env, sb *sandbox.Config, log *slog.Logger) {
+func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slots int, env *envs.Env, sb *sandbox.Config, log *slog.Logger) envprobe.Report {
 	var rep envprobe.Report
 	var err error
 	if env != nil && sb != nil {
@@ -343,6 +348,7 @@ func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slo
 	if err != nil {
 		log.Warn("register the local runner", "err", err)
 	}
+	return rep
 }
 
 // parseUploadLimit reads COUNT/DURATION ("30/10m"); "0" turns the limit off.

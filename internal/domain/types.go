@@ -143,6 +143,15 @@ type Requirement struct {
 	// Feature is a feature name from the version table, e.g.
 	// "deadlock_check"; it implies an NPU.
 	Feature string `json:"feature,omitempty"`
+	// Python and Torch are the environment an exercise was written for:
+	// minimum versions, ">=3.10" and ">=2.1" (a bare "2.1" means the
+	// same). They need no accelerator: the cpu grading environment and an
+	// NPU runner's both satisfy them; Debian's torch 1.13 does not.
+	Python string `json:"python,omitempty"`
+	Torch  string `json:"torch,omitempty"`
+	// Backend is a torch.compile backend the runner's torch must list,
+	// e.g. "npugraph_ex" (the cpu environment has a stand-in of it).
+	Backend string `json:"backend,omitempty"`
 }
 
 // IsZero reports whether r asks for nothing.

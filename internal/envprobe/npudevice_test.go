@@ -105,7 +105,8 @@ func TestListRecordedHosts(t *testing.T) {
 
 // TestSlotsPinOneDeviceEach: on the recorded A3 host (16 chips) slot i
 // runs on the i-th chip, binds only its node plus the manager nodes, and
-// sees only its id; more slots than chips share them from the first.
+// sees it as logical device 0 (outside a sandbox, as its index among the
+// host's chips); more slots than chips share them from the first.
 func TestSlotsPinOneDeviceEach(t *testing.T) {
 	t.Parallel()
 	dev, ids := recordedHostDev(t, "npu-smi-info.a3-ascend910-8npu-16chip.txt")
@@ -123,7 +124,10 @@ func TestSlotsPinOneDeviceEach(t *testing.T) {
 		for i, s := range got {
 			id := ids[i%len(ids)]
 			node := filepath.Join(dev, "davinci"+strconv.Itoa(id))
-			if s.Device.ID != id || s.Env["ASCEND_RT_VISIBLE_DEVICES"] != strconv.Itoa(id) || len(s.Env) != 1 {
+			// The sandbox binds only the slot's node, so inside it the
+			// device is logical 0 whatever its physical id.
+			if s.Device.ID != id || s.Env["ASCEND_RT_VISIBLE_DEVICES"] != "0" || len(s.Env) != 1 ||
+				s.Unsandboxed()["ASCEND_RT_VISIBLE_DEVICES"] != strconv.Itoa(slices.Index(ids, id)) {
 				t.Errorf("slot %d of %d: device %+v env %v, want id %d", i, slots, s.Device, s.Env, id)
 			}
 			if want := append([]string{node}, managers...); !slices.Equal(s.Nodes, want) || !slices.Equal(s.DriverDirs, driver) {

@@ -51,6 +51,12 @@ type Report struct {
 	// filesystem built or imported with `npugrade env`, e.g. "cpu"), or
 	// "host" for the runner's own system; empty in reports from before.
 	Environment string `json:"environment,omitempty"`
+	// VisibleDevices is ASCEND_VISIBLE_DEVICES where the runner runs: the
+	// physical ids the Ascend device plugin gave its pod ("" when unset).
+	VisibleDevices string `json:"ascend_visible_devices,omitempty"`
+	// NPUSlots are the runner's slots and the device each is pinned to,
+	// physical and logical (empty: no device nodes, or not a runner).
+	NPUSlots []SlotPin `json:"npu_slots,omitempty"`
 
 	// collected holds what Collect learnt that the fields above cannot
 	// express (a failed import, an unreadable file). Validate merges it into

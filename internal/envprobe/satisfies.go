@@ -76,6 +76,9 @@ func (r Report) Satisfies(q Requirement) (ok bool, reason string) {
 		}
 		return false, "this runner's environment is unsupported" + why
 	}
+	if ok, why := r.satisfiesEnvironment(q); !ok {
+		return false, why
+	}
 
 	if q.Accelerator == "cpu" {
 		if r.Profile != ProfileCPU {

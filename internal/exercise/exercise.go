@@ -639,6 +639,9 @@ func (ex *Exercise) applyConfig() []error {
 	default:
 		errs = append(errs, fmt.Errorf("policy %q: want best or latest", ex.Counts))
 	}
+	if err := ex.Requires.CheckEnvironment(); err != nil {
+		errs = append(errs, err)
+	}
 	for i, st := range ex.LatePenalty {
 		if st.Multiplier < 0 || st.Multiplier > 1 || st.After < 0 {
 			errs = append(errs, fmt.Errorf("late_penalty[%d]: after must be >= 0 and multiplier in [0, 1]", i))

@@ -74,6 +74,9 @@ type SubmissionJSON struct {
 	StartedAt       *time.Time          `json:"started_at,omitempty"`
 	GradedAt        *time.Time          `json:"graded_at,omitempty"`
 	Cells           []domain.CellResult `json:"cells"`
+	// WaitingFor says what a queued submission waits for when no runner
+	// online can grade it (fleet.WaitingFor).
+	WaitingFor string `json:"waiting_for,omitempty"`
 }
 
 func toJSON(s domain.Submission) SubmissionJSON {
@@ -159,7 +162,9 @@ func (s *Server) visible(c *gin.Context) (domain.Submission, bool) {
 
 func (s *Server) getSubmission(c *gin.Context) {
 	if sub, ok := s.visible(c); ok {
-		c.JSON(http.StatusOK, toJSON(s.policy().Redact(c.Request.Context(), currentUser(c), sub)))
+		j := toJSON(s.policy().Redact(c.Request.Context(), currentUser(c), sub))
+		j.WaitingFor = s.waitingFor(c.Request.Context(), sub, web.PrefersChinese(c.Request))
+		c.JSON(http.StatusOK, j)
 	}
 }
 

@@ -43,7 +43,7 @@ func referenceRequirement(ex *exercise.Exercise, profile string) (domain.Require
 		if own.NeedsNPU() {
 			return req, domain.Errorf(domain.EINVALID, "exercise %s needs an NPU runner; it has no cpu reference", ex.ID)
 		}
-		return req, nil
+		return req.WithEnvironment(own), nil
 	}
 	if own.Accelerator == "cpu" {
 		return req, domain.Errorf(domain.EINVALID, "exercise %s runs on cpu runners only", ex.ID)
@@ -52,7 +52,7 @@ func referenceRequirement(ex *exercise.Exercise, profile string) (domain.Require
 		return req, domain.Errorf(domain.EINVALID, "exercise %s needs Atlas %s; profile %s is another product", ex.ID, own.Product, profile)
 	}
 	req.TorchAir, req.Feature = own.TorchAir, own.Feature
-	return req, nil
+	return req.WithEnvironment(own), nil
 }
 
 // EnqueueReference queues a reference job: the exercise's answer executed

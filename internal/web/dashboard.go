@@ -25,6 +25,8 @@ type dashboardData struct {
 	QueueSVG  any
 	Latency   domain.Latency
 	Runners   []fleet.Runner
+	// Unserved are the exercises no runner online can grade (waiting.go).
+	Unserved  []unservedRow
 	Exercises []exerciseRow
 	Recent    []domain.Submission
 	// Section filters the per-day chart and the recent submissions.
@@ -83,6 +85,7 @@ func (h *handler) dashboard(c *gin.Context) {
 	for _, ex := range h.Catalog.List() {
 		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil)})
 	}
+	d.Unserved = unserved(h.Catalog.List(), d.Runners, lang == langZH)
 	if d.Recent, err = h.Sections.SectionRecentSubmissions(ctx, 20, d.Section); err != nil {
 		h.fail(c, err)
 		return

@@ -229,6 +229,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"audit.regrade-applied": {"regrade applied", "应用重新评分"},
 	"audit.runner-drain":    {"runner drained", "排空执行节点"},
 	"audit.runner-resume":   {"runner resumed", "恢复执行节点"},
+	"dash.unserved":         {"No runner online can grade these exercises: their submissions stay queued until one registers.", "当前没有在线的执行节点能评分以下练习：其提交将排队，直到有满足条件的执行节点注册。"},
 	"dash.queue24":          {"Submissions waiting for a runner, last 24 hours (hourly, UTC)", "等待执行节点的提交（近 24 小时，每小时，UTC）"},
 	"dash.queue_now":        {"Now", "当前"},
 	"job.queued":            {"waiting", "等待中"},

@@ -227,6 +227,7 @@ func (h *handler) ownSubmission(c *gin.Context) (domain.Submission, bool) {
 
 type submissionPageData struct {
 	Sub           domain.Submission
+	WaitingFor    string // what a queued submission waits for (waiting.go)
 	ExerciseTitle string
 	Final         bool
 	Staff         bool
@@ -265,7 +266,7 @@ func (h *handler) renderSubmission(c *gin.Context, status int, ask regradeAskFor
 	}
 	lang := c.GetString(ctxLang)
 	sub = h.Policy.Redact(c.Request.Context(), sessionOf(c).User, sub)
-	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID, Ask: ask}
+	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID, Ask: ask, WaitingFor: h.waitingFor(c, sub)}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)
 	}
@@ -286,5 +287,5 @@ func (h *handler) submissionStatus(c *gin.Context) {
 	}
 	c.Header("Cache-Control", "no-store")
 	c.JSON(http.StatusOK, gin.H{"status": sub.Status, "label": translate(c.GetString(ctxLang), "st."+sub.Status),
-		"score": sub.Score, "max_score": sub.MaxScore, "final": final(sub.Status)})
+		"score": sub.Score, "max_score": sub.MaxScore, "final": final(sub.Status), "waiting_for": h.waitingFor(c, sub)})
 }
