@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/npugrade/npugrade/internal/accounts"
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
@@ -28,16 +28,10 @@ import (
 	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
-	"github.com/npugrade/npugrade/internal/notebook"
-	"github.com/npugrade/npugrade/internal/policy"
-	"github.com/npugrade/npugrade/internal/reference"
-	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/sandbox"
-	"github.com/npugrade/npugrade/internal/similarity"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -181,8 +175,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	if err := manual.SyncRubrics(ctx, cat); err != nil {
 		o.log.Error("re-apply changed rubrics", "err", err)
 	}
-	refs := &grade.Submissions{DB: db}
-	warnStaleReferences(ctx, o.log, cat, refs)
+	warnStaleReferences(ctx, o.log, cat, &grade.Submissions{DB: db})
 	q := jobs.New(db, o.log)
 	metrics := httpapi.NewMetrics(q)
 	// A runner polls at least every 25 s; two minutes of silence is stale.
@@ -190,30 +183,10 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	metrics.WatchUnclaimable(q, db.Runners)
 	disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *o.leaseTTL, JobTimeout: *o.jobTimeout,
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
-	srv := &httpapi.Server{
-		DB: db, Queue: q, Catalog: cat, Dispatch: disp, Log: o.log, Metrics: metrics, MaxUpload: *o.maxUpload, MetricsToken: *o.metricsToken,
-		TrustedProxies: o.trustedProxies,
-		Submissions:    &intake.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: *o.maxUpload}, UploadLimit: uploadWindow, References: refs},
-		Services:       services(db, q, cat, manual),
-	}
+	srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: o.log, Dispatch: disp, Metrics: metrics,
+		MaxUpload: *o.maxUpload, UploadLimit: uploadWindow, Manual: manual})
+	srv.MetricsToken, srv.TrustedProxies = *o.metricsToken, o.trustedProxies
 	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log}, nil
-}
-
-// services builds the use cases the API and the pages call, once: the
-// composition root of the server.
-func services(db *store.DB, q *jobs.Queue, cat *exercise.Catalog, manual *grade.Manual) httpapi.Services {
-	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db}
-	return httpapi.Services{
-		Policy:     pol,
-		Releases:   &policy.FeedbackReleases{DB: db, Catalog: cat},
-		Extensions: &grade.Extensions{DB: db, Catalog: cat},
-		Appeals:    &grade.Appeals{DB: db, Catalog: cat, Policy: pol},
-		Manual:     manual,
-		Regrades:   &regrade.Service{DB: db, Queue: q, Catalog: cat},
-		References: &reference.Reviews{DB: db, Catalog: cat},
-		Similarity: &similarity.Service{DB: db, Catalog: cat},
-		Rosters:    &accounts.Rosters{DB: db},
-	}
 }
 
 // run serves on ln with the reaper, the event deliverer and the local

@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -35,9 +34,8 @@ func TestFailedAuthThrottledAcrossServers(t *testing.T) {
 				}
 				log := slog.New(slog.NewTextHandler(io.Discard, nil))
 				q := jobs.New(db, log)
-				srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log,
-					Auth:        &accounts.Guard{DB: db, Log: log, Failures: 6, Window: time.Minute},
-					Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
+				srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: log,
+					Auth: &accounts.Guard{DB: db, Log: log, Failures: 6, Window: time.Minute}})
 				ts := httptest.NewServer(srv.Handler())
 				t.Cleanup(ts.Close)
 				return ts

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -50,9 +50,8 @@ func TestFailedAuthThrottledAndLogged(t *testing.T) {
 			var logs syncBuf
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			q := jobs.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-			srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, Metrics: httpapi.NewMetrics(q),
-				Auth:        &accounts.Guard{DB: db, Log: log, Failures: 5, Window: time.Minute},
-				Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
+			srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: log, Metrics: httpapi.NewMetrics(q),
+				Auth: &accounts.Guard{DB: db, Log: log, Failures: 5, Window: time.Minute}})
 			ts := httptest.NewServer(srv.Handler())
 			defer ts.Close()
 			_, good, _ := db.CreateUser(t.Context(), "ada", domain.RoleLearner)
@@ -114,7 +113,8 @@ func TestMetricsToken(t *testing.T) {
 func metricsToken(t *testing.T, dialect string) {
 	db := storetest.Open(t, dialect)
 	q := jobs.New(db, nil)
-	srv := &httpapi.Server{DB: db, Queue: q, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: httpapi.NewMetrics(q), MetricsToken: "m-secret"}
+	srv := compose.Server(compose.Config{DB: db, Queue: q, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: httpapi.NewMetrics(q)})
+	srv.MetricsToken = "m-secret"
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
 	_, admin, _ := db.CreateUser(t.Context(), "root", domain.RoleAdmin)

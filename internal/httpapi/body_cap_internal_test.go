@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/npugrade/npugrade/internal/problem"
+	"github.com/npugrade/npugrade/internal/web"
 )
 
 // endless yields 'x' for ever and counts what it yielded.
@@ -35,7 +36,8 @@ func (e endless) Read(p []byte) (int, error) {
 // have their own tests.
 func TestEveryRouteCapsItsBody(t *testing.T) {
 	t.Parallel()
-	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(nil), MetricsToken: "m", MaxUpload: 8 << 20}
+	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(nil), MetricsToken: "m", MaxUpload: 8 << 20,
+		Pages: web.New(web.Deps{})}
 	h := s.Handler()
 	engine := h.(*gin.Engine)
 	ts := httptest.NewServer(h)

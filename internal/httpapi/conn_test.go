@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/store"
@@ -63,9 +63,8 @@ func newLiveEnvWith(t testing.TB, dialect string, cat *exercise.Catalog, limits 
 	db := storetest.Open(t, dialect)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q := jobs.New(db, log)
-	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
-		Dispatch:    &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log},
-		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
+	srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: log,
+		Dispatch: &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: time.Minute, Log: log}})
 	if configure != nil {
 		configure(srv)
 	}
@@ -121,11 +120,12 @@ func (e *liveEnv) call(t *testing.T, method, path, token string, body any) (int,
 	return resp.StatusCode, string(out), resp.Header
 }
 
-// register registers a CPU runner with token and returns its runner id.
+// register registers a runner in the cpu grading environment (what its
+// probe reports) with token and returns its runner id.
 func (e *liveEnv) register(t *testing.T, token, name string) string {
 	t.Helper()
 	st, body, _ := e.call(t, "POST", runnerproto.BasePath+"/register", token, runnerproto.RegisterRequest{Name: name, Slots: 1,
-		Report: envprobe.Validate(envprobe.Report{Arch: "x86_64", Python: "3.11.2", Torch: "1.13.1"})})
+		Report: envprobe.Validate(envprobe.Report{Arch: "x86_64", Python: "3.13.5", Torch: "2.6.0+debian", NPUGraphExBackend: true, Environment: "cpu"})})
 	if st != http.StatusOK {
 		t.Fatalf("register %s: %d %s", name, st, body)
 	}

@@ -14,9 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -37,8 +36,7 @@ func newFaultEnv(t *testing.T, dialect string) *faultEnv {
 	logs := &syncBuf{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	q := jobs.New(db, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
-		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat}}
+	srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: log})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return &faultEnv{db: db, url: ts.URL, dbURL: dbURL, logs: logs}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/httpapi"
@@ -38,7 +39,8 @@ func TestMetricsAndAccessLog(t *testing.T) {
 			logBuf := &syncWriter{w: &bytes.Buffer{}}
 			m := httpapi.NewMetrics(q)
 			m.WatchRunners(db, time.Minute)
-			srv := &httpapi.Server{DB: db, Queue: q, Metrics: m, MetricsToken: "metrics-token", Log: slog.New(slog.NewJSONHandler(logBuf, nil))}
+			srv := compose.Server(compose.Config{DB: db, Queue: q, Metrics: m, Log: slog.New(slog.NewJSONHandler(logBuf, nil))})
+			srv.MetricsToken = "metrics-token"
 			ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))
 			defer ts.Close()
 			u, tok, err := db.CreateUser(ctx, "tom", domain.RoleInstructor)

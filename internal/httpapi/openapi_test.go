@@ -13,6 +13,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/gin-gonic/gin"
+
+	"github.com/npugrade/npugrade/internal/web"
 )
 
 // openAPIPath is api/openapi.yaml relative to this package's directory.
@@ -72,7 +74,7 @@ func TestOpenAPIValid(t *testing.T) {
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
 
-	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(nil), MetricsToken: "m"}
+	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: NewMetrics(nil), MetricsToken: "m", Pages: web.New(web.Deps{})}
 	engine, ok := s.Handler().(*gin.Engine)
 	if !ok {
 		t.Fatalf("Handler() returned %T, want *gin.Engine", s.Handler())

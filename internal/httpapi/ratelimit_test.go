@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/httpapi"
-	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
@@ -29,8 +28,8 @@ func limitedServer(t *testing.T, dbURL string, count int) *httptest.Server {
 	cat := projectCatalog(t)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q := jobs.New(db, log)
-	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 1 << 20,
-		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat, UploadLimit: store.UploadWindow{Count: count, Per: time.Hour}}}
+	srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 1 << 20,
+		UploadLimit: store.UploadWindow{Count: count, Per: time.Hour}})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
 	return ts

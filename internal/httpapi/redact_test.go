@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
-	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
@@ -54,8 +54,8 @@ func newPolicyEnv(t *testing.T, dialect, exerciseJSON string) *policyEnv {
 func testServer(t *testing.T, db *store.DB, cat *exercise.Catalog) (*httptest.Server, *intake.Service) {
 	t.Helper()
 	q := jobs.New(db, nil)
-	subs := &intake.Service{DB: db, Queue: q, Catalog: cat}
-	srv := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Submissions: subs}
+	srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	subs := srv.Submissions
 	ts := httptest.NewServer(apitest.Handler(t, srv.Handler()))
 	t.Cleanup(ts.Close)
 	return ts, subs

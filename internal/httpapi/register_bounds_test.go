@@ -85,7 +85,7 @@ func TestRegistrationBounded(t *testing.T) {
 			reg := func(token, name string, slots int) string {
 				t.Helper()
 				st, body, _ := e.call(t, "POST", runnerproto.BasePath+"/register", token, runnerproto.RegisterRequest{Name: name, Slots: slots,
-					Report: envprobe.Validate(envprobe.Report{Arch: "x86_64", Python: "3.11.2", Torch: "1.13.1"})})
+					Report: envprobe.Validate(envprobe.Report{Arch: "x86_64", Python: "3.13.5", Torch: "2.6.0+debian", NPUGraphExBackend: true, Environment: "cpu"})})
 				var r runnerproto.RegisterResponse
 				if err := json.Unmarshal([]byte(body), &r); st != http.StatusOK || err != nil || r.RunnerID == "" {
 					t.Fatalf("register %s: %d %s", name, st, body)

@@ -238,7 +238,7 @@ func (s *Server) claimJob(c *gin.Context) {
 			}
 		}()
 	}
-	g := s.guard()
+	g := s.Auth
 	_, w := g.Limits()
 	var refused error
 	admit := func(t store.TokenCheck) (int64, error) {
@@ -347,7 +347,7 @@ func (s *Server) claimRequest(c *gin.Context, token string) (req runnerproto.Cla
 // plainAuth authenticates a runner route's request on its own (as
 // authenticate does) and answers when it is refused.
 func (s *Server) plainAuth(c *gin.Context, token string) (domain.User, bool) {
-	u, err := s.guard().User(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, token)
+	u, err := s.Auth.User(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, token)
 	if err == nil {
 		err = roleAllowed(u, true)
 	}

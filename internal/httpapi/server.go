@@ -25,7 +25,9 @@ import (
 	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/buildinfo"
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/policy"
@@ -34,7 +36,7 @@ import (
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	DB          *store.DB
+	DB          Store
 	Queue       *jobs.Queue
 	Catalog     *exercise.Catalog
 	Submissions *intake.Service
@@ -47,7 +49,7 @@ type Server struct {
 	Stopping <-chan struct{}
 
 	// Auth resolves bearer tokens and throttles addresses that keep
-	// presenting bad ones (nil: one with the defaults).
+	// presenting bad ones.
 	Auth *accounts.Guard
 	// TrustedProxies are the reverse proxies (serve --trusted-proxies)
 	// whose X-Forwarded-For names the client; without them the client is
@@ -59,8 +61,9 @@ type Server struct {
 	MetricsToken string
 	// Services are the use cases the handlers call (services.go).
 	Services Services
+	// Pages are the browser pages mounted beside the API (nil: none).
+	Pages Pages
 
-	authOnce   sync.Once
 	errLogOnce sync.Once
 	errLog     *repeatLog
 	// storageFault is when (unix ns) a write last failed for lack of
@@ -71,9 +74,37 @@ type Server struct {
 	polls        pollLimiter
 }
 
+// Store is what the handlers read and write themselves, besides the
+// services: health, the runner registry, the event and score history
+// reads and the audit log.
+type Store interface {
+	Engine() string
+	Now() time.Time
+	Ping(ctx context.Context) error
+	Audit(ctx context.Context, actor domain.User, action, subject, detail string) error
+	Events(ctx context.Context, f domain.EventFilter) ([]domain.Event, error)
+	References(ctx context.Context, exerciseID string) ([]store.StoredReference, error)
+	ScoreHistory(ctx context.Context, submissionID string) ([]store.ScoreHistoryEntry, error)
+	UserByName(ctx context.Context, name string) (domain.User, error)
+	RunnerStore
+}
+
+// RunnerStore is the runner registry the runner routes and the fleet
+// gauges use.
+type RunnerStore interface {
+	Now() time.Time
+	UpsertRunner(ctx context.Context, reg store.RunnerRegistration) error
+	SetRunnerWarmSpares(ctx context.Context, id string, ws fleet.WarmSpares) (bool, error)
+	SetRunnerDraining(ctx context.Context, id string) (bool, error)
+	RunnerReport(ctx context.Context, id string) (envprobe.Report, bool)
+	Runners(ctx context.Context, since time.Time) ([]fleet.Runner, error)
+	RunnerOwner(ctx context.Context, id string) (userID int64, ok bool, err error)
+	RunnerScopeOf(ctx context.Context, userID int64) (s fleet.RunnerScope, ok bool, err error)
+	TouchOwnRunner(ctx context.Context, id string, userID int64) (found, draining bool, err error)
+}
+
 // Handler builds the router.
 func (s *Server) Handler() http.Handler {
-	s.fillServices()
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	// The client address is the connection's, unless that is a trusted
@@ -120,7 +151,7 @@ func (s *Server) Handler() http.Handler {
 
 	s.fleetRoutes(api)
 	s.runnerRoutes(r)
-	s.webRoutes(r)
+	s.pageRoutes(r)
 	return r
 }
 
@@ -139,21 +170,11 @@ func (s *Server) ready(c *gin.Context) {
 		writeProblem(c, http.StatusServiceUnavailable, "Service Unavailable", "the database could not store data recently (disk full or read-only)", nil)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"status": "ready", "database": s.DB.Dialect})
+	c.JSON(http.StatusOK, gin.H{"status": "ready", "database": s.DB.Engine()})
 }
 
 // storageFaultReady is how long /readyz reports a failed write.
 const storageFaultReady = time.Minute
-
-// guard is s.Auth, or one with the defaults.
-func (s *Server) guard() *accounts.Guard {
-	s.authOnce.Do(func() {
-		if s.Auth == nil {
-			s.Auth = &accounts.Guard{DB: s.DB, Log: s.Log}
-		}
-	})
-	return s.Auth
-}
 
 // MetricsHandler serves the Prometheus metrics; serve mounts it on its own
 // listener (--metrics-addr), which operators keep off the public network.
@@ -182,7 +203,7 @@ func (s *Server) authenticate(runnerRoutes bool) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		u, err := s.guard().User(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, token)
+		u, err := s.Auth.User(c.Request.Context(), c.ClientIP(), c.Request.URL.Path, token)
 		if err == nil {
 			err = roleAllowed(u, runnerRoutes)
 		}
@@ -353,7 +374,7 @@ func (m *Metrics) Observe(sub domain.Submission, latency time.Duration) {
 // time (so every server of a fleet reports the same): runners and slots
 // per profile and state (active, draining, or stale when not seen for
 // staleAfter).
-func (m *Metrics) WatchRunners(db *store.DB, staleAfter time.Duration) {
+func (m *Metrics) WatchRunners(db RunnerStore, staleAfter time.Duration) {
 	m.Registry.MustRegister(&runnerCollector{db: db, stale: staleAfter,
 		runners: prometheus.NewDesc("npugrade_runners", "Registered runners by profile and state.", []string{"profile", "state"}, nil),
 		slots:   prometheus.NewDesc("npugrade_runner_slots", "Runner slots by profile and state.", []string{"profile", "state"}, nil),
@@ -364,7 +385,7 @@ func (m *Metrics) WatchRunners(db *store.DB, staleAfter time.Duration) {
 }
 
 type runnerCollector struct {
-	db                               *store.DB
+	db                               RunnerStore
 	stale                            time.Duration
 	runners, slots, spares, spareMem *prometheus.Desc
 }

@@ -27,7 +27,7 @@ func TestWarmSparesReported(t *testing.T) {
 			t.Parallel()
 			e := newLiveEnv(t, d, httpapi.DefaultTimeouts())
 			tok := e.token(t, "r1", domain.RoleRunner)
-			report := envprobe.Validate(envprobe.Report{Arch: "x86_64", Python: "3.11.2", Torch: "1.13.1"})
+			report := envprobe.Validate(envprobe.Report{Arch: "x86_64", Python: "3.13.5", Torch: "2.6.0+debian", NPUGraphExBackend: true, Environment: "cpu"})
 			register := func(ws *runnerproto.WarmSpares) (int, string) {
 				st, body, _ := e.call(t, "POST", runnerproto.BasePath+"/register", tok, runnerproto.RegisterRequest{Name: "r1", Slots: 2,
 					Report: report, WarmSpares: ws})

@@ -110,10 +110,25 @@ type handler struct {
 	pages map[string]map[string]*template.Template // lang → page → template
 }
 
+// Pages are the browser pages, built once by the composition root and
+// mounted by httpapi beside the API, behind the same middleware.
+type Pages struct{ deps Deps }
+
+// New returns the pages served with d.
+func New(d Deps) *Pages { return &Pages{deps: d} }
+
 // Mount adds the pages, the static assets and GET /api/v1/gradebook.csv
-// to r. It touches none of the dependencies, so the route table can be
-// listed without a database.
-func Mount(r gin.IRouter, d Deps) {
+// to r. problem writes API errors as the API does and tokens resolves
+// API tokens through the API's throttling guard (the CSV endpoint and
+// the token sign-in use them). It touches none of the dependencies, so
+// the route table can be listed without a database.
+func (p *Pages) Mount(r gin.IRouter, problem func(*gin.Context, error), tokens func(ctx context.Context, addr, path, token string) (domain.User, error)) {
+	d := p.deps
+	d.Problem, d.Tokens = problem, tokens
+	mount(r, d)
+}
+
+func mount(r gin.IRouter, d Deps) {
 	if d.SessionTTL <= 0 {
 		d.SessionTTL = 12 * time.Hour
 	}

@@ -15,14 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
-	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/httpapi/apitest"
-	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
-	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -47,8 +45,7 @@ func newEnvWith(t testing.TB, dialect, exercises, answers string) *env {
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	q := jobs.New(db, log)
-	s := &httpapi.Server{DB: db, Queue: q, Catalog: cat, Log: log, MaxUpload: 8 << 20,
-		Submissions: &intake.Service{DB: db, Queue: q, Catalog: cat, Limits: notebook.Limits{MaxBytes: 8 << 20}}}
+	s := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: log})
 	srv := httptest.NewServer(apitest.Handler(t, s.Handler()))
 	t.Cleanup(srv.Close)
 	return &env{db: db, srv: srv, cat: cat}

@@ -1,0 +1,101 @@
+// Package compose is the server's composition root: from the store, the
+// job queue and the catalog it builds every service once, and the HTTP
+// server that serves the API (package httpapi) and the pages (package
+// web) side by side on one router. serve uses it, and so do the HTTP
+// tests, so they test the server serve runs. It is the one place besides
+// the store that holds a *store.DB: each service gets the interface of
+// it that it declares.
+package compose
+
+import (
+	"log/slog"
+
+	"github.com/npugrade/npugrade/internal/accounts"
+	"github.com/npugrade/npugrade/internal/exercise"
+	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/jobs"
+	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/policy"
+	"github.com/npugrade/npugrade/internal/reference"
+	"github.com/npugrade/npugrade/internal/regrade"
+	"github.com/npugrade/npugrade/internal/similarity"
+	"github.com/npugrade/npugrade/internal/store"
+	"github.com/npugrade/npugrade/internal/web"
+)
+
+// Config is what the server is built from. DB, Queue, Catalog and Log
+// are needed; the rest have defaults.
+type Config struct {
+	DB      *store.DB
+	Queue   *jobs.Queue
+	Catalog *exercise.Catalog
+	Log     *slog.Logger
+	// Dispatch takes the results runners report (nil: the runner routes
+	// that report results are not served).
+	Dispatch *jobs.Dispatcher
+	// Metrics counts submissions and grades (nil: none).
+	Metrics *httpapi.Metrics
+	// MaxUpload is the largest accepted notebook in bytes (0: 8 MiB).
+	MaxUpload int64
+	// UploadLimit is how many uploads a learner may make per window.
+	UploadLimit store.UploadWindow
+	// Manual grades manual cells; serve builds it first to re-apply
+	// changed rubrics at start (nil: built here).
+	Manual *grade.Manual
+	// Auth resolves tokens and throttles addresses that keep presenting
+	// bad ones (nil: one with the defaults).
+	Auth *accounts.Guard
+}
+
+// Server builds every service once and the server that calls them.
+func Server(c Config) *httpapi.Server {
+	if c.MaxUpload <= 0 {
+		c.MaxUpload = 8 << 20
+	}
+	db := c.DB
+	if c.Manual == nil {
+		c.Manual = &grade.Manual{DB: db}
+	}
+	if c.Auth == nil {
+		c.Auth = &accounts.Guard{DB: db, Log: c.Log}
+	}
+	v := services(db, c.Queue, c.Catalog, c.Manual)
+	subs := &intake.Service{DB: db, Queue: c.Queue, Catalog: c.Catalog, Limits: notebook.Limits{MaxBytes: c.MaxUpload},
+		UploadLimit: c.UploadLimit, References: &grade.Submissions{DB: db}}
+	s := &httpapi.Server{DB: db, Queue: c.Queue, Catalog: c.Catalog, Submissions: subs, Dispatch: c.Dispatch,
+		Log: c.Log, Metrics: c.Metrics, MaxUpload: c.MaxUpload, Auth: c.Auth, Services: v}
+	s.Pages = web.New(pages(c, v, subs))
+	return s
+}
+
+// services builds the use cases the API and the pages call.
+func services(db *store.DB, q *jobs.Queue, cat *exercise.Catalog, manual *grade.Manual) httpapi.Services {
+	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db}
+	return httpapi.Services{
+		Policy:     pol,
+		Releases:   &policy.FeedbackReleases{DB: db, Catalog: cat},
+		Extensions: &grade.Extensions{DB: db, Catalog: cat},
+		Appeals:    &grade.Appeals{DB: db, Catalog: cat, Policy: pol},
+		Manual:     manual,
+		Regrades:   &regrade.Service{DB: db, Queue: q, Catalog: cat},
+		References: &reference.Reviews{DB: db, Catalog: cat},
+		Similarity: &similarity.Service{DB: db, Catalog: cat},
+		Rosters:    &accounts.Rosters{DB: db},
+	}
+}
+
+// pages are the browser pages' dependencies: the same services as the
+// API's, and the store's read models.
+func pages(c Config, v httpapi.Services, subs *intake.Service) web.Deps {
+	db := c.DB
+	d := web.Deps{Sessions: db, Users: db, Audit: db, Reports: db, Fleet: db, Sections: db,
+		Queue: c.Queue, Catalog: c.Catalog, Submissions: subs, Log: c.Log, MaxUpload: c.MaxUpload,
+		Policy: v.Policy, Regrades: v.Regrades, References: v.References, Extensions: v.Extensions,
+		Rosters: v.Rosters, Similarity: v.Similarity, Manual: v.Manual, Releases: v.Releases, Appeals: v.Appeals}
+	if c.Metrics != nil {
+		d.OnSubmitted = c.Metrics.Submissions.Inc
+	}
+	return d
+}
