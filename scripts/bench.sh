@@ -23,7 +23,7 @@ go test -run '^$' -bench 'BenchmarkGrading(Latency|Throughput)' -benchtime 1x -t
 go build -o bin/npugrade ./cmd/npugrade
 bash scripts/env.sh
 NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1 go test -run '^$' -bench 'BenchmarkGradingLatencyInEnvironment' -benchtime 1x -timeout 20m ./cmd/npugrade/ | tee out/bench-env.txt
-# Bursts (issue 15): 10 chapter answers graded in the cpu environment with 1 and 2 slots,
+# Bursts: 10 chapter answers graded in the cpu environment with 1 and 2 slots,
 # --warm-spares 1, 2 and 5 (NPUGRADE_BENCH_SPARES=1,5 picks others); prints graded/min, the
 # ratio of 2 slots to 1 (target >= 1.8), the spares' memory and the load average.
 NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1 go test -run '^$' -bench 'BenchmarkBurst' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-burst.txt
@@ -33,7 +33,7 @@ NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1 go test -run '
 go test -run '^$' -bench 'BenchmarkExecute' -benchtime 3x -timeout 20m ./internal/execution/ | tee out/bench-execute.txt
 go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-units.txt
 # Claim latency p50/p99: 10,000 queued jobs, 64 concurrent long-polling runners, Postgres.
-go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/queue/ | tee out/bench-claim.txt
+go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/jobs/ | tee out/bench-claim.txt
 # claim: the same 10,000 jobs claimed by 64 runners over the runner protocol (real HTTP,
 # `npugrade serve` as its own process) vs pgbench of the server's claim statement at 64
 # clients (targets: >= 0.7x its rate, p99 <= 2x its p99, no double lease), and the CPU per
@@ -50,11 +50,11 @@ go test -run '^$' -bench 'BenchmarkWorstUpload' -benchtime 3x ./internal/httpapi
 # An 85 MB runner registration sent chunked with a valid runner token: peak server heap
 # growth (target: < 64 MB; it was 224 MB before every body was capped).
 go test -run '^$' -bench 'BenchmarkOversizeRegistration' -benchtime 3x ./internal/httpapi/ | tee out/bench-oversize-registration.txt
-# Issue 18 (g18roster): a roster of 500 imported in one call (SQLite and
+# Rosters: a roster of 500 imported in one call (SQLite and
 # Postgres); the similarity report of a class of 500.
-go test -run '^$' -bench 'BenchmarkImportRoster500' -benchtime 5x ./internal/roster/ | tee out/bench-roster.txt
+go test -run '^$' -bench 'BenchmarkImportRoster500' -benchtime 5x ./internal/accounts/ | tee out/bench-roster.txt
 go test -run '^$' -bench 'BenchmarkCompare500' -benchtime 3x ./internal/similarity/ | tee out/bench-similarity.txt
-# Issue 15 (e15intake): intake against the database alone — POST /api/v1/submissions
+# Intake against the database alone — POST /api/v1/submissions
 # of distinct ~100 KB ch1 notebooks at 4 and 16 clients vs pgbench running the rows
 # intake writes in one transaction (targets: >= 0.7x at 4 clients, p99 <= 50 ms):
 # first with the very bytes the server stored (the like-for-like ratio), then with the
@@ -66,6 +66,6 @@ go test -run '^$' -bench 'BenchmarkCompare500' -benchtime 3x ./internal/similari
 # the CSV against COPY of its query (>= 0.8x).
 go test -run '^$' -bench 'BenchmarkIntakeVsDatabase' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-intake-vs-db.txt
 go test -run '^$' -bench 'BenchmarkDashboard' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-dashboard.txt
-# Issue 15 (p15parse): intake's notebook work on the ~100 KB ch1 upload, per upload: Parse,
+# Intake's notebook work on the ~100 KB ch1 upload, per upload: Parse,
 # the rebuild from the exercise's template, and both (ns, CPU ns incl. GC, bytes, allocations).
 go test -run '^$' -bench 'BenchmarkParseUpload|BenchmarkRebuildUpload|BenchmarkIntakeNotebook' -benchtime 2000x -benchmem ./internal/notebook/ | tee out/bench-intake-notebook.txt

@@ -13,12 +13,15 @@ import (
 var ticketRef = regexp.MustCompile(`(?i)\bissues? #?\d+\b`)
 
 // TestNoTicketNumbersInShippedText: no shipped Go file (tests aside), nor
-// the README, docs/ or api/openapi.yaml, names an issue by its number.
+// the README, docs/, scripts/, the Makefile or api/openapi.yaml, names an
+// issue by its number.
 func TestNoTicketNumbersInShippedText(t *testing.T) {
 	t.Parallel()
 	root := moduleRoot(t)
-	paths := []string{"README.md", "api/openapi.yaml"}
+	paths := []string{"README.md", "api/openapi.yaml", "Makefile"}
 	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	scripts, _ := filepath.Glob(filepath.Join(root, "scripts", "*.sh"))
+	docs = append(docs, scripts...)
 	for _, d := range docs {
 		rel, _ := filepath.Rel(root, d)
 		paths = append(paths, filepath.ToSlash(rel))
