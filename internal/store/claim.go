@@ -34,7 +34,7 @@ const claimLease = `leased AS (
   UPDATE jobs SET state = 'leased', lease_token = @token, runner_id = @runner, lease_expires_at = @expires,
     attempt = attempt + 1, updated_at = @now
   WHERE id = (SELECT id FROM jobs WHERE %sstate = 'queued' AND not_before <= @now%s
-    ORDER BY priority DESC, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+    ORDER BY priority DESC, turn, id LIMIT 1 FOR UPDATE SKIP LOCKED)
   RETURNING ` + claimColumns + `
 ), running AS (
   UPDATE submissions s SET status = 'running', started_at = @now, runner_id = @runner
@@ -102,11 +102,11 @@ func ClaimAsStatement(requiresSQL string) string {
 const claimSQLite = `UPDATE jobs SET state = 'leased', lease_token = @token, runner_id = @runner, lease_expires_at = @expires,
     attempt = attempt + 1, updated_at = @now
   WHERE id = (SELECT id FROM jobs WHERE state = 'queued' AND not_before <= @now%s
-    ORDER BY priority DESC, id LIMIT 1)
+    ORDER BY priority DESC, turn, id LIMIT 1)
   RETURNING *`
 
 // ClaimJob leases the first queued job in claim order (highest priority,
-// then oldest) that c allows, marks its submission running and returns it
+// then the learner's earliest turn, then oldest) that c allows, marks its submission running and returns it
 // with its payload. It returns (nil, nil) when there is none; with an
 // Owner, ErrRunnerUnknown or ErrRunnerDraining when the runner may not
 // claim.

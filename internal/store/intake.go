@@ -60,7 +60,7 @@ func (db *DB) insertIntake(ctx context.Context, r intakeRows) (int64, error) {
 		}
 		j := r.job
 		return db.rowErr(tx.g.Raw(insertJobSQL+" RETURNING id", j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority,
-			j.MaxAttempts, j.PayloadSHA256, j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt).Row().Scan(&id))
+			j.MaxAttempts, j.PayloadSHA256, j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt, s.UserID, s.UserID).Row().Scan(&id))
 	})
 	return id, err
 }
@@ -78,7 +78,11 @@ const (
 	insertBlobSQL       = "INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)"
 	insertSubmissionSQL = "INSERT INTO submissions (id, user_id, exercise_id, exercise_version, notebook_sha256, status, idempotency_key, integrity, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	insertAttemptSQL    = "INSERT INTO upload_attempts (user_id, exercise_id, created_at) VALUES (?, ?, ?)"
-	insertJobSQL        = "INSERT INTO jobs (submission_id, kind, exercise_id, state, requires, priority, max_attempts, payload_sha256, not_before, profile, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	// A grade job's turn is the count of its learner's jobs queued or
+	// running before it (activeJobsSQL), taken in the insert itself.
+	insertJobSQL = "INSERT INTO jobs (submission_id, kind, exercise_id, state, requires, priority, max_attempts, payload_sha256, not_before, profile, created_at, updated_at, user_id, turn) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (" + activeJobsSQL + "))"
+	// activeJobsSQL counts a learner's jobs that are queued or running.
+	activeJobsSQL = "SELECT count(*) FROM jobs WHERE user_id = ? AND state IN ('queued', 'leased')"
 )
 
 // intakeStatement is the Postgres statement that writes the rows of one
@@ -119,7 +123,7 @@ func intakeStatement(rows []intakeRows) (name, query string, args []any) {
 	for _, r := range rows {
 		j := r.job
 		args = append(args, j.SubmissionID, j.Kind, j.ExerciseID, j.State, j.Requires, j.Priority, j.MaxAttempts, j.PayloadSHA256,
-			j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt)
+			j.NotBefore, j.Profile, j.CreatedAt, j.UpdatedAt, r.sub.UserID, r.sub.UserID)
 	}
 	if q, ok := intakeTexts.Load(name); ok {
 		return name, q.(string), args
@@ -143,7 +147,7 @@ func intakeText(subs, blobs, attempts int) string {
 // multiRow is insert, an INSERT of one row ending in its VALUES tuple,
 // with that tuple n times.
 func multiRow(insert string, n int) string {
-	at := strings.LastIndex(insert, " (") + 1
+	at := strings.Index(insert, " VALUES ") + len(" VALUES ")
 	tuples := make([]string, n)
 	for i := range tuples {
 		tuples[i] = insert[at:]
@@ -189,7 +193,10 @@ func intakeJob(ns NewSubmission, subID, payload string) (jobRow, error) {
 	}
 	job := ns.Job
 	job.SubmissionID, job.PayloadSHA256 = subID, payload
-	return newJobRow(job), nil
+	row := newJobRow(job)
+	user := ns.UserID
+	row.UserID = &user
+	return row, nil
 }
 
 // blobRows returns the distinct blob rows of data and their keys in order.

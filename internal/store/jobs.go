@@ -39,6 +39,11 @@ type jobRow struct {
 	UpdatedAt      time.Time
 	// Profile is the runner profile a reference job records (migration 00003).
 	Profile string
+	// UserID is the learner a grade job grades the upload of, and Turn how
+	// many of their jobs were queued or running when it was enqueued: the
+	// claim order's fair share (migration 00025).
+	UserID *int64
+	Turn   int
 }
 
 func (jobRow) TableName() string { return "jobs" }
@@ -333,7 +338,7 @@ func (db *DB) Job(ctx context.Context, id int64) (domain.Job, error) {
 func (db *DB) PendingJobs(ctx context.Context, limit int) ([]domain.Job, error) {
 	var rows []jobRow
 	err := db.gorm.WithContext(ctx).Where("state IN ?", []string{domain.JobQueued, domain.JobLeased}).
-		Order("priority DESC, id").Limit(limit).Find(&rows).Error
+		Order("priority DESC, turn, id").Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("list pending jobs: %w", translate(err))
 	}

@@ -137,6 +137,9 @@ func (db *DB) createCapped(ctx context.Context, ns NewSubmission, row *submissio
 		if err != nil {
 			return err
 		}
+		if err := tx.g.Raw(activeJobsSQL, ns.UserID).Scan(&job.Turn).Error; err != nil {
+			return fmt.Errorf("count the jobs of user %d: %w", ns.UserID, err)
+		}
 		if err := tx.g.Create(&job).Error; err != nil {
 			return fmt.Errorf("insert grade job for %s: %w", ns.ExerciseID, translate(err))
 		}
