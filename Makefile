@@ -47,7 +47,7 @@ test-check: build
 	$(BIN) check --profile cpu --jobs 2 --junit out/check-junit.xml
 
 test-fuzz:
-	@bash scripts/fuzz.sh 10s
+	@bash scripts/fuzz.sh 100000x
 
 bench: deps build
 	@bash scripts/bench.sh

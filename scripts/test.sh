@@ -29,7 +29,7 @@ fi
 echo "== go test (SQLite and Postgres)"
 go test -count=1 -timeout 25m ./... 2>&1 | tee out/go-test.log
 echo "== fuzz (brief)"
-bash scripts/fuzz.sh 5s
+bash scripts/fuzz.sh 20000x
 echo "== npugrade check --profile cpu"
 ./bin/npugrade check --profile cpu --jobs 2 --junit out/check-junit.xml
 echo "== cross-compile runner for linux/arm64 and linux/amd64"
