@@ -8,6 +8,7 @@ import (
 // Event kinds: what the outbox records, in the transaction that causes it.
 const (
 	EventGraded         = "graded"          // a submission was scored
+	EventChecked        = "checked"         // a check (uncounted) was scored: no score follows it
 	EventFailed         = "failed"          // a submission failed for good (infrastructure, or canceled)
 	EventRegradeApplied = "regrade-applied" // a staged regrade replaced scores
 	EventScoreChanged   = "score-changed"   // a scored submission's score changed (ScoreChanged)

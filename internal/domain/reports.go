@@ -104,7 +104,9 @@ type SubmissionFilter struct {
 	UserID     int64 // 0 = all users
 	ExerciseID string
 	Status     string // "" = any
-	Limit      int
+	// Checks lists the uncounted checks instead of the submissions.
+	Checks bool
+	Limit  int
 	// After continues a listing past this submission (cursor paging,
 	// stable while new submissions arrive): only older ones, or as old
 	// with a smaller id, are listed.

@@ -92,6 +92,9 @@ type Submission struct {
 	StartedAt       *time.Time
 	GradedAt        *time.Time
 	Cells           []CellResult
+	// Check is true for an uncounted check: graded like a submission but
+	// no attempt, not in the gradebook, no score event.
+	Check bool
 }
 
 // CellResult is the verdict of one graded cell.

@@ -63,6 +63,9 @@ type Policy struct {
 	MaxSubmissions int `json:"max_submissions,omitempty"`
 	// RateLimit caps submissions per learner in a sliding window.
 	RateLimit *RateLimit `json:"rate_limit,omitempty"`
+	// Checks are the uncounted checks learners may ask for (nil: the
+	// default, DefaultChecks; "checks": false turns them off).
+	Checks *Checks `json:"checks,omitempty"`
 	// Feedback is when learners see the details of their feedback:
 	// "immediate" (default: each cell's own visibility decides),
 	// "after_due_date" (nothing before the deadline) or "on_release"
@@ -87,6 +90,50 @@ type LateStep struct {
 type RateLimit struct {
 	Count int      `json:"count"`
 	Per   Duration `json:"per"`
+}
+
+// Checks is the check policy: off, or at most Count per Per per learner.
+// It is written as false, true (the default limit) or {"count", "per"}.
+type Checks struct {
+	Off bool
+	RateLimit
+}
+
+// DefaultChecks allows a learner far more checks than submissions, few
+// enough that a script cannot keep a runner busy.
+var DefaultChecks = Checks{RateLimit: RateLimit{Count: 60, Per: Duration(10 * time.Minute)}}
+
+// UnmarshalJSON reads false, true or {"count": 60, "per": "10m"}.
+func (c *Checks) UnmarshalJSON(b []byte) error {
+	var on bool
+	if err := json.Unmarshal(b, &on); err == nil {
+		*c = DefaultChecks
+		c.Off = !on
+		return nil
+	}
+	if err := json.Unmarshal(b, &c.RateLimit); err != nil {
+		return fmt.Errorf("checks is false, true or {\"count\": 60, \"per\": \"10m\"}: %w", err)
+	}
+	return nil
+}
+
+// MarshalJSON writes false when off, else the limit.
+func (c Checks) MarshalJSON() ([]byte, error) {
+	if c.Off {
+		return []byte("false"), nil
+	}
+	return json.Marshal(c.RateLimit)
+}
+
+// Window is the check limit: at most count checks per per.
+func (c Checks) Window() (count int, per time.Duration) { return c.Count, time.Duration(c.Per) }
+
+// CheckPolicy is ex's check policy with the default filled in.
+func (ex *Exercise) CheckPolicy() Checks {
+	if ex.Checks == nil {
+		return DefaultChecks
+	}
+	return *ex.Checks
 }
 
 // Duration is a time.Duration written as a Go duration string ("90m", "24h").
@@ -665,6 +712,9 @@ func (ex *Exercise) applyConfig() []error {
 	}
 	if rl := ex.RateLimit; rl != nil && (rl.Count <= 0 || rl.Per <= 0) {
 		errs = append(errs, errors.New("rate_limit needs a positive count and a positive per duration"))
+	}
+	if c := ex.Checks; c != nil && !c.Off && (c.Count <= 0 || c.Per <= 0) {
+		errs = append(errs, errors.New("checks needs a positive count and a positive per duration (or false)"))
 	}
 	seen := map[int64]bool{}
 	for _, s := range ex.ProbeSeeds {

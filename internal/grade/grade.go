@@ -142,10 +142,16 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 		killed = res.Reason
 	}
 	sc.Score, sc.Message = scoring.Total(sc.Cells, sc.Multiplier, killed)
+	status := scoring.Status(sc.Cells)
+	if sub.Check {
+		// Nobody grades a check by hand: its manual cells stay marked
+		// as waiting, and the check is done.
+		status = domain.StatusGraded
+	}
 	return store.Grade{
 		SubmissionID: sub.ID, Score: sc.Score, MaxScore: sc.MaxScore, Message: sc.Message,
 		Profile: sc.Profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: sc.GraderVersion,
-		Executed: res.Notebook, Cells: sc.Cells, Status: scoring.Status(sc.Cells),
+		Executed: res.Notebook, Cells: sc.Cells, Status: status, Check: sub.Check,
 	}, nil
 }
 

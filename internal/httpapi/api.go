@@ -59,8 +59,10 @@ func (s *Server) starterNotebook(c *gin.Context) {
 
 // SubmissionJSON is the API form of a submission.
 type SubmissionJSON struct {
-	ID              string              `json:"id"`
-	Exercise        string              `json:"exercise"`
+	ID       string `json:"id"`
+	Exercise string `json:"exercise"`
+	// Kind is "submission" (counted) or "check" (uncounted).
+	Kind            string              `json:"kind"`
 	User            string              `json:"user,omitempty"`
 	Status          string              `json:"status"`
 	Score           float64             `json:"score"`
@@ -87,14 +89,22 @@ func toJSON(s domain.Submission) SubmissionJSON {
 		c.Message, c.Observed, c.Expected, c.Diff = domain.Printable(c.Message), domain.Printable(c.Observed), domain.Printable(c.Expected), domain.Printable(c.Diff)
 		cells[i] = c
 	}
+	kind := "submission"
+	if s.Check {
+		kind = "check"
+	}
 	return SubmissionJSON{
-		ID: s.ID, Exercise: s.ExerciseID, User: s.UserName, Status: s.Status, Score: s.Score, MaxScore: s.MaxScore,
+		ID: s.ID, Exercise: s.ExerciseID, Kind: kind, User: s.UserName, Status: s.Status, Score: s.Score, MaxScore: s.MaxScore,
 		Message: s.Message, Profile: s.Profile, ExerciseVersion: s.ExerciseVersion, GraderVersion: s.GraderVersion,
 		EnvFingerprint: s.EnvFingerprint, CreatedAt: s.CreatedAt, StartedAt: s.StartedAt, GradedAt: s.GradedAt, Cells: cells,
 	}
 }
 
-func (s *Server) createSubmission(c *gin.Context) {
+func (s *Server) createSubmission(c *gin.Context) { s.upload(c, false) }
+
+// upload takes a notebook in as a submission or, with check, as an
+// uncounted check: the same form, validation and grading.
+func (s *Server) upload(c *gin.Context, check bool) {
 	u := currentUser(c)
 	max := s.maxUpload()
 	// The body may carry multipart overhead beyond the notebook itself.
@@ -124,7 +134,7 @@ func (s *Server) createSubmission(c *gin.Context) {
 		return
 	}
 	sub, created, err := s.Submissions.Submit(c.Request.Context(), intake.Request{
-		User: u, ExerciseID: exerciseID, Notebook: data, IdempotencyKey: c.GetHeader("Idempotency-Key"),
+		User: u, ExerciseID: exerciseID, Notebook: data, IdempotencyKey: c.GetHeader("Idempotency-Key"), Check: check,
 	})
 	if err != nil {
 		var rl *intake.RateLimitError
@@ -140,7 +150,11 @@ func (s *Server) createSubmission(c *gin.Context) {
 	if created && s.Metrics != nil {
 		s.Metrics.Submissions.Inc()
 	}
-	c.Header("Location", "/api/v1/submissions/"+sub.ID)
+	if check {
+		c.Header("Location", "/api/v1/checks/"+sub.ID)
+	} else {
+		c.Header("Location", "/api/v1/submissions/"+sub.ID)
+	}
 	if !created {
 		c.Header("Idempotent-Replayed", "true")
 	}

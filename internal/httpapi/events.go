@@ -35,7 +35,7 @@ type EventsJSON struct {
 	Next   string      `json:"next"`
 }
 
-var eventKinds = map[string]bool{domain.EventGraded: true, domain.EventFailed: true,
+var eventKinds = map[string]bool{domain.EventGraded: true, domain.EventChecked: true, domain.EventFailed: true,
 	domain.EventRegradeApplied: true, domain.EventScoreChanged: true}
 
 func (s *Server) listEvents(c *gin.Context) {

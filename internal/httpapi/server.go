@@ -132,6 +132,7 @@ func (s *Server) Handler() http.Handler {
 		r.GET("/metrics", s.metricsAuth, gin.WrapH(s.MetricsHandler()))
 	}
 
+	s.clientRoutes(r)
 	api := r.Group("/api/v1", s.authenticate(false))
 	api.GET("/exercises", s.listExercises)
 	api.GET("/exercises/:id/notebook", s.starterNotebook)
@@ -140,6 +141,7 @@ func (s *Server) Handler() http.Handler {
 	api.GET("/submissions/:id", s.getSubmission)
 	api.GET("/submissions/:id/executed", s.executedNotebook)
 	api.GET("/queue", s.requireRole(domain.RoleInstructor, domain.RoleAdmin), s.queueDepth)
+	s.checkRoutes(api)
 	s.regradeRoutes(api)
 	s.eventRoutes(api)
 	s.extensionRoutes(api)

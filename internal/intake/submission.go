@@ -28,6 +28,7 @@ type Store interface {
 	CountSubmissions(ctx context.Context, userID int64, exerciseID string, since time.Time) (int64, error)
 	CreateSubmission(ctx context.Context, ns store.NewSubmission) (sub domain.Submission, created bool, err error)
 	RecordUpload(ctx context.Context, userID int64, exerciseID string, windows []store.UploadWindow) (*store.UploadRefused, error)
+	RecordCheck(ctx context.Context, userID int64, exerciseID string, windows []store.UploadWindow) (*store.UploadRefused, error)
 	SubmissionByKey(ctx context.Context, userID int64, key string) (domain.Submission, error)
 }
 
@@ -135,11 +136,18 @@ type Request struct {
 	ExerciseID     string
 	Notebook       []byte
 	IdempotencyKey string
+	// Check asks for an uncounted check: graded exactly like a
+	// submission, but no attempt is used and no score is kept; the
+	// exercise's checks policy limits it instead (CheckPolicy).
+	Check bool
 }
 
 // Submit validates and stores an upload. created is false when the
 // idempotency key returned an earlier submission.
 func (s *Service) Submit(ctx context.Context, r Request) (sub domain.Submission, created bool, err error) {
+	if r.Check {
+		return s.check(ctx, r)
+	}
 	if r.IdempotencyKey != "" {
 		// A replay is the earlier submission, whatever was sent again.
 		if sub, err := s.DB.SubmissionByKey(ctx, r.User.ID, r.IdempotencyKey); err == nil {
@@ -195,7 +203,9 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 		}
 		return domain.Submission{}, false, problems("the submission is not valid", all)
 	}
-	if err := s.admit(ctx, ex, r.User); err != nil {
+	if r.Check {
+		// A check uses no attempt, so max_submissions does not stop it.
+	} else if err := s.admit(ctx, ex, r.User); err != nil {
 		return domain.Submission{}, false, err
 	}
 	// The probe seed is drawn per job from the exercise's pool; the rebuilt
@@ -221,7 +231,7 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 	sub, created, err = s.DB.CreateSubmission(ctx, store.NewSubmission{
 		UserID: r.User.ID, ExerciseID: ex.ID, ExerciseVersion: ex.Version, Upload: r.Notebook,
 		Rebuilt: payload, Integrity: integrity, IdempotencyKey: r.IdempotencyKey, Job: job,
-		MaxSubmissions: maxSubmissions(ex, r.User), RecordAttempt: record,
+		MaxSubmissions: maxSubmissions(ex, r.User), RecordAttempt: record, Check: r.Check,
 	})
 	if err != nil {
 		return domain.Submission{}, false, err

@@ -66,8 +66,9 @@ func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 		whereArgs = append(whereArgs, f.Section)
 	}
 	// Scored submissions: graded, and those graded for their automatic
-	// part that wait for manual grading (marked so by their status).
-	scored, scoredArgs := "s.user_id = u.id AND s.status IN ('"+domain.StatusGraded+"', '"+domain.StatusNeedsManual+"')", []any{}
+	// part that wait for manual grading (marked so by their status); never
+	// a check.
+	scored, scoredArgs := "s.user_id = u.id AND "+counted+" AND s.status IN ('"+domain.StatusGraded+"', '"+domain.StatusNeedsManual+"')", []any{}
 	if f.ExerciseID != "" {
 		scored += " AND s.exercise_id = ?"
 		scoredArgs = append(scoredArgs, f.ExerciseID)

@@ -33,10 +33,10 @@ func (db *DB) CountSubmissions(ctx context.Context, userID int64, exerciseID str
 // attempts narrows q (on submissions) to the learner's attempts, what
 // max_submissions caps: a submission whose grading failed is none, and
 // stays none when a regrade later scores it (its score history then
-// holds an entry whose prior status is failed).
+// holds an entry whose prior status is failed); a check is none either.
 func attempts(q *gorm.DB) *gorm.DB {
-	return q.Where("submissions.status <> ? AND NOT EXISTS (SELECT 1 FROM score_history h WHERE h.submission_id = submissions.id AND h.prior_status = ?)",
-		domain.StatusFailed, domain.StatusFailed)
+	return q.Where("submissions.kind = ? AND submissions.status <> ? AND NOT EXISTS (SELECT 1 FROM score_history h WHERE h.submission_id = submissions.id AND h.prior_status = ?)",
+		kindSubmission, domain.StatusFailed, domain.StatusFailed)
 }
 
 // SubmissionTimes returns the creation times of a user's submissions of an
@@ -44,7 +44,7 @@ func attempts(q *gorm.DB) *gorm.DB {
 func (db *DB) SubmissionTimes(ctx context.Context, userID int64, exerciseID string, since time.Time) ([]time.Time, error) {
 	var times []time.Time
 	err := db.gorm.WithContext(ctx).Model(&submissionRow{}).
-		Where("user_id = ? AND exercise_id = ? AND created_at >= ?", userID, exerciseID, since).
+		Where("user_id = ? AND exercise_id = ? AND created_at >= ? AND kind = ?", userID, exerciseID, since, kindSubmission).
 		Order("created_at").Pluck("created_at", &times).Error
 	if err != nil {
 		return nil, fmt.Errorf("list submission times of user %d for %s: %w", userID, exerciseID, err)
@@ -66,7 +66,7 @@ func (db *DB) FailedSubmissions(ctx context.Context, exerciseID string) ([]domai
 }
 
 func (db *DB) submissionsIn(ctx context.Context, exerciseID string, userID int64, statuses ...string) ([]domain.Submission, error) {
-	q := db.gorm.WithContext(ctx).Where("status IN ?", statuses)
+	q := db.gorm.WithContext(ctx).Where("status IN ? AND kind = ?", statuses, kindSubmission)
 	if exerciseID != "" {
 		q = q.Where("exercise_id = ?", exerciseID)
 	}

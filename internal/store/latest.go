@@ -14,7 +14,7 @@ func (db *DB) LatestSubmissionsOf(ctx context.Context, exerciseID string, limit 
 	var rows []submissionRow
 	err := db.gorm.WithContext(ctx).Raw(`SELECT s.* FROM submissions s JOIN users u ON u.id = s.user_id
 		WHERE s.exercise_id = ? AND u.role = ? AND s.id = (
-			SELECT s2.id FROM submissions s2 WHERE s2.user_id = s.user_id AND s2.exercise_id = s.exercise_id
+			SELECT s2.id FROM submissions s2 WHERE s2.user_id = s.user_id AND s2.exercise_id = s.exercise_id AND s2.kind = 'submission'
 			ORDER BY s2.created_at DESC, s2.id DESC LIMIT 1)
 		ORDER BY u.name LIMIT ?`, exerciseID, string(domain.RoleLearner), limit).Scan(&rows).Error
 	if err != nil {

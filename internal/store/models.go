@@ -53,6 +53,7 @@ type submissionRow struct {
 	GraderVersion   string
 	IdempotencyKey  *string
 	Integrity       *string // intake's integrity findings, JSON (migration 00005)
+	Kind            string  // kindSubmission or kindCheck (migration 00026)
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	GradedAt        *time.Time

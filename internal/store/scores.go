@@ -98,11 +98,11 @@ func (db *DB) keepScore(tx *gorm.DB, row submissionRow, cells []domain.CellResul
 }
 
 // ScoredSubmissions lists a learner's scored submissions of an exercise
-// (graded or needs-manual), oldest first, with their cells: what an
-// extension grant or revocation rescores.
+// (graded or needs-manual, not checks), oldest first, with their cells:
+// what an extension grant or revocation rescores.
 func (tx *Tx) ScoredSubmissions(exerciseID string, userID int64) ([]domain.Submission, error) {
 	var rows []submissionRow
-	if err := tx.g.Where("exercise_id = ? AND user_id = ? AND status IN ?", exerciseID, userID, []string{domain.StatusGraded, domain.StatusNeedsManual}).
+	if err := tx.g.Where("exercise_id = ? AND user_id = ? AND status IN ? AND kind = ?", exerciseID, userID, []string{domain.StatusGraded, domain.StatusNeedsManual}, kindSubmission).
 		Order("created_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read scored submissions of user %d for %s: %w", userID, exerciseID, err)
 	}

@@ -110,7 +110,7 @@ const scoredSubmissions = "('" + domain.StatusGraded + "', '" + domain.StatusNee
 // scored submissions of an exercise, of one section's learners when
 // section is not "".
 func statsScope(exerciseID, section string) (string, []any) {
-	where, args := "s.exercise_id = ? AND s.status IN "+scoredSubmissions+" AND cr.counted = ?", []any{exerciseID, true}
+	where, args := "s.exercise_id = ? AND s.status IN "+scoredSubmissions+" AND "+counted+" AND cr.counted = ?", []any{exerciseID, true}
 	if section != "" {
 		where += " AND s.user_id IN (SELECT id FROM users WHERE section = ?)"
 		args = append(args, section)
@@ -199,7 +199,7 @@ func (db *DB) RevokeToken(ctx context.Context, tokenID int64) error {
 func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]domain.Submission, error) {
 	var rows []submissionRow
 	err := db.gorm.WithContext(ctx).Raw(`SELECT s.* FROM submissions s WHERE s.user_id = ? AND s.id = (
-		SELECT s2.id FROM submissions s2 WHERE s2.user_id = s.user_id AND s2.exercise_id = s.exercise_id
+		SELECT s2.id FROM submissions s2 WHERE s2.user_id = s.user_id AND s2.exercise_id = s.exercise_id AND s2.kind = 'submission'
 		ORDER BY s2.created_at DESC, s2.id DESC LIMIT 1)`, userID).Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("latest submissions of user %d: %w", userID, err)
@@ -212,7 +212,8 @@ func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]d
 }
 
 // RecentSubmissions lists the newest submissions of everyone with the
-// learner's name, without cell results.
+// learner's name, without cell results; checks are listed too, marked
+// (the dashboard shows them as checks).
 func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]domain.Submission, error) {
 	var rows []submissionRow
 	if err := db.gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {

@@ -61,13 +61,25 @@ type NewSubmission struct {
 	// rate limit applied, so none was recorded before it: see
 	// RecordUpload); a refused one is recorded with CountRefusedUpload.
 	RecordAttempt bool
+	// Check stores an uncounted check: no cap, no attempt recorded (its
+	// own limit was: RecordCheck), no idempotency key.
+	Check bool
 }
+
+// Submission kinds (submissions.kind). Every read of a learner's record
+// (attempts, gradebook, dashboard, regrades, similarity, rescoring) takes
+// kindSubmission only; counted is that condition on the alias s.
+const (
+	kindSubmission = "submission"
+	kindCheck      = "check"
+	counted        = "s.kind = 'submission'"
+)
 
 // CreateSubmission writes the submission, its blobs and its queued job in
 // one transaction (without a cap: one statement, intake.go). With an idempotency key already used by this user it
 // returns the earlier submission and created=false.
 func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domain.Submission, created bool, err error) {
-	if ns.IdempotencyKey != "" {
+	if ns.IdempotencyKey != "" && !ns.Check {
 		if s, err := db.submissionByKey(ctx, ns.UserID, ns.IdempotencyKey); err == nil {
 			return s, false, nil
 		} else if !errors.Is(err, ErrNotFound) {
@@ -82,6 +94,10 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		ExerciseVersion: ns.ExerciseVersion,
 		Status:          domain.StatusQueued,
 		CreatedAt:       now,
+		Kind:            kindSubmission,
+	}
+	if ns.Check {
+		row.Kind, ns.MaxSubmissions, ns.RecordAttempt, ns.IdempotencyKey = kindCheck, 0, false, ""
 	}
 	if ns.IdempotencyKey != "" {
 		k := ns.IdempotencyKey
@@ -222,6 +238,11 @@ func withCellsIn(g *gorm.DB, row submissionRow) (domain.Submission, error) {
 // Submissions lists submissions, newest first, without cell results.
 func (db *DB) Submissions(ctx context.Context, f domain.SubmissionFilter) ([]domain.Submission, error) {
 	q := db.gorm.WithContext(ctx).Model(&submissionRow{}).Order("created_at DESC, id DESC")
+	if f.Checks {
+		q = q.Where("kind = ?", kindCheck)
+	} else {
+		q = q.Where("kind = ?", kindSubmission)
+	}
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)
 	}
@@ -347,6 +368,9 @@ type Grade struct {
 	Cells          []domain.CellResult
 	// Status is scoring.Status of Cells: graded or needs-manual.
 	Status string
+	// Check says the submission is an uncounted check: its event is
+	// checked, not graded, so nothing that follows scores sees it.
+	Check bool
 }
 
 // SaveGrade writes a score and its cell results. It runs inside the
@@ -358,7 +382,11 @@ func (tx *Tx) SaveGrade(g Grade) error {
 	if err := tx.db.saveGrade(tx.g, g); err != nil {
 		return err
 	}
-	return tx.db.addEvent(tx.g, domain.EventGraded, g.SubmissionID,
+	kind := domain.EventGraded
+	if g.Check {
+		kind = domain.EventChecked
+	}
+	return tx.db.addEvent(tx.g, kind, g.SubmissionID,
 		map[string]any{"score": g.Score, "max_score": g.MaxScore, "profile": g.Profile, "grader_version": g.GraderVersion})
 }
 
@@ -409,13 +437,12 @@ func (db *DB) writeCells(tx *gorm.DB, submissionID string, cells []domain.CellRe
 	return nil
 }
 
-// statusOf is a scored submission's status: needs-manual while a manual
-// cell waits for a person.
 func toSubmission(r submissionRow, userName string) domain.Submission {
 	return domain.Submission{
 		ID: r.ID, UserID: r.UserID, UserName: userName, ExerciseID: r.ExerciseID, ExerciseVersion: r.ExerciseVersion,
 		NotebookSHA256: r.NotebookSHA256, Status: r.Status, Score: r.Score, MaxScore: r.MaxScore,
 		Message: r.Message, Profile: r.Profile, RunnerID: r.RunnerID, EnvFingerprint: r.EnvFingerprint,
 		GraderVersion: r.GraderVersion, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, GradedAt: r.GradedAt,
+		Check: r.Kind == kindCheck,
 	}
 }

@@ -17,6 +17,13 @@ type UploadWindow struct {
 	Per      time.Duration
 }
 
+// Upload kinds: a check's attempts are counted apart from a submission's
+// (each has its own limits; a burst of checks never blocks a submission).
+const (
+	UploadSubmission = "submission"
+	UploadCheck      = "check"
+)
+
 // UploadRefused says which window is full and when it frees up.
 type UploadRefused struct {
 	Window     UploadWindow
@@ -27,6 +34,7 @@ type uploadAttemptRow struct {
 	ID         int64
 	UserID     int64
 	ExerciseID string
+	Kind       string
 	CreatedAt  time.Time
 }
 
@@ -37,6 +45,16 @@ func (uploadAttemptRow) TableName() string { return "upload_attempts" }
 // record happen under a lock on the learner's row, so concurrent uploads
 // (on any server sharing the database) cannot both take the last place.
 func (db *DB) RecordUpload(ctx context.Context, userID int64, exerciseID string, windows []UploadWindow) (*UploadRefused, error) {
+	return db.recordAttempt(ctx, userID, exerciseID, UploadSubmission, windows)
+}
+
+// RecordCheck is RecordUpload for a check: its windows count checks only,
+// and the attempt it records is a check's.
+func (db *DB) RecordCheck(ctx context.Context, userID int64, exerciseID string, windows []UploadWindow) (*UploadRefused, error) {
+	return db.recordAttempt(ctx, userID, exerciseID, UploadCheck, windows)
+}
+
+func (db *DB) recordAttempt(ctx context.Context, userID int64, exerciseID, kind string, windows []UploadWindow) (*UploadRefused, error) {
 	var refused *UploadRefused
 	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := db.lockUser(tx, userID); err != nil {
@@ -46,14 +64,14 @@ func (db *DB) RecordUpload(ctx context.Context, userID int64, exerciseID string,
 		// for another process's) before anything is read, so two servers
 		// on one file cannot both read a window with one place left.
 		now := db.Now()
-		if err := db.insertUpload(tx, userID, exerciseID, now); err != nil {
+		if err := db.insertUpload(tx, userID, exerciseID, kind, now); err != nil {
 			return err
 		}
 		for _, w := range windows {
 			if w.Count <= 0 || w.Per <= 0 {
 				continue
 			}
-			q := tx.Model(&uploadAttemptRow{}).Where("user_id = ? AND created_at > ?", userID, now.Add(-w.Per))
+			q := tx.Model(&uploadAttemptRow{}).Where("user_id = ? AND created_at > ? AND kind = ?", userID, now.Add(-w.Per), kind)
 			if w.Exercise != "" {
 				q = q.Where("exercise_id = ?", w.Exercise)
 			}
@@ -85,14 +103,14 @@ var errUploadRefused = errors.New("upload refused")
 // CountRefusedUpload records an upload refused before it could be
 // checked (too large, not a form): it counts against the rate limits.
 func (db *DB) CountRefusedUpload(ctx context.Context, userID int64, exerciseID string) error {
-	return db.insertUpload(db.gorm.WithContext(ctx), userID, exerciseID, db.Now())
+	return db.insertUpload(db.gorm.WithContext(ctx), userID, exerciseID, UploadSubmission, db.Now())
 }
 
-func (db *DB) insertUpload(tx *gorm.DB, userID int64, exerciseID string, now time.Time) error {
+func (db *DB) insertUpload(tx *gorm.DB, userID int64, exerciseID, kind string, now time.Time) error {
 	if len(exerciseID) > 200 {
 		exerciseID = exerciseID[:200]
 	}
-	if err := tx.Create(&uploadAttemptRow{UserID: userID, ExerciseID: Printable(exerciseID), CreatedAt: now}).Error; err != nil {
+	if err := tx.Create(&uploadAttemptRow{UserID: userID, ExerciseID: Printable(exerciseID), Kind: kind, CreatedAt: now}).Error; err != nil {
 		return fmt.Errorf("record upload of user %d: %w", userID, err)
 	}
 	return nil
