@@ -14,7 +14,7 @@ import (
 func (s *Server) clientRoutes(r gin.IRoutes) {
 	r.GET("/client/npugrade.py", func(c *gin.Context) {
 		c.Header("Content-Disposition", `inline; filename="npugrade.py"`)
-		c.Data(http.StatusOK, "text/x-python; charset=utf-8", pyclient.Module(s.baseURL(c)))
+		c.Data(http.StatusOK, "text/plain; charset=utf-8", pyclient.Module(s.baseURL(c)))
 	})
 	r.GET("/client/simple/", func(c *gin.Context) {
 		c.Data(http.StatusOK, "text/html; charset=utf-8", pyclient.RootIndex())

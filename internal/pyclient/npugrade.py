@@ -307,7 +307,7 @@ def _multipart(exercise, path, data):
     parts = [
         "--%s\r\nContent-Disposition: form-data; name=\"exercise\"\r\n\r\n%s\r\n" % (boundary, exercise),
         "--%s\r\nContent-Disposition: form-data; name=\"notebook\"; filename=\"%s\"\r\n"
-        "Content-Type: application/x-ipynb+json\r\n\r\n" % (boundary, name),
+        "Content-Type: application/octet-stream\r\n\r\n" % (boundary, name),
     ]
     body = "".join(parts).encode("utf-8") + data + ("\r\n--%s--\r\n" % boundary).encode()
     return body, "multipart/form-data; boundary=" + boundary
