@@ -73,6 +73,9 @@ func (s Appeals) Ask(ctx context.Context, u domain.User, submissionID string, re
 	if err != nil {
 		return domain.RegradeRequest{}, err
 	}
+	if sub.Check {
+		return domain.RegradeRequest{}, domain.Errorf(domain.ECONFLICT, "%s is an uncounted check; a regrade is asked of a submission", sub.ID)
+	}
 	if !domain.Scored(sub.Status) {
 		return domain.RegradeRequest{}, domain.Errorf(domain.ECONFLICT, "submission %s is %s; a regrade is asked of a scored submission", sub.ID, sub.Status)
 	}

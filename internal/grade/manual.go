@@ -255,6 +255,10 @@ func (s Manual) rescore(ctx context.Context, ex *exercise.Exercise, subID string
 	if err != nil {
 		return domain.Submission{}, err
 	}
+	if before.Check {
+		// A check's score is kept nowhere: grading it by hand would be.
+		return domain.Submission{}, domain.Errorf(domain.ECONFLICT, "%s is an uncounted check; it is not graded by hand", subID)
+	}
 	mult, err := s.multiplier(ctx, ex, before)
 	if err != nil {
 		return domain.Submission{}, err

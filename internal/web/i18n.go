@@ -114,6 +114,8 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"st.queued":             {"queued", "排队中"},
 	"st.running":            {"running", "运行中"},
 	"st.graded":             {"graded", "已评分"},
+	"check.badge":           {"check", "检查"},
+	"check.help":            {"an uncounted check from the notebook client: no attempt used, not in the gradebook", "来自笔记本客户端的检查：不计次数，不计入成绩册"},
 	"st.failed":             {"failed", "失败"},
 	"st.needs-manual":       {"needs manual grading", "待人工评分"},
 	"back":                  {"Back", "返回"},
