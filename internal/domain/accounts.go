@@ -45,6 +45,8 @@ type TokenInfo struct {
 	ID         int64
 	UserID     int64
 	Prefix     string
+	Scope      string // ScopeFull or ScopeLearner
+	Label      string // the client it was issued to (device sign-in), or ""
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
 	LastUsedAt *time.Time
