@@ -10,6 +10,7 @@ const (
 	AuditTokenCreated  = "token-created"
 	AuditTokensRevoked = "tokens-revoked"
 	AuditTokenRevoked  = "token-revoked"
+	AuditDeviceDecided = "device-sign-in"
 	AuditRegradeApply  = "regrade-applied"
 	AuditRunnerDrain   = "runner-drain"
 	AuditRunnerResume  = "runner-resume"
