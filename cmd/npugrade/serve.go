@@ -38,7 +38,7 @@ import (
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
-		envAddr, envDB, envSandbox, envMetricsToken, envTrusted)
+		envAddr, envDB, envSandbox, envMetricsToken, envTrusted, envPublicURL)
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
 	var o serveOptions
 	o.dbURL = fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
