@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"testing"
@@ -273,4 +274,54 @@ func csrfOf(t *testing.T, page string) string {
 	}
 	v, _, _ := strings.Cut(rest, `"`)
 	return v
+}
+
+// TestDeviceCodeBaseAndLimit: client_name may come as JSON; the
+// verification URI honours X-Forwarded-Proto/Host only from a trusted
+// proxy, --public-url over both; an address gets a bounded number of
+// codes a minute (then 429 problem+json).
+func TestDeviceCodeBaseAndLimit(t *testing.T) {
+	t.Parallel()
+	db := storetest.Open(t, "sqlite")
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	srv := compose.Server(compose.Config{DB: db, Queue: jobs.New(db, log), Catalog: projectCatalog(t), Log: log})
+	code := func(h http.Handler, fwd bool) (int, map[string]any) {
+		t.Helper()
+		req := httptest.NewRequest("POST", "http://grade.local/api/v1/device/code", strings.NewReader(`{"client_name":"nb"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if fwd {
+			req.Header.Set("X-Forwarded-Proto", "https")
+			req.Header.Set("X-Forwarded-Host", "grade.example.edu")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		var m map[string]any
+		_ = json.Unmarshal(w.Body.Bytes(), &m)
+		return w.Code, m
+	}
+	plain := srv.Handler()
+	if st, m := code(plain, true); st != 200 || m["verification_uri"] != "http://grade.local/device" {
+		t.Fatalf("untrusted forwarded headers: %d %v", st, m)
+	}
+	srv.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24")} // httptest's RemoteAddr
+	if st, m := code(srv.Handler(), true); st != 200 || m["verification_uri"] != "https://grade.example.edu/device" {
+		t.Fatalf("trusted proxy: %d %v", st, m)
+	}
+	srv.PublicURL = "https://npugrade.example.org/"
+	h := srv.Handler()
+	if st, m := code(h, true); st != 200 || m["verification_uri_complete"] != "https://npugrade.example.org/device?code="+m["user_code"].(string) {
+		t.Fatalf("public URL: %d %v", st, m)
+	}
+	for i := 0; ; i++ {
+		st, m := code(h, false)
+		if st == http.StatusTooManyRequests {
+			if i < 50 || m["status"] != 429.0 {
+				t.Fatalf("refused after %d codes: %v", i, m)
+			}
+			break
+		}
+		if st != 200 || i > 100 {
+			t.Fatalf("code %d: %d %v", i, st, m)
+		}
+	}
 }
