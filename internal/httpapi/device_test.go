@@ -187,7 +187,6 @@ func TestDeviceFlowOverHTTP(t *testing.T) {
 	}
 }
 
-
 func jsonNum(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 func apiGet(t *testing.T, u, token string) int {
