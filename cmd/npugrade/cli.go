@@ -23,6 +23,7 @@ var (
 	envSandbox       = envVar{"NPUGRADE_SANDBOX", "kernel isolation, the default of --sandbox (bwrap or none)"}
 	envMetricsToken  = envVar{"NPUGRADE_METRICS_TOKEN", "bearer token for /metrics on the main listener, the default of --metrics-token"}
 	envTrusted       = envVar{"NPUGRADE_TRUSTED_PROXIES", "reverse proxies whose X-Forwarded-For names the client, the default of --trusted-proxies"}
+	envPublicURL     = envVar{"NPUGRADE_PUBLIC_URL", "the server's URL as users reach it, the default of --public-url"}
 	envServer        = envVar{"NPUGRADE_SERVER", "server URL, the default of --server"}
 	envToken         = envVar{"NPUGRADE_TOKEN", "API token, the default of --token"}
 	envRunnerToken   = envVar{"NPUGRADE_RUNNER_TOKEN", "runner token, the default of --token"}

@@ -155,12 +155,13 @@ func TestCLIHelpListsEnvironment(t *testing.T) {
 		t.Fatalf("found only %d NPUGRADE_ variables in the sources: %v", len(read), read)
 	}
 	helps := map[string][]string{
-		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR", "NPUGRADE_METRICS_TOKEN", "NPUGRADE_TRUSTED_PROXIES"},
+		"serve":     {"NPUGRADE_ADDR", "NPUGRADE_DB", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR", "NPUGRADE_METRICS_TOKEN", "NPUGRADE_TRUSTED_PROXIES", "NPUGRADE_PUBLIC_URL"},
 		"runner":    {"NPUGRADE_SERVER", "NPUGRADE_RUNNER_TOKEN", "NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR", "NPUGRADE_DEV_ROOT"},
 		"check":     {"NPUGRADE_SANDBOX", "NPUGRADE_ENV", "NPUGRADE_ENVS_DIR"},
 		"env build": {"NPUGRADE_ENVS_DIR", "NPUGRADE_DEBIAN_MIRROR"},
 		"env list":  {"NPUGRADE_ENVS_DIR"},
 		"submit":    {"NPUGRADE_SERVER", "NPUGRADE_TOKEN"},
+		"login":     {"NPUGRADE_SERVER"},
 		"migrate":   {"NPUGRADE_DB"},
 		"user add":  {"NPUGRADE_DB"},
 	}

@@ -4,6 +4,7 @@
 //	npugrade runner    a remote runner daemon (or --probe: print the environment report)
 //	npugrade check     regression-test answer notebooks, starters and fixtures (no server)
 //	npugrade submit    upload a notebook and wait for its score
+//	npugrade login     sign in with a code approved in the browser; submit uses the saved token
 //	npugrade user      manage users and tokens
 //	npugrade migrate   apply database migrations
 //	npugrade exercise  exercise tooling (generate starters, import notebooks)
@@ -52,6 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"runner":   cmdRunner,
 		"check":    cmdCheck,
 		"submit":   cmdSubmit,
+		"login":    cmdLogin,
 		"user":     cmdUser,
 		"migrate":  cmdMigrate,
 		"exercise": cmdExercise,
@@ -83,6 +85,7 @@ commands:
   runner    run a remote runner against a server; --probe prints the environment report
   check     execute answers, starters and fixtures and compare with the reference outputs
   submit    upload a notebook and print its per-cell verdicts
+  login     sign in with a code approved in the browser and save the token for submit
   user      add, list, re-token and revoke users (user add NAME --role ROLE)
   migrate   apply database migrations
   exercise  exercise tooling: starters from answers, import of other notebook formats

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"runtime"
 	"runtime/pprof"
@@ -37,7 +38,7 @@ import (
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
-		envAddr, envDB, envSandbox, envMetricsToken, envTrusted)
+		envAddr, envDB, envSandbox, envMetricsToken, envTrusted, envPublicURL)
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
 	var o serveOptions
 	o.dbURL = fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
@@ -52,6 +53,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.metricsAddr = fs.String("metrics-addr", "", "serve /metrics without authentication on this separate listener HOST:PORT (keep it off the public network)")
 	o.metricsToken = fs.String("metrics-token", envOr("NPUGRADE_METRICS_TOKEN", ""), "bearer token that GET /metrics needs on the main listener (default: /metrics is not served there)")
 	trusted := fs.String("trusted-proxies", envOr("NPUGRADE_TRUSTED_PROXIES", ""), "comma-separated CIDRs of the reverse proxies in front of the server: from them the client is the right-most X-Forwarded-For address outside them (default: none, X-Forwarded-For is ignored)")
+	o.publicURL = fs.String("public-url", envOr("NPUGRADE_PUBLIC_URL", ""), "the server's URL as users reach it, e.g. https://grade.example.edu: the device sign-in's verification_uri (default: the request's scheme and host, X-Forwarded-Proto/Host from trusted proxies)")
 	o.uploadLimit = fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file when serve stops (make bench)")
@@ -70,6 +72,9 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if o.trustedProxies, err = httpapi.ParseTrustedProxies(*trusted); err != nil {
 		return fs.usageError(stderr, "--trusted-proxies: "+err.Error())
+	}
+	if u, perr := url.Parse(*o.publicURL); *o.publicURL != "" && (perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
+		return fs.usageError(stderr, "--public-url: want http(s)://host[:port][/path]")
 	}
 	defer restoreGC()
 	o.log = newLogger(stderr, *logLevel)
@@ -117,6 +122,7 @@ type serveOptions struct {
 	leaseTTL, cellTimeout, jobTimeout          *time.Duration
 	maxUpload                                  *int64
 	trustedProxies                             []netip.Prefix
+	publicURL                                  *string
 	envFor                                     envChooser
 	setupExecutor                              func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error
 	warmPool                                   func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func())
@@ -185,7 +191,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
 	srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: o.log, Dispatch: disp, Metrics: metrics,
 		MaxUpload: *o.maxUpload, UploadLimit: uploadWindow, Manual: manual})
-	srv.MetricsToken, srv.TrustedProxies = *o.metricsToken, o.trustedProxies
+	srv.MetricsToken, srv.TrustedProxies, srv.PublicURL = *o.metricsToken, o.trustedProxies, *o.publicURL
 	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log}, nil
 }
 

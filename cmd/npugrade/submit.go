@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -38,8 +39,9 @@ type submissionView struct {
 func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("submit", "FILE.ipynb", "Upload a notebook for an exercise, wait for its grade and print the per-cell verdicts.\nExit 0 on full marks, 1 otherwise. Sending the same file for the same exercise again\nreturns the first submission instead of a duplicate (see --idempotency-key).",
 		envServer, envToken)
-	server := fs.String("server", envOr("NPUGRADE_SERVER", "http://127.0.0.1:8080"), "server URL")
-	token := fs.String("token", os.Getenv("NPUGRADE_TOKEN"), "API token")
+	saved := readConfig()
+	server := fs.String("server", envOr("NPUGRADE_SERVER", cmp.Or(saved.Server, "http://127.0.0.1:8080")), "server URL (default: NPUGRADE_SERVER, else the one npugrade login saved)")
+	token := fs.String("token", os.Getenv("NPUGRADE_TOKEN"), "API token (precedence: --token, NPUGRADE_TOKEN, then the token npugrade login saved for this server)")
 	exerciseID := fs.String("exercise", "", "exercise id, e.g. ch1 (required)")
 	wait := fs.DurationMin("wait", 10*time.Minute, time.Second, "how long to wait for the grade")
 	key := fs.String("idempotency-key", "", "resend-safe key (default: derived from the exercise and the file's content; pass a new one to submit the same file again)")
@@ -52,12 +54,17 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *exerciseID == "" {
 		missing = append(missing, "--exercise is required")
 	}
-	if *token == "" {
-		missing = append(missing, "--token (or NPUGRADE_TOKEN) is required")
-	}
 	base, err := serverURL(*server)
 	if err != nil {
 		missing = append(missing, err.Error())
+	}
+	// The saved token only for the server it was issued by: another
+	// server must not see it.
+	if savedBase, serr := serverURL(saved.Server); *token == "" && serr == nil && err == nil && savedBase == base {
+		*token = saved.Token
+	}
+	if *token == "" {
+		missing = append(missing, "--token (or NPUGRADE_TOKEN, or npugrade login) is required")
 	}
 	if len(missing) > 0 {
 		return fs.usageError(stderr, missing...)

@@ -10,6 +10,7 @@ const (
 	AuditTokenCreated  = "token-created"
 	AuditTokensRevoked = "tokens-revoked"
 	AuditTokenRevoked  = "token-revoked"
+	AuditDeviceDecided = "device-sign-in"
 	AuditRegradeApply  = "regrade-applied"
 	AuditRunnerDrain   = "runner-drain"
 	AuditRunnerResume  = "runner-resume"
@@ -45,6 +46,8 @@ type TokenInfo struct {
 	ID         int64
 	UserID     int64
 	Prefix     string
+	Scope      string // ScopeFull or ScopeLearner
+	Label      string // the client it was issued to (device sign-in), or ""
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
 	LastUsedAt *time.Time

@@ -59,6 +59,10 @@ type Server struct {
 	// this handler; without it /metrics is served only by MetricsHandler
 	// (serve --metrics-addr), never publicly.
 	MetricsToken string
+	// PublicURL is the server's URL as users reach it (serve
+	// --public-url), for device sign-in's verification_uri; empty: the
+	// request's.
+	PublicURL string
 	// Services are the use cases the handlers call (services.go).
 	Services Services
 	// Pages are the browser pages mounted beside the API (nil: none).
@@ -150,6 +154,7 @@ func (s *Server) Handler() http.Handler {
 	s.manualRoutes(api)
 	s.referenceReviewRoutes(api)
 	s.feedbackRoutes(api)
+	s.deviceRoutes(r, api)
 
 	s.fleetRoutes(api)
 	s.runnerRoutes(r)

@@ -21,4 +21,6 @@ type Services struct {
 	References *reference.Reviews
 	Similarity *similarity.Service
 	Rosters    *accounts.Rosters
+	// Devices is device-code sign-in and a user's own tokens.
+	Devices *accounts.Devices
 }

@@ -20,6 +20,8 @@ type tokenRow struct {
 	UserID     int64
 	Hash       string
 	Prefix     string
+	Scope      string // migration 00027
+	Label      string // migration 00027
 	CreatedAt  time.Time
 	RevokedAt  *time.Time
 	LastUsedAt *time.Time

@@ -175,7 +175,7 @@ func (db *DB) Tokens(ctx context.Context) ([]domain.TokenInfo, error) {
 	}
 	out := make([]domain.TokenInfo, len(rows))
 	for i, r := range rows {
-		out[i] = domain.TokenInfo{ID: r.ID, UserID: r.UserID, Prefix: r.Prefix, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt}
+		out[i] = domain.TokenInfo{ID: r.ID, UserID: r.UserID, Prefix: r.Prefix, Scope: r.Scope, Label: r.Label, CreatedAt: r.CreatedAt, RevokedAt: r.RevokedAt, LastUsedAt: r.LastUsedAt}
 	}
 	return out, nil
 }

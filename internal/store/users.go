@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"gorm.io/gorm"
 
@@ -32,7 +33,7 @@ func (db *DB) CreateUser(ctx context.Context, name string, role domain.Role) (do
 			return fmt.Errorf("insert user %q: %w", name, err)
 		}
 		var err error
-		token, err = db.createToken(tx, row.ID)
+		token, _, err = db.createToken(tx, row.ID, domain.ScopeFull, "")
 		return err
 	})
 	if err != nil {
@@ -43,19 +44,81 @@ func (db *DB) CreateUser(ctx context.Context, name string, role domain.Role) (do
 
 // CreateToken issues another token for an existing user.
 func (db *DB) CreateToken(ctx context.Context, userID int64) (string, error) {
-	return db.createToken(db.gorm.WithContext(ctx), userID)
+	token, _, err := db.createToken(db.gorm.WithContext(ctx), userID, domain.ScopeFull, "")
+	return token, err
 }
 
-func (db *DB) createToken(tx *gorm.DB, userID int64) (string, error) {
+// MaxTokenLabel is the longest token label, in characters.
+const MaxTokenLabel = 100
+
+// CreateScopedToken issues a token for userID with scope
+// (domain.ScopeFull or domain.ScopeLearner) and label (the client it is
+// for, shown in the user's list of devices). The token is shown once;
+// id names it for revocation. A runner account gets no learner token:
+// it is no learner.
+func (db *DB) CreateScopedToken(ctx context.Context, userID int64, scope, label string) (token string, id int64, err error) {
+	if scope != domain.ScopeFull && scope != domain.ScopeLearner {
+		return "", 0, domain.Errorf(domain.EINVALID, "unknown token scope %q ('' or learner)", scope)
+	}
+	if utf8.RuneCountInString(label) > MaxTokenLabel {
+		return "", 0, domain.Errorf(domain.EINVALID, "token label longer than %d characters", MaxTokenLabel)
+	}
+	var u userRow
+	err = db.gorm.WithContext(ctx).Where("id = ?", userID).Take(&u).Error
+	if errors.Is(err, gorm.ErrRecordNotFound) {
+		return "", 0, domain.Errorf(domain.ENOTFOUND, "user %d not found", userID)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("find user %d: %w", userID, err)
+	}
+	if scope == domain.ScopeLearner && domain.Role(u.Role) == domain.RoleRunner {
+		return "", 0, domain.Errorf(domain.EINVALID, "runner accounts get no learner tokens")
+	}
+	return db.createToken(db.gorm.WithContext(ctx), userID, scope, label)
+}
+
+func (db *DB) createToken(tx *gorm.DB, userID int64, scope, label string) (string, int64, error) {
 	token, err := auth.NewToken()
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
-	row := tokenRow{UserID: userID, Hash: auth.HashToken(token), Prefix: token[:12], CreatedAt: db.Now()}
+	row := tokenRow{UserID: userID, Hash: auth.HashToken(token), Prefix: token[:12], Scope: scope, Label: label, CreatedAt: db.Now()}
 	if err := tx.Create(&row).Error; err != nil {
-		return "", fmt.Errorf("insert token for user %d: %w", userID, err)
+		return "", 0, fmt.Errorf("insert token for user %d: %w", userID, err)
 	}
-	return token, nil
+	return token, row.ID, nil
+}
+
+// UserTokens lists the tokens of userID that are not revoked, oldest
+// first, without their secrets.
+func (db *DB) UserTokens(ctx context.Context, userID int64) ([]domain.TokenInfo, error) {
+	var rows []tokenRow
+	if err := db.gorm.WithContext(ctx).Where("user_id = ? AND revoked_at IS NULL", userID).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list tokens of user %d: %w", userID, err)
+	}
+	out := make([]domain.TokenInfo, len(rows))
+	for i, r := range rows {
+		out[i] = domain.TokenInfo{ID: r.ID, UserID: r.UserID, Prefix: r.Prefix, Scope: r.Scope, Label: r.Label,
+			CreatedAt: r.CreatedAt, LastUsedAt: r.LastUsedAt}
+	}
+	return out, nil
+}
+
+// RevokeUserToken revokes token tokenID of userID. Another user's token,
+// an unknown or an already revoked one is ENOTFOUND: a user learns
+// nothing of others' tokens. The revocation counts at once here and, by
+// migration 00021's trigger, on every server.
+func (db *DB) RevokeUserToken(ctx context.Context, userID, tokenID int64) error {
+	res := db.gorm.WithContext(ctx).Model(&tokenRow{}).
+		Where("id = ? AND user_id = ? AND revoked_at IS NULL", tokenID, userID).Update("revoked_at", db.Now())
+	db.auth.forget()
+	if res.Error != nil {
+		return fmt.Errorf("revoke token %d of user %d: %w", tokenID, userID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.Errorf(domain.ENOTFOUND, "token %d not found", tokenID)
+	}
+	return nil
 }
 
 // RevokeTokens revokes every token of a user.
@@ -85,8 +148,12 @@ func (db *DB) UserByToken(ctx context.Context, token string) (domain.User, error
 // TokenCheck is one authentication: the token's user, and the failed
 // authentications of the client's address in its current window.
 type TokenCheck struct {
+	// User is the token's user, with the role the token acts with: a
+	// learner-scoped token of staff acts as a learner.
 	User  domain.User
 	Valid bool // the token exists and is not revoked
+	// Scope is the token's (domain.ScopeFull or domain.ScopeLearner).
+	Scope string
 	// Failures counted from the address since WindowStart (zero when its
 	// window is over or it has none).
 	Failures    int
@@ -101,7 +168,7 @@ type TokenCheck struct {
 // first part.
 const (
 	authSelect = `u.id AS uid, u.name, u.role, u.created_at AS user_created_at, u.full_name, u.section, t.id AS tid,
-    t.last_used_at, f.failures, f.window_start`
+    t.scope, t.last_used_at, f.failures, f.window_start`
 	authFrom = `(SELECT 1 AS one) x
   LEFT JOIN tokens t ON t.hash = @hash AND t.revoked_at IS NULL
   LEFT JOIN users u ON u.id = t.user_id
@@ -112,13 +179,13 @@ var authenticateSQL = positional("SELECT " + authSelect + "\nFROM " + authFrom)
 
 // authScan receives authSelect's columns.
 type authScan struct {
-	uid, tid, fails       sql.NullInt64
-	name, role, full, sec sql.NullString
-	created, used, start  sql.NullTime
+	uid, tid, fails              sql.NullInt64
+	name, role, full, sec, scope sql.NullString
+	created, used, start         sql.NullTime
 }
 
 func (s *authScan) dest() []any {
-	return []any{&s.uid, &s.name, &s.role, &s.created, &s.full, &s.sec, &s.tid, &s.used, &s.fails, &s.start}
+	return []any{&s.uid, &s.name, &s.role, &s.created, &s.full, &s.sec, &s.tid, &s.scope, &s.used, &s.fails, &s.start}
 }
 
 // authArgs are the values of authSelect's parameters.
@@ -143,8 +210,12 @@ func (db *DB) check(ctx context.Context, s *authScan, counted bool) TokenCheck {
 	if !s.uid.Valid {
 		return out
 	}
-	out.Valid = true
-	out.User = domain.User{ID: s.uid.Int64, Name: s.name.String, Role: domain.Role(s.role.String), CreatedAt: s.created.Time,
+	role, ok := scopedRole(domain.Role(s.role.String), s.scope.String)
+	if !ok {
+		return out
+	}
+	out.Valid, out.Scope = true, s.scope.String
+	out.User = domain.User{ID: s.uid.Int64, Name: s.name.String, Role: role, CreatedAt: s.created.Time,
 		FullName: s.full.String, Section: s.sec.String}
 	// Record the use for the admin's token list, at most once a
 	// tokenUseResolution per token, so that busy clients (runners
@@ -161,6 +232,23 @@ func (db *DB) check(ctx context.Context, s *authScan, counted bool) TokenCheck {
 		s.used = sql.NullTime{Time: now, Valid: true}
 	}
 	return out
+}
+
+// scopedRole is the role a token of scope acts with for a user of role:
+// a learner-scoped token of staff is a learner's, so every staff route's
+// role check refuses it. An unknown scope, or a learner scope on a runner
+// account (never issued), is no valid token (ok false).
+func scopedRole(role domain.Role, scope string) (domain.Role, bool) {
+	switch scope {
+	case domain.ScopeFull:
+		return role, true
+	case domain.ScopeLearner:
+		switch role {
+		case domain.RoleLearner, domain.RoleInstructor, domain.RoleAdmin:
+			return domain.RoleLearner, true
+		}
+	}
+	return "", false
 }
 
 // Authenticate resolves token and, when addr is not empty, counts the

@@ -176,6 +176,17 @@ func (h *handler) login(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
+	if s.User.Role != u.Role {
+		// A learner-scoped token of staff: a session would have the
+		// user's full role.
+		if err := h.Sessions.DeleteWebSession(c.Request.Context(), id); err != nil {
+			h.fail(c, err)
+			return
+		}
+		h.auditAs(c, u, domain.AuditLoginFailed, u.Name, "login.scoped from "+c.ClientIP())
+		h.render(c, http.StatusUnauthorized, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: translate(lang, "login.scoped")})
+		return
+	}
 	h.auditAs(c, u, domain.AuditLogin, u.Name, "from "+c.ClientIP())
 	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})

@@ -14,6 +14,7 @@ var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "s
 	"extensions", "similarity",
 	"manual", "requests",
 	"references",
+	"device", "account",
 }
 
 // mustParse builds every page once per language, each with its own

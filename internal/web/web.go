@@ -95,6 +95,9 @@ type Deps struct {
 	// Releases releases feedback and Appeals handles regrade requests.
 	Releases FeedbackReleases
 	Appeals  Appeals
+	// Devices approves device sign-ins and lists and revokes a user's
+	// own tokens.
+	Devices Devices
 }
 
 // userByToken resolves token through Tokens when set.
@@ -147,6 +150,12 @@ func mount(r gin.IRouter, d Deps) {
 	p.POST("/login", h.login)
 	p.GET("/logout", h.session(), h.logoutPage)
 	p.POST("/logout", h.session(), h.csrf(), h.logout)
+
+	// Device sign-in's approval and the user's own tokens.
+	p.GET("/device", h.session(), h.devicePage)
+	p.POST("/device", h.session(), h.csrf(), h.decideDevice)
+	p.GET("/account", h.session(), h.accountPage)
+	p.POST("/account/tokens/:id/revoke", h.session(), h.csrf(), h.revokeOwnToken)
 
 	// Learner pages (instructors may use them too: they see their own work).
 	p.GET("/exercises", h.session(), h.exercises)

@@ -83,6 +83,7 @@ func services(db *store.DB, q *jobs.Queue, cat *exercise.Catalog, manual *grade.
 		References: &reference.Reviews{DB: db, Catalog: cat},
 		Similarity: &similarity.Service{DB: db, Catalog: cat},
 		Rosters:    &accounts.Rosters{DB: db},
+		Devices:    &accounts.Devices{DB: db},
 	}
 }
 
@@ -93,7 +94,7 @@ func pages(c Config, v httpapi.Services, subs *intake.Service) web.Deps {
 	d := web.Deps{Sessions: db, Users: db, Audit: db, Reports: db, Fleet: db, Sections: db,
 		Queue: c.Queue, Catalog: c.Catalog, Submissions: subs, Log: c.Log, MaxUpload: c.MaxUpload,
 		Policy: v.Policy, Regrades: v.Regrades, References: v.References, Extensions: v.Extensions,
-		Rosters: v.Rosters, Similarity: v.Similarity, Manual: v.Manual, Releases: v.Releases, Appeals: v.Appeals}
+		Rosters: v.Rosters, Similarity: v.Similarity, Manual: v.Manual, Releases: v.Releases, Appeals: v.Appeals, Devices: v.Devices}
 	if c.Metrics != nil {
 		d.OnSubmitted = c.Metrics.Submissions.Inc
 	}
