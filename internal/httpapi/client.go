@@ -37,13 +37,6 @@ func (s *Server) clientRoutes(r gin.IRoutes) {
 	})
 }
 
-// baseURL is the URL the client reached this server by: what the served
-// module defaults to. Behind a trusted proxy its X-Forwarded-Proto says
-// whether that was https.
-func (s *Server) baseURL(c *gin.Context) string {
-	scheme := "http"
-	if c.Request.TLS != nil || (c.GetHeader("X-Forwarded-Proto") == "https" && s.fromTrustedProxy(c)) {
-		scheme = "https"
-	}
-	return scheme + "://" + c.Request.Host
-}
+// baseURL is the URL the client reached this server by (publicBase):
+// what the served module defaults to.
+func (s *Server) baseURL(c *gin.Context) string { return s.publicBase(c.Request) }

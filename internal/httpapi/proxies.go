@@ -2,11 +2,8 @@ package httpapi
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 	"strings"
-
-	"github.com/gin-gonic/gin"
 )
 
 // ParseTrustedProxies reads serve's --trusted-proxies: comma-separated
@@ -44,21 +41,3 @@ func prefixStrings(ps []netip.Prefix) []string {
 	return out
 }
 
-// fromTrustedProxy reports whether the connection comes from one of the
-// trusted proxies (whose forwarded headers may then be believed).
-func (s *Server) fromTrustedProxy(c *gin.Context) bool {
-	host, _, err := net.SplitHostPort(c.Request.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	for _, p := range s.TrustedProxies {
-		if p.Contains(addr.Unmap()) {
-			return true
-		}
-	}
-	return false
-}
