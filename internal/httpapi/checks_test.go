@@ -66,7 +66,10 @@ func exerciseCopies(t *testing.T, edits map[string]func(cfg map[string]any)) str
 func TestChecksHaveTheirOwnLimits(t *testing.T) {
 	t.Parallel()
 	dir := exerciseCopies(t, map[string]func(map[string]any){
-		"capped":   func(c map[string]any) { c["max_submissions"] = 1; c["checks"] = map[string]any{"count": 2, "per": "1h"} },
+		"capped": func(c map[string]any) {
+			c["max_submissions"] = 1
+			c["checks"] = map[string]any{"count": 2, "per": "1h"}
+		},
 		"nochecks": func(c map[string]any) { c["checks"] = false },
 	})
 	for _, d := range storetest.Dialects(t) {

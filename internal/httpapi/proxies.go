@@ -40,4 +40,3 @@ func prefixStrings(ps []netip.Prefix) []string {
 	}
 	return out
 }
-
