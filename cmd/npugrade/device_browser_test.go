@@ -95,9 +95,19 @@ func TestWebDeviceSignIn(t *testing.T) {
 	}
 	l.shot("03-account")
 	rows := eval[int](l, `document.querySelectorAll("#tokens tbody tr").length`)
-	l.do("revoke", chromedp.Click(chromedp.CSS(`#tokens tbody tr:last-child button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(".card")))
-	if after := eval[int](l, `document.querySelectorAll("#tokens tbody tr").length`); after != rows-1 {
+	eval[bool](l, `window.oldPage = true`)
+	l.do("revoke", chromedp.Click(chromedp.CSS(`#tokens tbody tr:last-child button[type=submit]`)))
+	// The click navigates: read the new page's list, retrying while the
+	// old page is being replaced.
+	after := -1
+	for end := time.Now().Add(15 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		n, err := chromedp.Run(l.ctx, chromedp.Evaluate[int](`!window.oldPage && document.readyState === "complete" ? document.querySelectorAll("#tokens tbody tr").length : -1`))
+		if err == nil && n >= 0 {
+			after = n
+			break
+		}
+	}
+	if after != rows-1 {
 		t.Fatalf("%d tokens listed after the revoke, want %d", after, rows-1)
 	}
 	l.shot("04-revoked")
