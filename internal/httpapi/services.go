@@ -7,6 +7,7 @@ import (
 	"github.com/npugrade/npugrade/internal/reference"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/similarity"
+	"github.com/npugrade/npugrade/internal/sso"
 )
 
 // Services are the use cases the handlers call. The composition root
@@ -21,4 +22,6 @@ type Services struct {
 	References *reference.Reviews
 	Similarity *similarity.Service
 	Rosters    *accounts.Rosters
+	// JupyterHub exchanges hub tokens for npugrade tokens (nil: no hub).
+	JupyterHub *sso.Exchange
 }
