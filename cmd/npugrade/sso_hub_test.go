@@ -8,7 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +34,7 @@ type jupyterHub struct {
 // (service-npugrade, redirect redirectURI). The proxy is a stand-in
 // answering the proxy's REST API: the test talks to the hub directly, and
 // no single-user server is ever spawned.
-func startJupyterHub(t *testing.T, redirectURI string) *jupyterHub {
+func startJupyterHub(t *testing.T, port int, redirectURI string) *jupyterHub {
 	t.Helper()
 	bin, err := exec.LookPath("jupyterhub")
 	if err != nil {
@@ -50,7 +52,6 @@ func startJupyterHub(t *testing.T, redirectURI string) *jupyterHub {
 		}
 	}))
 	dir := t.TempDir()
-	port := freePort(t)
 	hubURL := fmt.Sprintf("http://127.0.0.1:%d", port)
 	cfg := fmt.Sprintf(`
 c.JupyterHub.bind_url = 'http://127.0.0.1:%d'
@@ -62,7 +63,7 @@ c.JupyterHub.authenticator_class = 'jupyterhub.auth.DummyAuthenticator'
 c.DummyAuthenticator.password = 'pw'
 c.JupyterHub.db_url = 'sqlite:///' + %q
 c.JupyterHub.cookie_secret_file = %q
-c.JupyterHub.load_roles = [{"name": "tester", "scopes": ["admin:users", "admin:groups", "tokens"], "services": ["tester"]}]
+c.JupyterHub.load_roles = [{"name": "user", "scopes": ["self", "access:services!service=npugrade"]}, {"name": "tester", "scopes": ["admin:users", "admin:groups", "tokens"], "services": ["tester"]}]
 c.JupyterHub.services = [
   {"name": "tester", "api_token": %q},
   {"name": "npugrade", "api_token": "npugrade-client-secret-0123456789", "oauth_client_id": "service-npugrade",
@@ -181,7 +182,7 @@ func TestJupyterHubTokenExchange(t *testing.T) {
 		t.Skip("starts a JupyterHub")
 	}
 	t.Parallel()
-	hub := startJupyterHub(t, "http://127.0.0.1:1/login/jupyterhub/callback")
+	hub := startJupyterHub(t, freePort(t), "http://127.0.0.1:1/login/jupyterhub/callback")
 	dbURL := storetest.URL(t, "sqlite")
 	s := startServer(t, dbURL, "--local-runner", "0", "--jupyterhub-url", hub.url)
 	defer s.stop()
@@ -208,5 +209,92 @@ func TestJupyterHubTokenExchange(t *testing.T) {
 	st, ct, got := exchange(t, s.url, adaTok)
 	if st != http.StatusServiceUnavailable || ct != "application/problem+json" || !strings.Contains(fmt.Sprint(got["detail"]), "JupyterHub") {
 		t.Errorf("hub stopped: %d %s %v, want 503 problem+json naming the hub", st, ct, got)
+	}
+}
+
+// hubSignIn signs a browser (an HTTP client with a cookie jar) in to
+// npugrade through the hub's login form and returns where it ends and
+// the npugrade session cookie's presence.
+func hubSignIn(t *testing.T, base, name string) (string, bool) {
+	t.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar, Timeout: 30 * time.Second}
+	resp, err := c.Get(base + "/login/jupyterhub?next=/exercises")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	// The hub shows its login form; its action keeps the OAuth request.
+	login := resp.Request.URL
+	if !strings.HasSuffix(login.Path, "/hub/login") {
+		t.Fatalf("%s: not the hub's login page (%s)", name, resp.Request.URL)
+	}
+	resp, err = c.PostForm(login.String(), url.Values{"username": {name}, "password": {"pw"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: after the hub's form: %s at %s: %.300s", name, resp.Status, resp.Request.URL, body)
+	}
+	bu, _ := url.Parse(base)
+	has := false
+	for _, ck := range jar.Cookies(bu) {
+		has = has || ck.Name == "npugrade_session"
+	}
+	return resp.Request.URL.Path, has
+}
+
+// TestJupyterHubWebSignIn: a learner and an instructor (the hub's
+// instructors group) sign in to the pages through the hub's OAuth
+// provider and land on their home pages; a replayed or unknown state is
+// refused with the sign-in page.
+func TestJupyterHubWebSignIn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a JupyterHub")
+	}
+	t.Parallel()
+	hubPort := freePort(t)
+	hubURL := fmt.Sprintf("http://127.0.0.1:%d", hubPort)
+	dbURL := storetest.URL(t, "sqlite")
+	s := startServer(t, dbURL, "--local-runner", "0", "--jupyterhub-url", hubURL,
+		"--jupyterhub-client-id", "service-npugrade", "--jupyterhub-client-secret", "npugrade-client-secret-0123456789")
+	defer s.stop()
+	hub := startJupyterHub(t, hubPort, s.url+"/login/jupyterhub/callback")
+	hub.userToken(t, "ada", "")
+	hub.userToken(t, "teacher", "instructors")
+
+	resp, err := http.Get(s.url + "/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), `id="login-jupyterhub"`) {
+		t.Errorf("the sign-in page offers no JupyterHub button")
+	}
+	if at, ok := hubSignIn(t, s.url, "ada"); at != "/exercises" || !ok {
+		t.Errorf("learner through the hub: at %s, session %v; want /exercises with a session", at, ok)
+	}
+	if at, ok := hubSignIn(t, s.url, "teacher"); at != "/exercises" || !ok {
+		t.Errorf("instructor through the hub: at %s, session %v", at, ok)
+	}
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"user", "list", "--db", dbURL}, &out, &errb); code != 0 {
+		t.Fatalf("user list: %s", errb.String())
+	}
+	for _, want := range []string{"ada\tlearner", "teacher\tinstructor"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("user list lacks %s:\n%s", want, out.String())
+		}
+	}
+	resp, err = http.Get(s.url + "/login/jupyterhub/callback?state=forged&code=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("forged state: %s, want 401", resp.Status)
 	}
 }

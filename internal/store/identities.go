@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"github.com/npugrade/npugrade/internal/auth"
 	"github.com/npugrade/npugrade/internal/domain"
 )
 
@@ -62,6 +63,15 @@ func (db *DB) ExternalUser(ctx context.Context, issuer, subject, login string, r
 	if r := domain.Role(u.Role); r == domain.RoleAdmin || r == domain.RoleRunner {
 		return domain.User{}, domain.Errorf(domain.EFORBIDDEN, "user %q is an %s account and cannot sign in from outside", u.Name, r)
 	}
+	// Revoked tokens lock a user out: an outside sign-in must not let
+	// them back in (nor mint them a new token).
+	var live int64
+	if err := db.gorm.WithContext(ctx).Model(&tokenRow{}).Where("user_id = ? AND revoked_at IS NULL", u.ID).Count(&live).Error; err != nil {
+		return domain.User{}, fmt.Errorf("tokens of %q: %w", u.Name, err)
+	}
+	if live == 0 {
+		return domain.User{}, domain.Errorf(domain.EFORBIDDEN, "user %q has no valid token (revoked); ask an instructor", u.Name)
+	}
 	return toUser(u), nil
 }
 
@@ -74,6 +84,12 @@ func (db *DB) linkNew(tx *gorm.DB, u *userRow, issuer, subject, login string, ro
 		*u = userRow{Name: login, Role: string(role), CreatedAt: db.Now()}
 		if err := tx.Create(u).Error; err != nil {
 			return fmt.Errorf("insert user %q: %w", login, err)
+		}
+		// A session lasts while its user holds a live token (revoking
+		// them signs the user out everywhere): a new user gets one, its
+		// secret never shown.
+		if _, err := db.createToken(tx, u.ID); err != nil {
+			return err
 		}
 	case err != nil:
 		return fmt.Errorf("find user %q: %w", login, err)
@@ -94,4 +110,50 @@ func (db *DB) linkNew(tx *gorm.DB, u *userRow, issuer, subject, login string, ro
 		return fmt.Errorf("link identity at %s to %q: %w", issuer, login, err)
 	}
 	return nil
+}
+
+type loginStateRow struct {
+	StateHash string `gorm:"primaryKey"`
+	Data      string
+	ExpiresAt time.Time
+}
+
+func (loginStateRow) TableName() string { return "login_states" }
+
+// PutLoginState keeps an outside sign-in's state for ttl (only its hash
+// is stored) with the data its callback needs; expired ones are dropped.
+func (db *DB) PutLoginState(ctx context.Context, state, data string, ttl time.Duration) error {
+	now := db.Now()
+	g := db.gorm.WithContext(ctx)
+	if err := g.Where("expires_at < ?", now).Delete(&loginStateRow{}).Error; err != nil {
+		return fmt.Errorf("drop expired sign-in states: %w", err)
+	}
+	row := loginStateRow{StateHash: auth.HashToken(state), Data: data, ExpiresAt: now.Add(ttl)}
+	if err := g.Create(&row).Error; err != nil {
+		return fmt.Errorf("keep sign-in state: %w", err)
+	}
+	return nil
+}
+
+// TakeLoginState returns a state's data and forgets it: a state is used
+// once. An unknown, used or expired state is EUNAUTHORIZED.
+func (db *DB) TakeLoginState(ctx context.Context, state string) (string, error) {
+	var row loginStateRow
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Where("state_hash = ?", auth.HashToken(state)).Take(&row).Error; err != nil {
+			return err
+		}
+		res := tx.Where("state_hash = ?", row.StateHash).Delete(&loginStateRow{})
+		if res.Error == nil && res.RowsAffected == 0 {
+			return gorm.ErrRecordNotFound // taken by another server meanwhile
+		}
+		return res.Error
+	})
+	if errors.Is(err, gorm.ErrRecordNotFound) || (err == nil && !row.ExpiresAt.After(db.Now())) {
+		return "", domain.Errorf(domain.EUNAUTHORIZED, "the sign-in expired or was already used; start again")
+	}
+	if err != nil {
+		return "", fmt.Errorf("take sign-in state: %w", err)
+	}
+	return row.Data, nil
 }

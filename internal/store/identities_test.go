@@ -48,6 +48,14 @@ func TestExternalUserLinks(t *testing.T) {
 		if _, err := db.ExternalUser(ctx, hub, "x", "x", domain.RoleAdmin); domain.ErrorCode(err) != domain.EINVALID {
 			t.Fatalf("admin role from outside: %v", err)
 		}
+		// Revocation locks the user out of outside sign-ins too.
+		carl, _ := db.ExternalUser(ctx, hub, "carl", "carl", domain.RoleLearner)
+		if err := db.RevokeTokens(ctx, carl.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExternalUser(ctx, hub, "carl", "carl", domain.RoleLearner); domain.ErrorCode(err) != domain.EFORBIDDEN {
+			t.Fatalf("revoked user signed in from outside: %v", err)
+		}
 		tok, id, err := db.CreateScopedToken(ctx, u.ID, "learner", "jupyterhub")
 		if err != nil || id == 0 {
 			t.Fatalf("scoped token: %v", err)

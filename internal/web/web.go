@@ -31,6 +31,7 @@ import (
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/regrade"
+	"github.com/npugrade/npugrade/internal/sso"
 )
 
 //go:embed templates/*.html
@@ -95,6 +96,8 @@ type Deps struct {
 	// Releases releases feedback and Appeals handles regrade requests.
 	Releases FeedbackReleases
 	Appeals  Appeals
+	// HubLogin signs in through a JupyterHub (nil: not offered).
+	HubLogin *sso.HubLogin
 }
 
 // userByToken resolves token through Tokens when set.
@@ -145,6 +148,8 @@ func mount(r gin.IRouter, d Deps) {
 	p.GET("/", h.session(), h.home)
 	p.GET("/login", h.loginPage)
 	p.POST("/login", h.login)
+	p.GET("/login/jupyterhub", h.hubLogin)
+	p.GET("/login/jupyterhub/callback", h.hubCallback)
 	p.GET("/logout", h.session(), h.logoutPage)
 	p.POST("/logout", h.session(), h.csrf(), h.logout)
 

@@ -9,3 +9,12 @@ CREATE TABLE external_identities (
     PRIMARY KEY (issuer, subject)
 );
 CREATE INDEX external_identities_user ON external_identities (user_id);
+-- A sign-in under way at an outside provider: its state (hashed), what
+-- the callback needs back (PKCE verifier, nonce, the page to return to).
+-- In the database, not in memory, so the callback may reach any of the
+-- servers sharing it; taken once.
+CREATE TABLE login_states (
+    state_hash TEXT PRIMARY KEY,
+    data       TEXT NOT NULL,
+    expires_at TIMESTAMPTZ NOT NULL
+);

@@ -100,6 +100,9 @@ func pages(c Config, v httpapi.Services, subs *intake.Service) web.Deps {
 		Queue: c.Queue, Catalog: c.Catalog, Submissions: subs, Log: c.Log, MaxUpload: c.MaxUpload,
 		Policy: v.Policy, Regrades: v.Regrades, References: v.References, Extensions: v.Extensions,
 		Rosters: v.Rosters, Similarity: v.Similarity, Manual: v.Manual, Releases: v.Releases, Appeals: v.Appeals}
+	if c.Hub != nil {
+		d.HubLogin = &sso.HubLogin{Hub: c.Hub, States: db, Users: db}
+	}
 	if c.Metrics != nil {
 		d.OnSubmitted = c.Metrics.Submissions.Inc
 	}
