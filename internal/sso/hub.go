@@ -123,3 +123,6 @@ func reason(err error) string {
 	}
 	return err.Error()
 }
+
+// boundedClient calls an outside server with DefaultTimeout.
+func boundedClient() *http.Client { return &http.Client{Timeout: DefaultTimeout} }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -9,7 +10,7 @@ import (
 )
 
 func (h *handler) loginData(next, msg string) loginData {
-	return loginData{Next: next, Message: msg, JupyterHub: h.HubLogin != nil}
+	return loginData{Next: next, Message: msg, JupyterHub: h.HubLogin != nil, OIDC: h.OIDCLogin != nil}
 }
 
 // callbackURL is this server's redirect URI for an outside sign-in, as
@@ -22,37 +23,63 @@ func callbackURL(r *http.Request, path string) string {
 	return scheme + "://" + r.Host + path
 }
 
-// hubLogin sends the browser to the hub's authorization page
-// (GET /login/jupyterhub).
-func (h *handler) hubLogin(c *gin.Context) {
-	if h.HubLogin == nil {
-		h.fail(c, domain.Errorf(domain.ENOTFOUND, "this server trusts no JupyterHub"))
-		return
-	}
-	to, err := h.HubLogin.Begin(c.Request.Context(), callbackURL(c.Request, "/login/jupyterhub/callback"), safeNext(c.Query("next")))
-	if err != nil {
-		h.fail(c, err)
-		return
-	}
-	c.Redirect(http.StatusSeeOther, to)
+// outsideLogin is a provider's sign-in (sso.HubLogin, sso.OIDCLogin).
+type outsideLogin interface {
+	Begin(ctx context.Context, redirectURI, next string) (string, error)
+	Finish(ctx context.Context, redirectURI, state, code string) (domain.User, string, error)
 }
 
-// hubCallback finishes a hub sign-in (GET /login/jupyterhub/callback).
-func (h *handler) hubCallback(c *gin.Context) {
-	if h.HubLogin == nil {
-		h.fail(c, domain.Errorf(domain.ENOTFOUND, "this server trusts no JupyterHub"))
-		return
+// beginOutside sends the browser to the provider (GET /login/NAME).
+func (h *handler) beginOutside(l outsideLogin, callback string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if l == nil {
+			h.fail(c, domain.Errorf(domain.ENOTFOUND, "this sign-in is not configured on this server"))
+			return
+		}
+		to, err := l.Begin(c.Request.Context(), callbackURL(c.Request, callback), safeNext(c.Query("next")))
+		if err != nil {
+			h.outsideFailed(c, "", err)
+			return
+		}
+		c.Redirect(http.StatusSeeOther, to)
 	}
-	if e := c.Query("error"); e != "" {
-		h.outsideFailed(c, "", domain.Errorf(domain.EUNAUTHORIZED, "JupyterHub did not sign you in: %s", e))
-		return
+}
+
+// finishOutside takes the provider's redirect (GET /login/NAME/callback)
+// and starts the session like POST /login.
+func (h *handler) finishOutside(l outsideLogin, callback, via string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if l == nil {
+			h.fail(c, domain.Errorf(domain.ENOTFOUND, "this sign-in is not configured on this server"))
+			return
+		}
+		if e := c.Query("error"); e != "" {
+			h.outsideFailed(c, "", domain.Errorf(domain.EUNAUTHORIZED, "the provider did not sign you in: %s", e))
+			return
+		}
+		u, next, err := l.Finish(c.Request.Context(), callbackURL(c.Request, callback), c.Query("state"), c.Query("code"))
+		if err != nil {
+			h.outsideFailed(c, u.Name, err)
+			return
+		}
+		h.startSession(c, u, safeNext(next), via+" from "+c.ClientIP())
 	}
-	u, next, err := h.HubLogin.Finish(c.Request.Context(), callbackURL(c.Request, "/login/jupyterhub/callback"), c.Query("state"), c.Query("code"))
-	if err != nil {
-		h.outsideFailed(c, u.Name, err)
-		return
+}
+
+// outsideRoutes mounts the outside sign-in routes; a provider that is
+// not configured answers 404.
+func (h *handler) outsideRoutes(p gin.IRouter) {
+	var hub, oid outsideLogin
+	if h.HubLogin != nil {
+		hub = h.HubLogin
 	}
-	h.startSession(c, u, safeNext(next), "jupyterhub from "+c.ClientIP())
+	if h.OIDCLogin != nil {
+		oid = h.OIDCLogin
+	}
+	p.GET("/login/jupyterhub", h.beginOutside(hub, "/login/jupyterhub/callback"))
+	p.GET("/login/jupyterhub/callback", h.finishOutside(hub, "/login/jupyterhub/callback", "jupyterhub"))
+	p.GET("/login/oidc", h.beginOutside(oid, "/login/oidc/callback"))
+	p.GET("/login/oidc/callback", h.finishOutside(oid, "/login/oidc/callback", "oidc"))
 }
 
 // outsideFailed records a refused outside sign-in and shows the sign-in

@@ -98,6 +98,8 @@ type Deps struct {
 	Appeals  Appeals
 	// HubLogin signs in through a JupyterHub (nil: not offered).
 	HubLogin *sso.HubLogin
+	// OIDCLogin signs in through an OpenID provider (nil: not offered).
+	OIDCLogin *sso.OIDCLogin
 }
 
 // userByToken resolves token through Tokens when set.
@@ -148,8 +150,7 @@ func mount(r gin.IRouter, d Deps) {
 	p.GET("/", h.session(), h.home)
 	p.GET("/login", h.loginPage)
 	p.POST("/login", h.login)
-	p.GET("/login/jupyterhub", h.hubLogin)
-	p.GET("/login/jupyterhub/callback", h.hubCallback)
+	h.outsideRoutes(p)
 	p.GET("/logout", h.session(), h.logoutPage)
 	p.POST("/logout", h.session(), h.csrf(), h.logout)
 

@@ -50,6 +50,8 @@ type Config struct {
 	Auth *accounts.Guard
 	// Hub is the JupyterHub whose users may sign in (nil: none).
 	Hub *sso.Hub
+	// OIDC is the OpenID provider whose users may sign in (nil: none).
+	OIDC *sso.OIDC
 }
 
 // Server builds every service once and the server that calls them.
@@ -102,6 +104,9 @@ func pages(c Config, v httpapi.Services, subs *intake.Service) web.Deps {
 		Rosters: v.Rosters, Similarity: v.Similarity, Manual: v.Manual, Releases: v.Releases, Appeals: v.Appeals}
 	if c.Hub != nil {
 		d.HubLogin = &sso.HubLogin{Hub: c.Hub, States: db, Users: db}
+	}
+	if c.OIDC != nil {
+		d.OIDCLogin = &sso.OIDCLogin{OIDC: c.OIDC, States: db, Users: db}
 	}
 	if c.Metrics != nil {
 		d.OnSubmitted = c.Metrics.Submissions.Inc
