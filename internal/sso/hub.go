@@ -69,7 +69,7 @@ func (h *Hub) client() *http.Client {
 	if h.HTTP != nil {
 		return h.HTTP
 	}
-	return &http.Client{Timeout: DefaultTimeout}
+	return boundedClient()
 }
 
 // api is the hub's REST API base.
@@ -124,5 +124,39 @@ func reason(err error) string {
 	return err.Error()
 }
 
-// boundedClient calls an outside server with DefaultTimeout.
-func boundedClient() *http.Client { return &http.Client{Timeout: DefaultTimeout} }
+// boundedClient calls an outside server with DefaultTimeout and reads
+// at most maxBody of each answer (go-oidc reads discovery and keys whole).
+func boundedClient() *http.Client {
+	return &http.Client{Timeout: DefaultTimeout, Transport: boundedTransport{http.DefaultTransport}}
+}
+
+type boundedTransport struct{ next http.RoundTripper }
+
+func (b boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := b.next.RoundTrip(r)
+	if err == nil {
+		resp.Body = &limitedBody{rc: resp.Body, left: maxBody}
+	}
+	return resp, err
+}
+
+// limitedBody fails a read past its limit, so an oversized answer is an
+// error, not a silently cut one.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (l *limitedBody) Read(p []byte) (int, error) {
+	if l.left <= 0 {
+		return 0, fmt.Errorf("the answer is larger than %d bytes", maxBody)
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.rc.Read(p)
+	l.left -= int64(n)
+	return n, err
+}
+
+func (l *limitedBody) Close() error { return l.rc.Close() }

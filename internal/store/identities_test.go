@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
@@ -62,6 +63,34 @@ func TestExternalUserLinks(t *testing.T) {
 		}
 		if who, err := db.UserByToken(ctx, tok); err != nil || who.ID != u.ID {
 			t.Fatalf("scoped token names %+v %v", who, err)
+		}
+	})
+}
+
+// TestLoginStatesSingleUse: a sign-in state is read back once, with its
+// data; a second take, an unknown state and an expired one are
+// EUNAUTHORIZED.
+func TestLoginStatesSingleUse(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		if err := db.PutLoginState(ctx, "st-1", `{"v":"x"}`, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := db.TakeLoginState(ctx, "st-1"); err != nil || d != `{"v":"x"}` {
+			t.Fatalf("take: %q %v", d, err)
+		}
+		if _, err := db.TakeLoginState(ctx, "st-1"); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+			t.Fatalf("second take: %v", err)
+		}
+		if _, err := db.TakeLoginState(ctx, "never"); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+			t.Fatalf("unknown: %v", err)
+		}
+		if err := db.PutLoginState(ctx, "st-2", "{}", -time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.TakeLoginState(ctx, "st-2"); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+			t.Fatalf("expired: %v", err)
 		}
 	})
 }
