@@ -33,12 +33,13 @@ import (
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 	"github.com/npugrade/npugrade/internal/sandbox"
+	"github.com/npugrade/npugrade/internal/sso"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newCommand("serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
-		envAddr, envDB, envSandbox, envMetricsToken, envTrusted, envPublicURL)
+		envAddr, envDB, envSandbox, envMetricsToken, envTrusted, envPublicURL, envHubSecret, envOIDCSecret)
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
 	var o serveOptions
 	o.dbURL = fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
@@ -63,6 +64,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.setupExecutor = executorFlags(fs, o.envFor)
 	o.warmPool = warmFlags(fs.FlagSet)
 	applyGC := gcFlags(fs.FlagSet)
+	hub, oidcp := hubFlags(fs), oidcFlags(fs)
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
 	}
@@ -77,6 +79,12 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return fs.usageError(stderr, "--public-url: want http(s)://host[:port][/path]")
 	}
 	defer restoreGC()
+	if o.hub, err = hub(); err != nil {
+		return fs.usageError(stderr, err.Error())
+	}
+	if o.oidc, err = oidcp(); err != nil {
+		return fs.usageError(stderr, err.Error())
+	}
 	o.log = newLogger(stderr, *logLevel)
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
@@ -123,6 +131,8 @@ type serveOptions struct {
 	maxUpload                                  *int64
 	trustedProxies                             []netip.Prefix
 	publicURL                                  *string
+	hub                                        *sso.Hub
+	oidc                                       *sso.OIDC
 	envFor                                     envChooser
 	setupExecutor                              func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error
 	warmPool                                   func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func())
@@ -190,7 +200,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *o.leaseTTL, JobTimeout: *o.jobTimeout,
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
 	srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: o.log, Dispatch: disp, Metrics: metrics,
-		MaxUpload: *o.maxUpload, UploadLimit: uploadWindow, Manual: manual})
+		MaxUpload: *o.maxUpload, UploadLimit: uploadWindow, Manual: manual, Hub: o.hub, OIDC: o.oidc})
 	srv.MetricsToken, srv.TrustedProxies, srv.PublicURL = *o.metricsToken, o.trustedProxies, *o.publicURL
 	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log}, nil
 }

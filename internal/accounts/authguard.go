@@ -163,3 +163,23 @@ func (g *Guard) failed(ctx context.Context, addr, path string) {
 			"not_logged_since_last", quiet, "throttled", fails >= n)
 	}
 }
+
+// Check refuses addr (*Throttled) when it is over its failure limit,
+// for sign-ins that present no npugrade token (a JupyterHub token
+// exchange).
+func (g *Guard) Check(ctx context.Context, addr string) error {
+	n, w := g.Limits()
+	a, err := g.DB.Authenticate(ctx, "", addr, w) // no token: reads the address's failures only
+	if err != nil {
+		return err
+	}
+	if a.Failures >= n {
+		wait := max(a.WindowStart.Add(w).Sub(g.DB.Now()), time.Second)
+		return &Throttled{RetryAfter: wait,
+			Err: domain.Errorf(domain.ERATELIMIT, "too many failed sign-ins from this address; try again in %s", wait.Round(time.Second))}
+	}
+	return nil
+}
+
+// Failed counts a failed sign-in from addr at path.
+func (g *Guard) Failed(ctx context.Context, addr, path string) { g.failed(ctx, addr, path) }

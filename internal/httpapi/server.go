@@ -31,6 +31,7 @@ import (
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/policy"
+	"github.com/npugrade/npugrade/internal/sso"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -137,6 +138,7 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	s.clientRoutes(r)
+	r.POST(sso.ExchangePath, s.jupyterhubToken)
 	api := r.Group("/api/v1", s.authenticate(false))
 	api.GET("/exercises", s.listExercises)
 	api.GET("/exercises/:id/notebook", s.starterNotebook)

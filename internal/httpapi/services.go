@@ -7,6 +7,7 @@ import (
 	"github.com/npugrade/npugrade/internal/reference"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/similarity"
+	"github.com/npugrade/npugrade/internal/sso"
 )
 
 // Services are the use cases the handlers call. The composition root
@@ -23,4 +24,6 @@ type Services struct {
 	Rosters    *accounts.Rosters
 	// Devices is device-code sign-in and a user's own tokens.
 	Devices *accounts.Devices
+	// JupyterHub exchanges hub tokens for npugrade tokens (nil: no hub).
+	JupyterHub *sso.Exchange
 }

@@ -118,11 +118,13 @@ func homeOf(r domain.Role) string {
 type loginData struct {
 	Next    string
 	Message string
+	// JupyterHub and OIDC show the outside sign-in buttons.
+	JupyterHub, OIDC bool
 }
 
 func (h *handler) loginPage(c *gin.Context) {
 	lang := c.GetString(ctxLang)
-	h.render(c, http.StatusOK, "login", translate(lang, "login.title"), "", loginData{Next: safeNext(c.Query("next"))})
+	h.render(c, http.StatusOK, "login", translate(lang, "login.title"), "", h.loginData(safeNext(c.Query("next")), ""))
 }
 
 // safeNext keeps only a local path, so the sign-in page cannot redirect
@@ -148,7 +150,7 @@ func (h *handler) login(c *gin.Context) {
 	switch {
 	case domain.ErrorCode(err) == domain.ERATELIMIT:
 		h.refused(c, err, func(status int) {
-			h.render(c, status, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: domain.ErrorMessage(err)})
+			h.render(c, status, "login", translate(lang, "login.title"), "", h.loginData(next, domain.ErrorMessage(err)))
 		})
 		return
 	case domain.ErrorCode(err) == domain.EUNAUTHORIZED:
@@ -165,9 +167,15 @@ func (h *handler) login(c *gin.Context) {
 			actor.Name = "anonymous" // an unknown token names nobody
 		}
 		h.auditAs(c, actor, domain.AuditLoginFailed, u.Name, msg+" from "+c.ClientIP())
-		h.render(c, http.StatusUnauthorized, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: translate(lang, msg)})
+		h.render(c, http.StatusUnauthorized, "login", translate(lang, "login.title"), "", h.loginData(next, translate(lang, msg)))
 		return
 	}
+	h.startSession(c, u, next, "from "+c.ClientIP())
+}
+
+// startSession signs u in: the session cookie (HttpOnly, SameSite=Lax,
+// Secure behind TLS), an audit entry, and a redirect to next or u's home.
+func (h *handler) startSession(c *gin.Context, u domain.User, next, detail string) {
 	if _, err := h.Sessions.DeleteExpiredWebSessions(c.Request.Context()); err != nil {
 		h.Log.Warn("delete expired sessions", "err", err)
 	}
@@ -184,10 +192,11 @@ func (h *handler) login(c *gin.Context) {
 			return
 		}
 		h.auditAs(c, u, domain.AuditLoginFailed, u.Name, "login.scoped from "+c.ClientIP())
-		h.render(c, http.StatusUnauthorized, "login", translate(lang, "login.title"), "", loginData{Next: next, Message: translate(lang, "login.scoped")})
+		lang := c.GetString(ctxLang)
+		h.render(c, http.StatusUnauthorized, "login", translate(lang, "login.title"), "", h.loginData(next, translate(lang, "login.scoped")))
 		return
 	}
-	h.auditAs(c, u, domain.AuditLogin, u.Name, "from "+c.ClientIP())
+	h.auditAs(c, u, domain.AuditLogin, u.Name, detail)
 	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
 	if next == "" {

@@ -101,6 +101,8 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"login.token":           {"API token", "API 令牌"},
 	"login.help":            {"Paste the token your instructor gave you (it starts with npg_).", "粘贴教师发给你的令牌（以 npg_ 开头）。"},
 	"login.submit":          {"Sign in", "登录"},
+	"login.jupyterhub":      {"Sign in with JupyterHub", "使用 JupyterHub 登录"},
+	"login.oidc":            {"Sign in with your institution", "使用机构账号登录"},
 	"login.bad":             {"That token is not valid.", "令牌无效。"},
 	"login.runner":          {"Runner tokens cannot sign in to the pages.", "执行节点令牌不能登录网页。"},
 	"forbidden":             {"You may not open this page.", "你无权打开此页面。"},

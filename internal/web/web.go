@@ -31,6 +31,7 @@ import (
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/regrade"
+	"github.com/npugrade/npugrade/internal/sso"
 )
 
 //go:embed templates/*.html
@@ -98,6 +99,10 @@ type Deps struct {
 	// Devices approves device sign-ins and lists and revokes a user's
 	// own tokens.
 	Devices Devices
+	// HubLogin signs in through a JupyterHub (nil: not offered).
+	HubLogin *sso.HubLogin
+	// OIDCLogin signs in through an OpenID provider (nil: not offered).
+	OIDCLogin *sso.OIDCLogin
 }
 
 // userByToken resolves token through Tokens when set.
@@ -148,6 +153,7 @@ func mount(r gin.IRouter, d Deps) {
 	p.GET("/", h.session(), h.home)
 	p.GET("/login", h.loginPage)
 	p.POST("/login", h.login)
+	h.outsideRoutes(p)
 	p.GET("/logout", h.session(), h.logoutPage)
 	p.POST("/logout", h.session(), h.csrf(), h.logout)
 

@@ -21,6 +21,7 @@ import (
 	"github.com/npugrade/npugrade/internal/reference"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/similarity"
+	"github.com/npugrade/npugrade/internal/sso"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/web"
 )
@@ -47,6 +48,10 @@ type Config struct {
 	// Auth resolves tokens and throttles addresses that keep presenting
 	// bad ones (nil: one with the defaults).
 	Auth *accounts.Guard
+	// Hub is the JupyterHub whose users may sign in (nil: none).
+	Hub *sso.Hub
+	// OIDC is the OpenID provider whose users may sign in (nil: none).
+	OIDC *sso.OIDC
 }
 
 // Server builds every service once and the server that calls them.
@@ -62,6 +67,9 @@ func Server(c Config) *httpapi.Server {
 		c.Auth = &accounts.Guard{DB: db, Log: c.Log}
 	}
 	v := services(db, c.Queue, c.Catalog, c.Manual)
+	if c.Hub != nil {
+		v.JupyterHub = &sso.Exchange{Hub: c.Hub, DB: db, Throttle: c.Auth, Log: c.Log}
+	}
 	subs := &intake.Service{DB: db, Queue: c.Queue, Catalog: c.Catalog, Limits: notebook.Limits{MaxBytes: c.MaxUpload},
 		UploadLimit: c.UploadLimit, References: &grade.Submissions{DB: db}}
 	s := &httpapi.Server{DB: db, Queue: c.Queue, Catalog: c.Catalog, Submissions: subs, Dispatch: c.Dispatch,
@@ -95,6 +103,12 @@ func pages(c Config, v httpapi.Services, subs *intake.Service) web.Deps {
 		Queue: c.Queue, Catalog: c.Catalog, Submissions: subs, Log: c.Log, MaxUpload: c.MaxUpload,
 		Policy: v.Policy, Regrades: v.Regrades, References: v.References, Extensions: v.Extensions,
 		Rosters: v.Rosters, Similarity: v.Similarity, Manual: v.Manual, Releases: v.Releases, Appeals: v.Appeals, Devices: v.Devices}
+	if c.Hub != nil {
+		d.HubLogin = &sso.HubLogin{Hub: c.Hub, States: db, Users: db}
+	}
+	if c.OIDC != nil {
+		d.OIDCLogin = &sso.OIDCLogin{OIDC: c.OIDC, States: db, Users: db}
+	}
 	if c.Metrics != nil {
 		d.OnSubmitted = c.Metrics.Submissions.Inc
 	}
