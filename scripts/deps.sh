@@ -16,6 +16,11 @@ command -v runuser >/dev/null || need+=(util-linux)
 # pandas, only for the tests that grade Otter-Grader's tutorial (its
 # questions use it) on the host's Python.
 /usr/bin/python3 -c 'import pandas' 2>/dev/null || need+=(python3-pandas)
+# JupyterHub, only for the tests of signing in through a hub (its OAuth
+# provider and the notebook client's token exchange).
+if [ "${NPUGRADE_NEED_LINT:-}" = 1 ] && ! command -v jupyterhub >/dev/null; then
+  need+=(jupyterhub)
+fi
 # Debian's Chromium, only for the browser tests of the web pages (chromedp).
 command -v chromium >/dev/null || need+=(chromium)
 # npm for Redocly's OpenAPI linter, only for make test (scripts/test.sh).
