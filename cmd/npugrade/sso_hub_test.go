@@ -202,6 +202,19 @@ func TestJupyterHubTokenExchange(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
+	// The notebook client in ada's single-user server: login() finds
+	// JUPYTERHUB_API_TOKEN and exchanges it, with no code to approve.
+	dir := t.TempDir()
+	_, module := request(t, "GET", s.url+"/client/npugrade.py", "", nil, "", nil)
+	if err := os.WriteFile(filepath.Join(dir, "npugrade.py"), module, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	py := exec.Command("/usr/bin/python3", "-c", "import npugrade; print('WHO', npugrade.login()); print('EXERCISES', len(npugrade.status()))")
+	py.Dir = dir
+	py.Env = append(cleanEnv(), "HOME="+dir, "XDG_CONFIG_HOME="+dir, "JUPYTERHUB_API_TOKEN="+adaTok)
+	if out, err := py.CombinedOutput(); err != nil || !strings.Contains(string(out), "WHO ada\n") || strings.Contains(string(out), "EXERCISES 0") {
+		t.Errorf("npugrade.login() under the hub: %v\n%s", err, out)
+	}
 	if st, ct, got := exchange(t, s.url, "not-a-hub-token"); st != http.StatusUnauthorized || ct != "application/problem+json" {
 		t.Errorf("bad hub token: %d %s %v, want 401 problem+json", st, ct, got)
 	}
