@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,24 +73,7 @@ except npugrade.NpugradeError as e:
 	if complete == "" || !strings.HasPrefix(complete, s.url) {
 		t.Fatalf("login showed %q, want %s/device?code=...", shown, s.url)
 	}
-	web := signedIn(t, s.url, ada)
-	resp, err := web.Get(complete)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	_, rest, _ := strings.Cut(string(page), `name="csrf" value="`)
-	csrf, _, _ := strings.Cut(rest, `"`)
-	code := complete[strings.Index(complete, "code=")+5:]
-	resp, err = web.PostForm(s.url+"/device", url.Values{"csrf": {csrf}, "code": {code}, "decision": {"approve"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("approve: %d", resp.StatusCode)
-	}
+	approveDevice(t, s.url, ada, complete)
 	if who := next("WHO"); who != "ada" {
 		t.Fatalf("signed in as %q", who)
 	}

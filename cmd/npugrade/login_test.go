@@ -50,24 +50,7 @@ func TestCLILogin(t *testing.T) {
 	if complete == "" || !strings.Contains(all, "请在浏览器中打开") || !strings.Contains(all, "enter the code") {
 		t.Fatalf("login printed:\n%s\nstderr: %s", all, errb.String())
 	}
-	web := signedIn(t, s.url, ada)
-	resp, err := web.Get(complete)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	_, rest, _ := strings.Cut(string(page), `name="csrf" value="`)
-	csrf, _, _ := strings.Cut(rest, `"`)
-	code := strings.TrimPrefix(complete, s.url+"/device?code=")
-	resp, err = web.PostForm(s.url+"/device", url.Values{"csrf": {csrf}, "code": {code}, "decision": {"approve"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("approve: %d", resp.StatusCode)
-	}
+	approveDevice(t, s.url, ada, complete)
 	select {
 	case rc := <-done:
 		if rc != 0 {
@@ -88,7 +71,7 @@ func TestCLILogin(t *testing.T) {
 	}
 	req, _ := http.NewRequest("GET", s.url+"/api/v1/exercises", nil)
 	req.Header.Set("Authorization", "Bearer "+cfg.Token)
-	resp, err = http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,5 +89,30 @@ func TestCLILogin(t *testing.T) {
 	rc := run(ctx, []string{"submit", "--exercise", "nosuch", "--wait", "1s", nb}, &out, &serr)
 	if strings.Contains(serr.String(), "is required") || strings.Contains(serr.String(), "401") {
 		t.Fatalf("submit with the saved token: exit %d: %s", rc, serr.String())
+	}
+}
+
+// approveDevice approves the device sign-in at complete (its
+// verification_uri_complete) as the learner signed in with token, through
+// the /device page and its form.
+func approveDevice(t *testing.T, base, token, complete string) {
+	t.Helper()
+	web := signedIn(t, base, token)
+	resp, err := web.Get(complete)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	_, rest, _ := strings.Cut(string(page), `name="csrf" value="`)
+	csrf, _, _ := strings.Cut(rest, `"`)
+	code := complete[strings.Index(complete, "code=")+len("code="):]
+	resp, err = web.PostForm(base+"/device", url.Values{"csrf": {csrf}, "code": {code}, "decision": {"approve"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("approve: %d", resp.StatusCode)
 	}
 }

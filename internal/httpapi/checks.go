@@ -14,29 +14,9 @@ import (
 // notebook client (GET /client/npugrade.py) calls.
 func (s *Server) checkRoutes(api gin.IRoutes) {
 	api.POST("/checks", func(c *gin.Context) { s.upload(c, true) })
-	api.GET("/checks", s.listChecks)
+	api.GET("/checks", func(c *gin.Context) { s.list(c, true) })
 	api.GET("/checks/:id", s.getCheck)
 	api.GET("/status", s.standings)
-}
-
-func (s *Server) listChecks(c *gin.Context) {
-	u := currentUser(c)
-	f, err := s.submissionFilter(c.Request.Context(), u, c.Request.URL.Query())
-	if err != nil {
-		s.problem(c, err)
-		return
-	}
-	f.Checks = true
-	subs, err := s.policy().List(c.Request.Context(), u, f)
-	if err != nil {
-		s.problem(c, err)
-		return
-	}
-	out := make([]SubmissionJSON, len(subs))
-	for i, sub := range subs {
-		out[i] = toJSON(sub)
-	}
-	c.JSON(http.StatusOK, out)
 }
 
 // getCheck is GET /api/v1/submissions/{id} for a check: a submission's id

@@ -18,12 +18,20 @@ import (
 // listSubmissions answers GET /api/v1/submissions: newest first, filtered
 // by learner, exercise and status, a page of at most limit at a time; the
 // Link header (rel="next") carries the cursor of the next page.
-func (s *Server) listSubmissions(c *gin.Context) {
+func (s *Server) listSubmissions(c *gin.Context) { s.list(c, false) }
+
+// list answers a listing of submissions or, with checks, of checks.
+func (s *Server) list(c *gin.Context, checks bool) {
 	u := currentUser(c)
 	f, err := s.submissionFilter(c.Request.Context(), u, c.Request.URL.Query())
 	if err != nil {
 		s.problem(c, err)
 		return
+	}
+	f.Checks = checks
+	path := "/api/v1/submissions"
+	if checks {
+		path = "/api/v1/checks"
 	}
 	subs, err := s.policy().List(c.Request.Context(), u, f)
 	if err != nil {
@@ -37,7 +45,7 @@ func (s *Server) listSubmissions(c *gin.Context) {
 	if len(subs) == f.Limit {
 		next := c.Request.URL.Query()
 		next.Set("cursor", base64.RawURLEncoding.EncodeToString([]byte(subs[len(subs)-1].ID)))
-		c.Header("Link", fmt.Sprintf(`</api/v1/submissions?%s>; rel="next"`, next.Encode()))
+		c.Header("Link", fmt.Sprintf(`<%s?%s>; rel="next"`, path, next.Encode()))
 	}
 	c.JSON(http.StatusOK, out)
 }

@@ -2,11 +2,9 @@ package httpapi_test
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"mime/multipart"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,34 +20,7 @@ import (
 // check used to read the count before inserting, so several passed).
 func TestMaxSubmissionsUnderConcurrentUploads(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	for _, sub := range []string{"exercises/rxref", "answers/rxref"} {
-		src := filepath.Join("../../cmd/npugrade/testdata/runners", sub)
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		entries, err := os.ReadDir(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			b, err := os.ReadFile(filepath.Join(src, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if e.Name() == "exercise.json" {
-				var cfg map[string]any
-				if err := json.Unmarshal(b, &cfg); err != nil {
-					t.Fatal(err)
-				}
-				cfg["max_submissions"] = 3
-				b, _ = json.Marshal(cfg)
-			}
-			if err := os.WriteFile(filepath.Join(dir, sub, e.Name()), b, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	dir := exerciseCopies(t, map[string]func(map[string]any){"rxref": func(c map[string]any) { c["max_submissions"] = 3 }})
 	for _, d := range storetest.Dialects(t) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
