@@ -39,19 +39,6 @@ func attempts(q *gorm.DB) *gorm.DB {
 		kindSubmission, domain.StatusFailed, domain.StatusFailed)
 }
 
-// SubmissionTimes returns the creation times of a user's submissions of an
-// exercise since a time, oldest first (all of them count toward a rate limit).
-func (db *DB) SubmissionTimes(ctx context.Context, userID int64, exerciseID string, since time.Time) ([]time.Time, error) {
-	var times []time.Time
-	err := db.gorm.WithContext(ctx).Model(&submissionRow{}).
-		Where("user_id = ? AND exercise_id = ? AND created_at >= ? AND kind = ?", userID, exerciseID, since, kindSubmission).
-		Order("created_at").Pluck("created_at", &times).Error
-	if err != nil {
-		return nil, fmt.Errorf("list submission times of user %d for %s: %w", userID, exerciseID, err)
-	}
-	return times, nil
-}
-
 // GradedSubmissions lists the scored submissions (graded, or graded for
 // their automatic part and waiting for manual grading) of an exercise
 // ("": of all; optionally of one user), oldest first, without cell results.
