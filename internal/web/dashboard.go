@@ -394,6 +394,7 @@ func (h *handler) staffSubmission(c *gin.Context) {
 		if d.Notebook, err = renderNotebook(raw, sub.Cells); err != nil {
 			d.NotebookError = err.Error()
 		}
+		d.ProbeSeed, d.HasProbeSeed = probeSeedOf(raw)
 	}
 	if d.Requests, err = h.Appeals.Of(ctx, u, sub.ID); err != nil {
 		h.fail(c, err)

@@ -192,6 +192,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"sub.cell":              {"Cell", "单元格"},
 	"sub.runner":            {"Runner", "执行节点"},
 	"sub.version":           {"Exercise version", "练习版本"},
+	"sub.seed":              {"Probe seed", "隐藏测试种子"},
 	"users.title":           {"Users and tokens", "用户与令牌"},
 	"users.name":            {"Name", "名称"},
 	"users.role":            {"Role", "角色"},

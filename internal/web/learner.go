@@ -234,6 +234,10 @@ type submissionPageData struct {
 	Notebook      []cellView
 	NotebookError string
 	Executed      bool
+	// ProbeSeed is the seed the hidden tests ran with (staff only): with it
+	// `npugrade check --seed` reproduces the grade.
+	ProbeSeed    int64
+	HasProbeSeed bool
 	// Requests are the regrade requests on the submission, and
 	// Ask the request form as the learner filled it in when it came back
 	// with its problems.

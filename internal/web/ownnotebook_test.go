@@ -19,7 +19,8 @@ import (
 
 // TestLearnerDownloadsOwnNotebook: a learner downloads their own executed
 // notebook and a feedback notebook; neither has the probe cells, the probe
-// seed or the output of a hidden question, and another learner gets 404.
+// seed or the output of a hidden question, and another learner gets 404;
+// staff see the seed on the submission page.
 // The exercise page shows the deadline, the late-penalty schedule and
 // the attempts left, times to the second.
 func TestLearnerDownloadsOwnNotebook(t *testing.T) {
@@ -132,6 +133,17 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 			if !strings.Contains(page, `href="/submissions/`+sub.ID+`/feedback"`) ||
 				!strings.Contains(page, sub.CreatedAt.UTC().Format(time.RFC3339)) {
 				t.Errorf("submission page lacks the downloads or the exact time")
+			}
+			if strings.Contains(page, "424242") {
+				t.Error("the learner's submission page shows the probe seed")
+			}
+			// Staff see the seed, with which check reproduces the grade.
+			teacher := e.user(t, "teacher", domain.RoleInstructor)
+			tc := client()
+			e.signIn(t, tc, teacher)
+			if _, page = do(t, tc, "GET", e.srv.URL+"/dashboard/submissions/"+sub.ID, nil, nil); !strings.Contains(page, `<code id="probe-seed">424242</code>`) ||
+				!strings.Contains(page, "--seed 424242") {
+				t.Errorf("the staff submission page does not show the probe seed")
 			}
 		})
 	}
