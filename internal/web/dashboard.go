@@ -382,6 +382,7 @@ func (h *handler) staffSubmission(c *gin.Context) {
 	d := submissionPageData{Sub: sub, Final: final(sub.Status), Staff: true, ExerciseTitle: sub.ExerciseID}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)
+		d.Labels = questionLabels(ex, lang, sub.Cells, true)
 	}
 	raw, err := h.Policy.Executed(ctx, u, sub)
 	switch {

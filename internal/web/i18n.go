@@ -132,6 +132,8 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"submission.title":      {"Submission", "提交详情"},
 	"feedback":              {"Feedback per question", "逐题反馈"},
 	"question":              {"Question", "题目"},
+	"question.n":            {"Question %d", "第 %d 题"},
+	"question.hidden":       {"hidden test", "隐藏测试"},
 	"verdict":               {"Verdict", "结果"},
 	"points":                {"Points", "分数"},
 	"message":               {"Message", "说明"},
