@@ -329,6 +329,17 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"rg.decided":              {"Decided", "决定时间"},
 	"rg.none_yet":             {"No regrade yet.", "尚无重新评分。"},
 	"rg.state":                {"State", "状态"},
+	"rg.raised":               {"raised", "提高"},
+	"rg.lowered":              {"lowered", "降低"},
+	"rg.mode.recompare":       {"compare again", "重新比较"},
+	"rg.mode.reexecute":       {"run again", "重新运行"},
+	"rg.state.staged":         {"staged", "计算中"},
+	"rg.state.ready":          {"ready to apply", "可应用"},
+	"rg.state.applied":        {"applied", "已应用"},
+	"rg.state.discarded":      {"discarded", "已放弃"},
+	"rg.item.pending":         {"pending", "等待中"},
+	"rg.item.done":            {"done", "完成"},
+	"rg.item.failed":          {"failed", "失败"},
 	// Staged references (c14): outputs recorded by runners, reviewed before grading uses them.
 	"nav.references":           {"References", "参考输出"},
 	"ref.title":                {"References recorded by runners", "执行节点录制的参考输出"},
@@ -454,6 +465,8 @@ var pluralKeys = map[string][2]catalog.Message{ // key: {en, zh-CN}
 	"n.minutes":       {cldr.Selectf(1, "%d", "=1", "%d minute", "other", "%d minutes"), catalog.String("%d 分钟")},
 	"n.seconds":       {cldr.Selectf(1, "%d", "=1", "%d second", "other", "%d seconds"), catalog.String("%d 秒")},
 	"n.jobs":          {cldr.Selectf(1, "%d", "=1", "%d job", "other", "%d jobs"), catalog.String("%d 个任务")},
+	"n.changed":       {cldr.Selectf(1, "%d", "=1", "%d score changes", "other", "%d scores change"), catalog.String("%d 份分数变化")},
+	"n.unchanged":     {cldr.Selectf(1, "%d", "=1", "%d unchanged", "other", "%d unchanged"), catalog.String("%d 份不变")},
 }
 
 var pluralCatalog = func() *catalog.Builder {
