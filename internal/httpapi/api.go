@@ -91,17 +91,27 @@ type SubmissionJSON struct {
 	WaitingFor string `json:"waiting_for,omitempty"`
 }
 
-func (srv *Server) toJSON(s domain.Submission) SubmissionJSON {
+// toJSON is the API form of s; for a reader who prefers Chinese
+// (Accept-Language, the page's language cookie) the grader's messages are
+// in the words the pages use.
+func (srv *Server) toJSON(c *gin.Context, s domain.Submission) SubmissionJSON {
 	ex, _ := srv.Catalog.Get(s.ExerciseID)
+	zh := web.PrefersChinese(c.Request)
+	if zh {
+		s.Message = web.ChineseFeedback(s.Message)
+	}
 	// Learner output is stored as printed, any bytes; it is shown with
 	// NUL, control characters and non-UTF-8 bytes as visible \xNN escapes.
 	cells := make([]CellJSON, len(s.Cells))
-	for i, c := range s.Cells {
-		c.Message, c.Observed, c.Expected, c.Diff = domain.Printable(c.Message), domain.Printable(c.Observed), domain.Printable(c.Expected), domain.Printable(c.Diff)
-		cells[i] = CellJSON{CellResult: c}
+	for i, cr := range s.Cells {
+		if zh {
+			cr.Message = web.ChineseFeedback(cr.Message)
+		}
+		cr.Message, cr.Observed, cr.Expected, cr.Diff = domain.Printable(cr.Message), domain.Printable(cr.Observed), domain.Printable(cr.Expected), domain.Printable(cr.Diff)
+		cells[i] = CellJSON{CellResult: cr}
 		if ex != nil {
-			cells[i].Question, _ = ex.Question(c.CellID)
-			cells[i].HiddenTest = ex.IsProbe(c.CellID)
+			cells[i].Question, _ = ex.Question(cr.CellID)
+			cells[i].HiddenTest = ex.IsProbe(cr.CellID)
 		}
 	}
 	kind := "submission"
@@ -175,7 +185,7 @@ func (s *Server) upload(c *gin.Context, check bool) {
 	}
 	// A replay carries the stored, possibly graded submission: it gets the
 	// same redaction as GET, or hidden questions' details would leak.
-	c.JSON(http.StatusAccepted, s.toJSON(s.policy().Redact(c.Request.Context(), u, sub)))
+	c.JSON(http.StatusAccepted, s.toJSON(c, s.policy().Redact(c.Request.Context(), u, sub)))
 }
 
 // visible returns the submission if the caller may read it (unredacted).
@@ -191,7 +201,7 @@ func (s *Server) visible(c *gin.Context) (domain.Submission, bool) {
 
 func (s *Server) getSubmission(c *gin.Context) {
 	if sub, ok := s.visible(c); ok {
-		j := s.toJSON(s.policy().Redact(c.Request.Context(), currentUser(c), sub))
+		j := s.toJSON(c, s.policy().Redact(c.Request.Context(), currentUser(c), sub))
 		j.WaitingFor = s.waitingFor(c.Request.Context(), sub, web.PrefersChinese(c.Request))
 		c.JSON(http.StatusOK, j)
 	}

@@ -499,6 +499,21 @@ func plural(lang, key string, n int) string {
 	return p.Sprintf(key, n)
 }
 
+// StatusName and VerdictName are a submission status and a cell verdict
+// in lang (en, zh-CN) as the pages say them, for the command line to say
+// the same; an unknown one is returned as it is.
+func StatusName(lang, status string) string { return known(lang, "st."+status, status) }
+
+// VerdictName: see StatusName.
+func VerdictName(lang, verdict string) string { return known(lang, "v."+verdict, verdict) }
+
+func known(lang, key, otherwise string) string {
+	if _, ok := messages[key]; !ok {
+		return otherwise
+	}
+	return translate(lang, key)
+}
+
 // translate returns key's message in lang.
 func translate(lang, key string) string {
 	m, ok := messages[key]
