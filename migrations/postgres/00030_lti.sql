@@ -35,7 +35,7 @@ CREATE TABLE lti_contexts (
     platform_id     BIGINT NOT NULL REFERENCES lti_platforms(id) ON DELETE CASCADE,
     context_id      TEXT NOT NULL,
     title           TEXT NOT NULL DEFAULT '',
-    cohort_id       BIGINT NOT NULL,
+    cohort_id       BIGINT NOT NULL REFERENCES cohorts(id) ON DELETE CASCADE,
     lineitems_url   TEXT NOT NULL DEFAULT '',
     memberships_url TEXT NOT NULL DEFAULT '',
     created_at      TIMESTAMPTZ NOT NULL,
