@@ -9,6 +9,7 @@
 //	npugrade migrate   apply database migrations
 //	npugrade exercise  exercise tooling (generate starters, import notebooks)
 //	npugrade env       grading environments: build cpu, import NPU images, list
+//	npugrade lti       LTI 1.3: register LMS platforms, rotate the signing key
 //
 // Every command refuses unknown flags, stray words and invalid values
 // (exit 2 with its usage) and prints its flags and environment variables
@@ -58,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"migrate":  cmdMigrate,
 		"exercise": cmdExercise,
 		"env":      cmdEnv,
+		"lti":      cmdLTI,
 	}
 	f, ok := cmds[args[0]]
 	if !ok {
@@ -90,6 +92,7 @@ commands:
   migrate   apply database migrations
   exercise  exercise tooling: starters from answers, import of other notebook formats
   env       grading environments (root filesystems kernels run in): env build cpu, env import NAME --tar FILE, env list
+  lti       LTI 1.3 tool: lti platform add|list, lti key rotate
 
 Run 'npugrade <command> --help' for the flags and environment variables of a command.
 Exit status: 0 success, 1 a mismatch or failed grade, 2 a usage or runtime error.

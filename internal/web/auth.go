@@ -197,8 +197,15 @@ func (h *handler) startSession(c *gin.Context, u domain.User, next, detail strin
 		return
 	}
 	h.auditAs(c, u, domain.AuditLogin, u.Name, detail)
-	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
+	ck := &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)}
+	if c.GetBool(ctxLTI) && isTLS(c.Request) {
+		// An LTI launch runs in the LMS's iframe: a cross-site frame
+		// sends only SameSite=None cookies, which must be Secure (plain
+		// http is refused for launches except on loopback, for tests).
+		ck.SameSite = http.SameSiteNoneMode
+	}
+	http.SetCookie(c.Writer, ck)
 	if next == "" {
 		next = homeOf(s.User.Role)
 	}

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,6 +30,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/lti"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/sso"
@@ -103,6 +105,12 @@ type Deps struct {
 	HubLogin *sso.HubLogin
 	// OIDCLogin signs in through an OpenID provider (nil: not offered).
 	OIDCLogin *sso.OIDCLogin
+	// LTI is the LTI 1.3 tool (nil: the /lti routes answer 404).
+	LTI *lti.Tool
+	// FrameAncestors are the origins allowed to frame the pages (the
+	// registered LMSs, which launch npugrade in an iframe); none: no
+	// page may be framed.
+	FrameAncestors []string
 }
 
 // userByToken resolves token through Tokens when set.
@@ -148,12 +156,14 @@ func mount(r gin.IRouter, d Deps) {
 	static, _ := fs.Sub(staticFS, "static")
 	r.GET("/static/*file", h.headers(), h.static(static))
 	r.GET("/api/v1/gradebook.csv", h.gradebookCSV)
+	r.GET("/lti/jwks", h.ltiJWKS)
 
 	p := r.Group("", h.headers(), h.lang())
 	p.GET("/", h.session(), h.home)
 	p.GET("/login", h.loginPage)
 	p.POST("/login", h.login)
 	h.outsideRoutes(p)
+	h.ltiRoutes(p)
 	p.GET("/logout", h.session(), h.logoutPage)
 	p.POST("/logout", h.session(), h.csrf(), h.logout)
 
@@ -222,12 +232,18 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 	"font-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 func (h *handler) headers() gin.HandlerFunc {
+	policy := csp
+	if len(h.FrameAncestors) > 0 {
+		policy = strings.Replace(csp, "frame-ancestors 'none'", "frame-ancestors 'self' "+strings.Join(h.FrameAncestors, " "), 1)
+	}
 	return func(c *gin.Context) {
 		w := c.Writer.Header()
-		w.Set("Content-Security-Policy", csp)
+		w.Set("Content-Security-Policy", policy)
 		w.Set("X-Content-Type-Options", "nosniff")
 		w.Set("Referrer-Policy", "same-origin")
-		w.Set("X-Frame-Options", "DENY")
+		if len(h.FrameAncestors) == 0 {
+			w.Set("X-Frame-Options", "DENY") // frame-ancestors says it for browsers that read CSP
+		}
 		w.Set("Cross-Origin-Opener-Policy", "same-origin")
 		c.Next()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
+	"github.com/npugrade/npugrade/internal/lti"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/reference"
@@ -52,6 +53,31 @@ type Config struct {
 	Hub *sso.Hub
 	// OIDC is the OpenID provider whose users may sign in (nil: none).
 	OIDC *sso.OIDC
+	// LTI is the LTI 1.3 tool (nil: the /lti routes answer 404); LTI
+	// builds it.
+	LTI *lti.Tool
+	// FrameAncestors are the origins that may frame the pages (the
+	// registered LMSs).
+	FrameAncestors []string
+}
+
+// LTIParts are the LTI tool and its grade passback: Grades is the
+// outbox's notifier, Sender posts the scores it records.
+type LTIParts struct {
+	Tool   *lti.Tool
+	Grades *lti.Grades
+	Sender *lti.Sender
+}
+
+// LTI builds the LTI tool at publicURL over db and cat.
+func LTI(db *store.DB, cat *exercise.Catalog, publicURL string, log *slog.Logger) LTIParts {
+	keys := &lti.Keys{DB: db}
+	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db}
+	return LTIParts{
+		Tool:   &lti.Tool{DB: db, Keys: keys, Catalog: cat, PublicURL: publicURL},
+		Grades: &lti.Grades{DB: db, Counter: pol, Catalog: cat, Log: log},
+		Sender: &lti.Sender{DB: db, Keys: keys, Catalog: cat, Log: log},
+	}
 }
 
 // Server builds every service once and the server that calls them.
@@ -109,6 +135,7 @@ func pages(c Config, v httpapi.Services, subs *intake.Service) web.Deps {
 	if c.OIDC != nil {
 		d.OIDCLogin = &sso.OIDCLogin{OIDC: c.OIDC, States: db, Users: db}
 	}
+	d.LTI, d.FrameAncestors = c.LTI, c.FrameAncestors
 	if c.Metrics != nil {
 		d.OnSubmitted = c.Metrics.Submissions.Inc
 	}

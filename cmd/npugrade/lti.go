@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/lti"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+const ltiUsage = `usage: npugrade lti platform add --issuer URL --client-id ID --deployment-id ID[,ID…] --auth-url URL --token-url URL --jwks-url URL [--audience AUD] [--name NAME] [--db URL]
+       npugrade lti platform list [--db URL]
+       npugrade lti key rotate [--db URL]
+
+Register LMSs (Moodle, Canvas, Blackboard) as LTI 1.3 platforms and rotate
+npugrade's signing key. serve offers the tool (--lti, on by default) once a
+platform is registered; docs/lti.md has the values to paste in each LMS.
+
+Run 'npugrade lti <subcommand> --help' for its flags.
+
+environment:
+  NPUGRADE_DB            database URL, the default of --db
+`
+
+func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	sub := strings.Join(args[:min(2, len(args))], " ")
+	switch {
+	case len(args) == 0:
+		fmt.Fprint(stderr, "npugrade lti: missing subcommand (platform add, platform list or key rotate)\n\n"+ltiUsage)
+		return exitError
+	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
+		fmt.Fprint(stdout, ltiUsage)
+		return exitOK
+	case sub != "platform add" && sub != "platform list" && sub != "key rotate":
+		fmt.Fprintf(stderr, "npugrade lti: unknown subcommand %q\n\n%s", sub, ltiUsage)
+		return exitError
+	}
+	about := map[string]string{
+		"platform add":  "Register an LMS as an LTI 1.3 platform (the values its tool registration shows) and print npugrade's values to paste there.",
+		"platform list": "List the registered platforms.",
+		"key rotate":    "Make a new signing key; the previous one stays in /lti/jwks for 7 days, so platforms that cached it keep verifying.",
+	}[sub]
+	fs := newCommand("lti "+sub, "", about, envDB)
+	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
+	var p domain.LTIPlatform
+	var deps, publicURL *string
+	if sub == "platform add" {
+		fs.StringVar(&p.Name, "name", "", "a name for it (default the issuer)")
+		fs.StringVar(&p.Issuer, "issuer", "", "the platform's issuer (Moodle: its site URL; Canvas: https://canvas.instructure.com)")
+		fs.StringVar(&p.ClientID, "client-id", "", "npugrade's client id at the platform")
+		deps = fs.String("deployment-id", "", "deployment ids whose launches are accepted, comma-separated")
+		fs.StringVar(&p.AuthLoginURL, "auth-url", "", "the platform's authentication request URL (OIDC auth endpoint)")
+		fs.StringVar(&p.TokenURL, "token-url", "", "the platform's access token URL (OAuth2 token endpoint)")
+		fs.StringVar(&p.JWKSURL, "jwks-url", "", "the platform's public keyset URL")
+		fs.StringVar(&p.Audience, "audience", "", "aud of npugrade's token requests when not the token URL (Canvas: https://canvas.instructure.com/login/oauth2/token)")
+		publicURL = fs.String("public-url", envOr("NPUGRADE_PUBLIC_URL", ""), "npugrade's public URL, to print the values to paste in the LMS")
+	}
+	if _, code, ok := fs.parse(args[2:], 0, 0, stdout, stderr); !ok {
+		return code
+	}
+	if *dbURL == "" {
+		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
+	}
+	db, err := store.Open(ctx, *dbURL, nil)
+	if err != nil {
+		fmt.Fprintf(stderr, "npugrade lti %s: %v\n", sub, err)
+		return exitError
+	}
+	defer db.Close()
+	switch sub {
+	case "platform add":
+		p.DeploymentIDs = strings.Split(*deps, ",")
+		return ltiPlatformAdd(ctx, db, p, *publicURL, stdout, stderr)
+	case "platform list":
+		return ltiPlatformList(ctx, db, stdout, stderr)
+	}
+	kid, err := (&lti.Keys{DB: db}).Rotate(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade lti key rotate:", err)
+		return exitError
+	}
+	if err := db.Audit(ctx, domain.User{}, domain.AuditLTIKeyRotated, kid, "npugrade lti key rotate"); err != nil {
+		fmt.Fprintln(stderr, "npugrade lti: warning:", err)
+	}
+	fmt.Fprintf(stdout, "new signing key %s; the previous key stays published for 7 days\n", kid)
+	return exitOK
+}
+
+func ltiPlatformAdd(ctx context.Context, db *store.DB, p domain.LTIPlatform, publicURL string, stdout, stderr io.Writer) int {
+	got, err := (&lti.Platforms{DB: db}).Add(ctx, p)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade lti platform add:", domain.ErrorMessage(err))
+		for _, pr := range domain.ErrorProblems(err) {
+			fmt.Fprintln(stderr, "  "+pr)
+		}
+		return exitError
+	}
+	if err := db.Audit(ctx, domain.User{}, domain.AuditLTIPlatformAdded, got.Issuer, "client id "+got.ClientID+" (npugrade lti platform add)"); err != nil {
+		fmt.Fprintln(stderr, "npugrade lti: warning:", err)
+	}
+	fmt.Fprintf(stdout, "registered platform %d %q (%s, client id %s)\n", got.ID, got.Name, got.Issuer, got.ClientID)
+	base := strings.TrimRight(publicURL, "/")
+	if base == "" {
+		base = "https://YOUR-NPUGRADE"
+	}
+	fmt.Fprintf(stdout, "values for the LMS (restart serve with --public-url %s to serve them):\n", base)
+	fmt.Fprintf(stdout, "  tool URL / target link URI:   %s/lti/launch\n", base)
+	fmt.Fprintf(stdout, "  initiate login URL:           %s/lti/login\n", base)
+	fmt.Fprintf(stdout, "  redirection URI(s):           %s/lti/launch\n", base)
+	fmt.Fprintf(stdout, "  public keyset URL (JWKS):     %s/lti/jwks\n", base)
+	fmt.Fprintf(stdout, "  deep linking (content selection) URL: %s/lti/launch\n", base)
+	return exitOK
+}
+
+func ltiPlatformList(ctx context.Context, db *store.DB, stdout, stderr io.Writer) int {
+	ps, err := db.LTIPlatforms(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade lti platform list:", err)
+		return exitError
+	}
+	for _, p := range ps {
+		fmt.Fprintf(stdout, "%d\t%s\t%s\tclient %s\tdeployments %s\n", p.ID, p.Name, p.Issuer, p.ClientID, strings.Join(p.DeploymentIDs, ","))
+	}
+	return exitOK
+}
