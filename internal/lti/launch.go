@@ -174,16 +174,40 @@ func (l Launch) Target() string {
 // clockSkew is how far apart the platform's clock and npugrade's may be.
 const clockSkew = time.Minute
 
-// Launch checks a launch's id_token against its state (IMS Security
-// Framework 5.1.3, LTI 1.3 Core 5): the state is this server's and unused;
-// the signature verifies with the platform's JWKS; iss, aud (and azp when
-// aud lists several), exp and iat, nonce (single use), deployment,
-// version and message type are right. It then signs the user in, links
-// the context to a cohort and makes the user a member with the launch's
-// role.
+// Launch checks a launch's id_token (IMS Security Framework 5.1.3, LTI
+// 1.3 Core 5): its signature verifies with the JWKS of the platform its
+// iss and aud name; iss, aud (and azp when aud lists several), exp and
+// iat, deployment, version and message type are right; its nonce was
+// never used (recorded, so a replay is refused on any server) and is the
+// one this server's state, single use, was issued with. It then signs
+// the user in, links the context to a cohort and makes the user a member
+// with the launch's role.
 func (t *Tool) Launch(ctx context.Context, idToken, state string) (Launch, error) {
 	if state == "" || idToken == "" {
 		return Launch{}, refuse("state", "the launch has no id_token or state")
+	}
+	tok, err := jwt.ParseSigned(idToken, []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.ES256, jose.PS256})
+	if err != nil || len(tok.Headers) != 1 {
+		return Launch{}, refuse("signature", "the id_token is not a signed JWT")
+	}
+	var head launchClaims
+	if err := tok.UnsafeClaimsWithoutVerification(&head); err != nil {
+		return Launch{}, refuse("claims", "the id_token's claims cannot be read")
+	}
+	clientID := head.AZP
+	if clientID == "" && len(head.Audience) == 1 {
+		clientID = head.Audience[0]
+	}
+	p, err := t.DB.LTIPlatformByIssuer(ctx, head.Issuer, clientID)
+	if err != nil {
+		if c := domain.ErrorCode(err); c == domain.ENOTFOUND || c == domain.EINVALID {
+			return Launch{}, &Error{Reason: "audience", Err: domain.Errorf(domain.EUNAUTHORIZED, "%s", domain.ErrorMessage(err))}
+		}
+		return Launch{}, err
+	}
+	c, err := t.verify(ctx, p, tok)
+	if err != nil {
+		return Launch{}, err
 	}
 	data, err := t.DB.TakeLoginState(ctx, state)
 	if err != nil {
@@ -196,23 +220,14 @@ func (t *Tool) Launch(ctx context.Context, idToken, state string) (Launch, error
 	if err := json.Unmarshal([]byte(data), &pd); err != nil {
 		return Launch{}, fmt.Errorf("read launch state: %w", err)
 	}
-	p, err := t.DB.LTIPlatformByID(ctx, pd.PlatformID)
-	if err != nil {
-		return Launch{}, &Error{Reason: "platform", Err: err}
-	}
-	c, err := t.verify(ctx, p, idToken, pd.Nonce)
-	if err != nil {
-		return Launch{}, err
+	if pd.PlatformID != p.ID || pd.Nonce != c.Nonce {
+		return Launch{}, refuse("nonce", "the id_token's nonce is not the one this launch's login was given")
 	}
 	return t.accept(ctx, p, c)
 }
 
-// verify checks the id_token's signature and claims.
-func (t *Tool) verify(ctx context.Context, p domain.LTIPlatform, raw, nonce string) (launchClaims, error) {
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.RS256, jose.RS384, jose.RS512, jose.ES256, jose.PS256})
-	if err != nil || len(tok.Headers) != 1 {
-		return launchClaims{}, refuse("signature", "the id_token is not a signed JWT")
-	}
+// verify checks the id_token's signature and claims and records its nonce.
+func (t *Tool) verify(ctx context.Context, p domain.LTIPlatform, tok *jwt.JSONWebToken) (launchClaims, error) {
 	key, err := t.keys.key(ctx, t.client(), p.JWKSURL, tok.Headers[0].KeyID)
 	if err != nil {
 		return launchClaims{}, refuse("signature", "no key of the platform verifies the id_token: %s", err)
@@ -233,8 +248,8 @@ func (t *Tool) verify(ctx context.Context, p domain.LTIPlatform, raw, nonce stri
 		return c, refuse("expired", "the id_token expired")
 	case c.IssuedAt > now+clockSkew.Seconds():
 		return c, refuse("expired", "the id_token was issued in the future")
-	case c.Nonce == "" || c.Nonce != nonce:
-		return c, refuse("nonce", "the id_token's nonce is not this launch's")
+	case c.Nonce == "":
+		return c, refuse("nonce", "the id_token has no nonce")
 	case !slices.Contains(p.DeploymentIDs, c.DeploymentID):
 		return c, refuse("deployment", "deployment %q is not registered for %s", c.DeploymentID, p.Issuer)
 	case c.Version != "1.3.0":
