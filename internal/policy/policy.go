@@ -49,6 +49,12 @@ type Service struct {
 	// Releases says whether an exercise's feedback is released to a
 	// learner (policy feedback "on_release"). Nil: none is.
 	Releases Releases
+	// Deadlines finds a cohort's own deadline for an exercise, which
+	// replaces the exercise's for the cohort's submissions. Nil: none.
+	Deadlines Deadlines
+	// Scopes computes a staff member's scope: the cohorts whose
+	// submissions they read. Nil: every staff member reads all.
+	Scopes Scopes
 }
 
 // Releases reads feedback releases (package store's *DB implements it).
@@ -136,8 +142,20 @@ type Extensions interface {
 // come) rather than shown early.
 func (p *Service) exerciseFor(ctx context.Context, sub domain.Submission) (*exercise.Exercise, error) {
 	ex, err := p.Catalog.Get(sub.ExerciseID)
-	if err != nil || p.Extensions == nil || ex.Deadline == nil {
+	if err != nil {
 		return ex, err
+	}
+	cex, err := ForCohort(ctx, p.Deadlines, ex, sub.CohortID)
+	if err != nil {
+		// As for an extension that cannot be read: not yet come.
+		far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+		own := *ex
+		own.Deadline = &far
+		return &own, nil
+	}
+	ex = cex
+	if p.Extensions == nil || ex.Deadline == nil {
+		return ex, nil
 	}
 	ext, err := p.Extensions.ActiveExtension(ctx, ex.ID, sub.UserID)
 	var deadline time.Time
