@@ -41,8 +41,9 @@ type Platform struct {
 	// the token URL).
 	ToolJWKS, TokenAudience string
 
-	key *rsa.PrivateKey
-	kid string
+	key    *rsa.PrivateKey
+	kid    string
+	signer *rsa.PrivateKey // signs the launches instead of key (a forgery)
 
 	mu        sync.Mutex
 	next      map[string]any // the claims of the next launch
@@ -159,6 +160,13 @@ const (
 	Instructor = "http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor"
 )
 
+// SignWith makes the next launches signed with key (nil: its own).
+func (p *Platform) SignWith(key *rsa.PrivateKey) {
+	p.mu.Lock()
+	p.signer = key
+	p.mu.Unlock()
+}
+
 // SetNext makes claims the next launch's (its nonce is the login's).
 func (p *Platform) SetNext(claims map[string]any) {
 	p.mu.Lock()
@@ -184,7 +192,7 @@ func (p *Platform) auth(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.mu.Lock()
-	claims := p.next
+	claims, signer := p.next, p.signer
 	p.mu.Unlock()
 	if claims == nil {
 		http.Error(w, "no launch set up", http.StatusBadRequest)
@@ -195,7 +203,7 @@ func (p *Platform) auth(w http.ResponseWriter, r *http.Request) {
 		c[k] = v
 	}
 	c["nonce"] = q.Get("nonce")
-	tok := p.Sign(nopT{}, c, nil)
+	tok := p.Sign(nopT{}, c, signer)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	fmt.Fprintf(w, `<!doctype html><html><body onload="document.forms[0].submit()"><form method="post" action="%s">`+
 		`<input type="hidden" name="id_token" value="%s"><input type="hidden" name="state" value="%s"></form></body></html>`,
@@ -273,6 +281,13 @@ func (p *Platform) FailNext(statuses ...int) {
 	p.mu.Lock()
 	p.failures = append(p.failures, statuses...)
 	p.mu.Unlock()
+}
+
+// PendingFailures is how many failures set up by FailNext are left.
+func (p *Platform) PendingFailures() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.failures)
 }
 
 // Scores returns the accepted scores, in order.
