@@ -51,6 +51,12 @@ type env struct {
 
 func newEnv(t *testing.T, dialect string) *env {
 	t.Helper()
+	return newEnvWith(t, dialect, nil)
+}
+
+// newEnvWith is newEnv with reg changing the registration first.
+func newEnvWith(t *testing.T, dialect string, reg func(*domain.LTIPlatform)) *env {
+	t.Helper()
 	ctx := context.Background()
 	e := &env{db: storetest.Open(t, dialect), plat: ltitest.New(t)}
 	// Due a day ago, late work halved: an extension re-scores it.
@@ -65,7 +71,11 @@ func newEnv(t *testing.T, dialect string) *env {
 	srv := compose.Server(compose.Config{DB: e.db, Queue: jobs.New(e.db, nil), Catalog: e.cat, Log: log, LTI: e.parts.Tool})
 	h, e.subs = srv.Handler(), srv.Submissions
 	e.plat.ToolJWKS = e.ts.URL + "/lti/jwks"
-	if _, err := (&lti.Platforms{DB: e.db}).Add(ctx, e.plat.Registration()); err != nil {
+	r := e.plat.Registration()
+	if reg != nil {
+		reg(&r)
+	}
+	if _, err := (&lti.Platforms{DB: e.db}).Add(ctx, r); err != nil {
 		t.Fatal(err)
 	}
 	return e

@@ -53,6 +53,7 @@ type Platform struct {
 	scores    []Score
 	// Refusals are the token and service calls it refused, in words.
 	refusals []string
+	linked   []map[string]any
 }
 
 // LineItem is one column of the platform's gradebook.
@@ -91,6 +92,7 @@ func New(t testing.TB) *Platform {
 	mux.HandleFunc("GET /lineitems", p.listLineItems)
 	mux.HandleFunc("POST /lineitems", p.addLineItem)
 	mux.HandleFunc("POST /lineitems/{n}/scores", p.postScore)
+	mux.HandleFunc("POST /deep-link-return", p.deepLinkReturn)
 	p.Server = httptest.NewServer(mux)
 	t.Cleanup(p.Server.Close)
 	p.Issuer = p.Server.URL
@@ -450,4 +452,41 @@ func (p *Platform) postScore(w http.ResponseWriter, r *http.Request) {
 	p.scores = append(p.scores, s)
 	p.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
+}
+
+// DeepLinkReturnURL is where its Deep Linking requests want the answer.
+func (p *Platform) DeepLinkReturnURL() string { return p.Server.URL + "/deep-link-return" }
+
+// DeepLinked returns the claims of the LtiDeepLinkingResponses it took.
+func (p *Platform) DeepLinked() []map[string]any {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]map[string]any(nil), p.linked...)
+}
+
+// deepLinkReturn takes a Deep Linking response (Deep Linking 2.0 4.2):
+// the JWT form field, signed by the tool (its JWKS), iss the client id,
+// aud the platform.
+func (p *Platform) deepLinkReturn(w http.ResponseWriter, r *http.Request) {
+	tok, err := jwt.ParseSigned(r.FormValue("JWT"), []jose.SignatureAlgorithm{jose.RS256})
+	if err != nil || len(tok.Headers) != 1 {
+		p.refuse(w, http.StatusBadRequest, "deep link: JWT is not a signed JWT")
+		return
+	}
+	set, err := toolKeys(p.ToolJWKS)
+	keys := set.Key(tok.Headers[0].KeyID)
+	var std jwt.Claims
+	claims := map[string]any{}
+	if err != nil || len(keys) == 0 || tok.Claims(keys[0].Key, &std, &claims) != nil {
+		p.refuse(w, http.StatusUnauthorized, "deep link: signature")
+		return
+	}
+	if err := std.Validate(jwt.Expected{Issuer: p.ClientID, AnyAudience: jwt.Audience{p.Issuer}, Time: time.Now()}); err != nil {
+		p.refuse(w, http.StatusUnauthorized, "deep link: claims: "+err.Error())
+		return
+	}
+	p.mu.Lock()
+	p.linked = append(p.linked, claims)
+	p.mu.Unlock()
+	fmt.Fprint(w, "placed")
 }

@@ -1,0 +1,191 @@
+package ltitest_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/lti"
+	"github.com/npugrade/npugrade/internal/lti/ltitest"
+)
+
+func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
+	t.Helper()
+	resp, err := c.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// TestJWKSRotation: /lti/jwks publishes public keys only; after a
+// rotation it lists the new key and the previous one, until the
+// retention ends; scores are still accepted (the platform verifies the
+// client assertion with the new key).
+func TestJWKSRotation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "sqlite")
+	kids := func() []string {
+		t.Helper()
+		resp, body := get(t, http.DefaultClient, e.ts.URL+"/lti/jwks")
+		var set struct {
+			Keys []map[string]any `json:"keys"`
+		}
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(body), &set) != nil {
+			t.Fatalf("jwks: %d %s", resp.StatusCode, body)
+		}
+		var out []string
+		for _, k := range set.Keys {
+			if _, private := k["d"]; private || k["kty"] != "RSA" || k["use"] != "sig" {
+				t.Fatalf("jwks publishes %v", k)
+			}
+			out = append(out, k["kid"].(string))
+		}
+		return out
+	}
+	first := kids()
+	if len(first) != 1 {
+		t.Fatalf("first keys: %v", first)
+	}
+	kid, err := (&lti.Keys{DB: e.db}).Rotate(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kids(); len(got) != 2 || got[0] != kid || got[1] != first[0] {
+		t.Fatalf("after a rotation: %v (want %s then %s)", got, kid, first[0])
+	}
+	later := time.Now().Add(lti.DefaultRetain + time.Hour)
+	e.db.Clock = func() time.Time { return later }
+	if got := kids(); len(got) != 1 || got[0] != kid {
+		t.Fatalf("past the retention: %v", got)
+	}
+}
+
+var (
+	csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+	keyField  = regexp.MustCompile(`name="k" value="([^"]+)"`)
+	jwtField  = regexp.MustCompile(`name="JWT" value="([^"]+)"`)
+	actionAt  = regexp.MustCompile(`action="([^"]+)" data-autopost`)
+)
+
+// TestDeepLinking: an instructor's Deep Linking launch opens the page
+// listing the exercises; the choice comes back as a signed
+// LtiDeepLinkingResponse (verified by the platform against /lti/jwks)
+// holding a resource link to /lti/launch with custom exercise=gr and a
+// line item, auto-posted to the platform's return URL (the page's CSP
+// lets its form go there only); a learner's Deep Linking launch is refused.
+func TestDeepLinking(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, "sqlite")
+	teacher := browser(t)
+	claims := e.plat.ResourceLink("t-9", "course-9", "", ltitest.Instructor)
+	claims[lti.ClaimMessageType] = lti.MessageDeepLinking
+	delete(claims, lti.ClaimResourceLink)
+	claims[lti.ClaimDLSettings] = map[string]any{"deep_link_return_url": e.plat.DeepLinkReturnURL(),
+		"accept_types": []string{"ltiResourceLink"}, "accept_presentation_document_targets": []string{"iframe", "window"},
+		"accept_multiple": true, "data": "opaque-data"}
+	l := e.plat.Launch(t, teacher, e.ts.URL, claims)
+	if l.Response.StatusCode != 200 || l.Response.Request.URL.Path != "/lti/deep-link" || !strings.Contains(l.Body, `value="gr"`) {
+		t.Fatalf("deep linking launch: %d at %s: %.400s", l.Response.StatusCode, l.Response.Request.URL, l.Body)
+	}
+	csrf, key := csrfField.FindStringSubmatch(l.Body), keyField.FindStringSubmatch(l.Body)
+	if csrf == nil || key == nil {
+		t.Fatalf("no csrf or key on the page: %.400s", l.Body)
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.ts.URL+"/lti/deep-link",
+		strings.NewReader(url.Values{"csrf": {csrf[1]}, "k": {key[1]}, "exercise": {"gr"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", e.ts.URL)
+	resp, err := teacher.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	body := string(b)
+	action, tok := actionAt.FindStringSubmatch(body), jwtField.FindStringSubmatch(body)
+	if resp.StatusCode != 200 || action == nil || tok == nil || action[1] != e.plat.DeepLinkReturnURL() {
+		t.Fatalf("deep link answer: %d %.400s", resp.StatusCode, body)
+	}
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "form-action "+e.plat.Server.URL) {
+		t.Errorf("the answer page's CSP does not let the form go to the platform: %s", csp)
+	}
+	pr, err := http.PostForm(action[1], url.Values{"JWT": {tok[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr.Body.Close()
+	linked := e.plat.DeepLinked()
+	if pr.StatusCode != 200 || len(linked) != 1 {
+		t.Fatalf("the platform took %d responses (%d): %v", len(linked), pr.StatusCode, e.plat.Refusals())
+	}
+	c := linked[0]
+	items, _ := c[lti.ClaimDLItems].([]any)
+	if c[lti.ClaimMessageType] != lti.MessageDeepLinkResponse || c[lti.ClaimDLData] != "opaque-data" || len(items) != 1 ||
+		c[lti.ClaimDeploymentID] != e.plat.DeploymentID {
+		t.Fatalf("response claims: %v", c)
+	}
+	item := items[0].(map[string]any)
+	custom, _ := item["custom"].(map[string]any)
+	li, _ := item["lineItem"].(map[string]any)
+	if item["type"] != "ltiResourceLink" || item["url"] != e.ts.URL+"/lti/launch" || custom["exercise"] != "gr" || li["resourceId"] != "gr" || li["scoreMaximum"] != 3.0 {
+		t.Errorf("content item: %v", item)
+	}
+	// The request is answered once.
+	req, _ = http.NewRequest(http.MethodPost, e.ts.URL+"/lti/deep-link",
+		strings.NewReader(url.Values{"csrf": {csrf[1]}, "k": {key[1]}, "exercise": {"gr"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if resp, err := teacher.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("answered twice: %v %v", resp.StatusCode, err)
+	}
+
+	learner := browser(t)
+	claims["sub"], claims["email"] = "s-9", "s-9@example.edu"
+	claims[lti.ClaimRoles] = []string{ltitest.Learner}
+	l = e.plat.Launch(t, learner, e.ts.URL, claims)
+	if l.Response.StatusCode != http.StatusForbidden || !strings.Contains(l.Body, "Only the course") {
+		t.Errorf("a learner's deep linking launch: %d %.300s", l.Response.StatusCode, l.Body)
+	}
+}
+
+// TestCanvasTokenAudience: a token endpoint that wants another aud
+// than its URL (Canvas wants https://canvas.instructure.com/login/oauth2/token
+// whatever the institution's host) refuses npugrade's assertion until
+// the platform is registered with that audience (--audience); then the
+// score passes.
+func TestCanvasTokenAudience(t *testing.T) {
+	t.Parallel()
+	const canvasAud = "https://canvas.instructure.com/login/oauth2/token"
+	for _, registered := range []string{"", canvasAud} {
+		e := newEnvWith(t, "sqlite", func(p *domain.LTIPlatform) { p.Audience = registered })
+		e.plat.TokenAudience = canvasAud
+		learner := browser(t)
+		e.plat.Launch(t, browser(t), e.ts.URL, e.plat.ResourceLink("t-1", "course-1", "gr", ltitest.Instructor))
+		if l := e.plat.Launch(t, learner, e.ts.URL, e.plat.ResourceLink("s-1", "course-1", "gr", ltitest.Learner)); l.Response.StatusCode != 200 {
+			t.Fatalf("launch: %d", l.Response.StatusCode)
+		}
+		lena, _ := e.db.UserByName(context.Background(), "s-1@example.edu")
+		sub, _, err := e.subs.Submit(context.Background(), intake.Request{User: lena, ExerciseID: "gr", Notebook: []byte(answer)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.run(t, sub)
+		scores := e.passBack(t, 2)
+		switch {
+		case registered == "" && (len(scores) != 0 || !strings.Contains(strings.Join(e.plat.Refusals(), ";"), "want aud "+canvasAud)):
+			t.Errorf("without --audience: scores %+v, refusals %v", scores, e.plat.Refusals())
+		case registered != "" && len(scores) != 1:
+			t.Errorf("with --audience: scores %+v, refusals %v", scores, e.plat.Refusals())
+		}
+	}
+}
