@@ -122,9 +122,11 @@ func Role(roles []string) domain.Role {
 // login is the npugrade user name of a launch's user: the LIS person
 // sourcedid (a student number: a roster's user is found), else Moodle's
 // user name, else the e-mail, else one made of the platform's user id.
+// An unsubstituted LTI variable ("$Person.sourcedId") is no name.
 func (c launchClaims) login() string {
 	for _, v := range []string{c.LIS.PersonSourcedID, c.Ext.UserUsername, c.Email} {
-		if v = strings.TrimSpace(v); v != "" {
+		// Canvas sends an unset variable as its own name ($Person.sourcedId).
+		if v = strings.TrimSpace(v); v != "" && !strings.HasPrefix(v, "$") {
 			return v
 		}
 	}

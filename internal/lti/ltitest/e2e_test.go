@@ -51,14 +51,18 @@ type env struct {
 
 func newEnv(t *testing.T, dialect string) *env {
 	t.Helper()
-	return newEnvWith(t, dialect, nil)
+	return newEnvWith(t, dialect, nil, nil)
 }
 
-// newEnvWith is newEnv with reg changing the registration first.
-func newEnvWith(t *testing.T, dialect string, reg func(*domain.LTIPlatform)) *env {
+// newEnvWith is newEnv with before changing the platform and reg the
+// registration first.
+func newEnvWith(t *testing.T, dialect string, before func(*ltitest.Platform), reg func(*domain.LTIPlatform)) *env {
 	t.Helper()
 	ctx := context.Background()
 	e := &env{db: storetest.Open(t, dialect), plat: ltitest.New(t)}
+	if before != nil {
+		before(e.plat)
+	}
 	// Due a day ago, late work halved: an extension re-scores it.
 	e.cat = exercisetest.Catalog(t, exercisetest.Spec{ID: "gr", Answer: answer, Fields: map[string]any{
 		"deadline": time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339), "late_penalty": []map[string]any{{"after": "0s", "multiplier": 0.5}}}})

@@ -167,7 +167,7 @@ func TestCanvasTokenAudience(t *testing.T) {
 	t.Parallel()
 	const canvasAud = "https://canvas.instructure.com/login/oauth2/token"
 	for _, registered := range []string{"", canvasAud} {
-		e := newEnvWith(t, "sqlite", func(p *domain.LTIPlatform) { p.Audience = registered })
+		e := newEnvWith(t, "sqlite", nil, func(p *domain.LTIPlatform) { p.Audience = registered })
 		e.plat.TokenAudience = canvasAud
 		learner := browser(t)
 		e.plat.Launch(t, browser(t), e.ts.URL, e.plat.ResourceLink("t-1", "course-1", "gr", ltitest.Instructor))
