@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/npugrade/npugrade/internal/domain"
@@ -14,6 +15,7 @@ import (
 const ltiUsage = `usage: npugrade lti platform add --issuer URL --client-id ID --deployment-id ID[,ID…] --auth-url URL --token-url URL --jwks-url URL [--audience AUD] [--name NAME] [--db URL]
        npugrade lti platform list [--db URL]
        npugrade lti key rotate [--db URL]
+       npugrade lti sync-roster [--context ID] [--db URL]
 
 Register LMSs (Moodle, Canvas, Blackboard) as LTI 1.3 platforms and rotate
 npugrade's signing key. serve offers the tool (--lti, on by default) once a
@@ -27,6 +29,9 @@ environment:
 
 func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	sub := strings.Join(args[:min(2, len(args))], " ")
+	if len(args) > 0 && args[0] == "sync-roster" {
+		sub = "sync-roster"
+	}
 	switch {
 	case len(args) == 0:
 		fmt.Fprint(stderr, "npugrade lti: missing subcommand (platform add, platform list or key rotate)\n\n"+ltiUsage)
@@ -34,7 +39,7 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
 		fmt.Fprint(stdout, ltiUsage)
 		return exitOK
-	case sub != "platform add" && sub != "platform list" && sub != "key rotate":
+	case sub != "platform add" && sub != "platform list" && sub != "key rotate" && sub != "sync-roster":
 		fmt.Fprintf(stderr, "npugrade lti: unknown subcommand %q\n\n%s", sub, ltiUsage)
 		return exitError
 	}
@@ -42,11 +47,16 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"platform add":  "Register an LMS as an LTI 1.3 platform (the values its tool registration shows) and print npugrade's values to paste there.",
 		"platform list": "List the registered platforms.",
 		"key rotate":    "Make a new signing key; the previous one stays in /lti/jwks for 7 days, so platforms that cached it keep verifying.",
+		"sync-roster": "Read the roster of every linked course (or --context's) from its platform (NRPS) into its cohort: new people are\n" +
+			"made by the roster import, everyone is linked to their platform user id and gets their course role; inactive members leave.",
 	}[sub]
 	fs := newCommand("lti "+sub, "", about, envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
 	var p domain.LTIPlatform
-	var deps, publicURL *string
+	var deps, publicURL, contextID *string
+	if sub == "sync-roster" {
+		contextID = fs.String("context", "", "only the course with this platform context id (default: every linked course)")
+	}
 	if sub == "platform add" {
 		fs.StringVar(&p.Name, "name", "", "a name for it (default the issuer)")
 		fs.StringVar(&p.Issuer, "issuer", "", "the platform's issuer (Moodle: its site URL; Canvas: https://canvas.instructure.com)")
@@ -58,13 +68,18 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fs.StringVar(&p.Audience, "audience", "", "aud of npugrade's token requests when not the token URL (Canvas: https://canvas.instructure.com/login/oauth2/token)")
 		publicURL = fs.String("public-url", envOr("NPUGRADE_PUBLIC_URL", ""), "npugrade's public URL, to print the values to paste in the LMS")
 	}
-	if _, code, ok := fs.parse(args[2:], 0, 0, stdout, stderr); !ok {
+	if _, code, ok := fs.parse(args[len(strings.Fields(sub)):], 0, 0, stdout, stderr); !ok {
 		return code
 	}
 	if *dbURL == "" {
 		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
 	}
-	db, err := store.Open(ctx, *dbURL, nil)
+	// Only add and rotate may set up a new database; the others read the server's.
+	open := store.OpenExisting
+	if sub == "platform add" || sub == "key rotate" {
+		open = func(ctx context.Context, url string) (*store.DB, error) { return store.Open(ctx, url, nil) }
+	}
+	db, err := open(ctx, *dbURL)
 	if err != nil {
 		fmt.Fprintf(stderr, "npugrade lti %s: %v\n", sub, err)
 		return exitError
@@ -76,6 +91,8 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ltiPlatformAdd(ctx, db, p, *publicURL, stdout, stderr)
 	case "platform list":
 		return ltiPlatformList(ctx, db, stdout, stderr)
+	case "sync-roster":
+		return ltiSyncRoster(ctx, db, *contextID, stdout, stderr)
 	}
 	kid, err := (&lti.Keys{DB: db}).Rotate(ctx)
 	if err != nil {
@@ -125,4 +142,38 @@ func ltiPlatformList(ctx context.Context, db *store.DB, stdout, stderr io.Writer
 		fmt.Fprintf(stdout, "%d\t%s\t%s\tclient %s\tdeployments %s\n", p.ID, p.Name, p.Issuer, p.ClientID, strings.Join(p.DeploymentIDs, ","))
 	}
 	return exitOK
+}
+
+func ltiSyncRoster(ctx context.Context, db *store.DB, contextID string, stdout, stderr io.Writer) int {
+	contexts, err := db.LTIContexts(ctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade lti sync-roster:", err)
+		return exitError
+	}
+	roster := &lti.Roster{DB: db, Sender: &lti.Sender{DB: db, Keys: &lti.Keys{DB: db}}}
+	code, seen := exitOK, 0
+	for _, lc := range contexts {
+		if contextID != "" && lc.ContextID != contextID {
+			continue
+		}
+		seen++
+		res, err := roster.Sync(ctx, lc.ID)
+		if err != nil {
+			fmt.Fprintf(stderr, "npugrade lti sync-roster: course %q: %s\n", lc.Title, domain.ErrorMessage(err))
+			if domain.ErrorCode(err) == domain.EINTERNAL {
+				fmt.Fprintln(stderr, "  ", err)
+			}
+			code = exitError
+			continue
+		}
+		fmt.Fprintf(stdout, "course %q: %d members (%d new users), %d removed, %d skipped\n", lc.Title, res.Members, res.Created, res.Removed, len(res.Skipped))
+		for _, s := range res.Skipped {
+			fmt.Fprintln(stdout, "  skipped "+s)
+		}
+	}
+	if seen == 0 {
+		fmt.Fprintln(stderr, "npugrade lti sync-roster: no linked course"+map[bool]string{true: " " + strconv.Quote(contextID), false: ""}[contextID != ""]+" (an instructor's launch links one)")
+		return exitError
+	}
+	return code
 }

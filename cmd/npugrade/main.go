@@ -92,7 +92,7 @@ commands:
   migrate   apply database migrations
   exercise  exercise tooling: starters from answers, import of other notebook formats
   env       grading environments (root filesystems kernels run in): env build cpu, env import NAME --tar FILE, env list
-  lti       LTI 1.3 tool: lti platform add|list, lti key rotate
+  lti       LTI 1.3 tool: lti platform add|list, lti key rotate, lti sync-roster
 
 Run 'npugrade <command> --help' for the flags and environment variables of a command.
 Exit status: 0 success, 1 a mismatch or failed grade, 2 a usage or runtime error.

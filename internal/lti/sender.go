@@ -240,6 +240,12 @@ func retryAfter(err error) time.Duration {
 
 // call makes one service call with a token of scope.
 func (s *Sender) call(ctx context.Context, p domain.LTIPlatform, method, u, ctype string, body []byte, scope string) ([]byte, error) {
+	accept := "application/json, application/vnd.ims.lis.v2.lineitemcontainer+json, application/vnd.ims.lis.v2.lineitem+json"
+	return s.do(ctx, p, method, u, ctype, accept, body, scope, nil)
+}
+
+// do makes one service call; seen, when given, sees the response.
+func (s *Sender) do(ctx context.Context, p domain.LTIPlatform, method, u, ctype, accept string, body []byte, scope string, seen func(*http.Response)) ([]byte, error) {
 	tok, err := s.tokens.get(ctx, s, p, scope)
 	if err != nil {
 		return nil, err
@@ -251,7 +257,7 @@ func (s *Sender) call(ctx context.Context, p domain.LTIPlatform, method, u, ctyp
 		return nil, fmt.Errorf("%s %s: %w", method, u, err)
 	}
 	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Accept", "application/json, application/vnd.ims.lis.v2.lineitemcontainer+json, application/vnd.ims.lis.v2.lineitem+json")
+	req.Header.Set("Accept", accept)
 	if ctype != "" {
 		req.Header.Set("Content-Type", ctype)
 	}
@@ -270,6 +276,9 @@ func (s *Sender) call(ctx context.Context, p domain.LTIPlatform, method, u, ctyp
 			s.tokens.drop(p.ID, scope) // revoked or expired early: the next try asks again
 		}
 		return nil, se
+	}
+	if seen != nil {
+		seen(resp)
 	}
 	return b, nil
 }

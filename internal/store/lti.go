@@ -421,3 +421,16 @@ func (db *DB) LTIScoreFailed(ctx context.Context, s domain.LTIScore, reason stri
 	}
 	return nil
 }
+
+// LTIContexts lists every linked context, by id.
+func (db *DB) LTIContexts(ctx context.Context) ([]domain.LTIContext, error) {
+	var rows []ltiContextRow
+	if err := db.gorm.WithContext(ctx).Order("id").Find(&rows).Error; err != nil {
+		return nil, fmt.Errorf("list contexts: %w", err)
+	}
+	out := make([]domain.LTIContext, len(rows))
+	for i, r := range rows {
+		out[i] = r.domain()
+	}
+	return out, nil
+}

@@ -67,16 +67,19 @@ type LTIParts struct {
 	Tool   *lti.Tool
 	Grades *lti.Grades
 	Sender *lti.Sender
+	Roster *lti.Roster
 }
 
 // LTI builds the LTI tool at publicURL over db and cat.
 func LTI(db *store.DB, cat *exercise.Catalog, publicURL string, log *slog.Logger) LTIParts {
 	keys := &lti.Keys{DB: db}
 	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db}
+	sender := &lti.Sender{DB: db, Keys: keys, Catalog: cat, Log: log}
 	return LTIParts{
 		Tool:   &lti.Tool{DB: db, Keys: keys, Catalog: cat, PublicURL: publicURL},
 		Grades: &lti.Grades{DB: db, Counter: pol, Catalog: cat, Log: log},
-		Sender: &lti.Sender{DB: db, Keys: keys, Catalog: cat, Log: log},
+		Sender: sender,
+		Roster: &lti.Roster{DB: db, Sender: sender},
 	}
 }
 

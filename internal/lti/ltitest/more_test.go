@@ -15,6 +15,7 @@ import (
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/lti"
 	"github.com/npugrade/npugrade/internal/lti/ltitest"
+	"github.com/npugrade/npugrade/internal/store/storetest"
 )
 
 func get(t *testing.T, c *http.Client, u string) (*http.Response, string) {
@@ -187,5 +188,71 @@ func TestCanvasTokenAudience(t *testing.T) {
 		case registered != "" && len(scores) != 1:
 			t.Errorf("with --audience: scores %+v, refusals %v", scores, e.plat.Refusals())
 		}
+	}
+}
+
+// TestRosterSync: the course's NRPS roster (three pages) comes into its
+// cohort: new people are made by the roster import, each linked to the
+// platform's user id (a score of theirs can be sent before they ever
+// launch) with the course role; syncing again changes nothing; a member
+// the platform lists as inactive leaves the cohort.
+func TestRosterSync(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			e := newEnv(t, d)
+			e.plat.Launch(t, browser(t), e.ts.URL, e.plat.ResourceLink("t-1", "course-1", "gr", ltitest.Instructor))
+			ms := []ltitest.Member{
+				{UserID: "t-1", Roles: []string{ltitest.Instructor}, Email: "t-1@example.edu", Name: "Teacher"},
+				{UserID: "s-1", Roles: []string{ltitest.Learner}, SourcedID: "2026001", Name: "Li Lei"},
+				{UserID: "s-2", Roles: []string{ltitest.Learner}, SourcedID: "2026002", Name: "Han Meimei"},
+				{UserID: "s-3", Roles: []string{"Learner"}, Email: "s3@example.edu", Name: "Wang Fang"},
+				{UserID: "ta", Roles: []string{"http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant"}, Email: "ta@example.edu"},
+			}
+			e.plat.SetMembers(ms)
+			lc, err := e.db.LTIContext(ctx, 1, "course-1")
+			if err != nil || lc.MembershipsURL != e.plat.MembershipsURL() {
+				t.Fatalf("context: %+v %v", lc, err)
+			}
+			roster := e.parts.Roster
+			res, err := roster.Sync(ctx, lc.ID)
+			if err != nil || res.Members != 5 || res.Created != 4 || len(res.Skipped) != 0 {
+				t.Fatalf("first sync: %+v %v", res, err)
+			}
+			members, _ := e.db.CohortMembers(ctx, lc.CohortID)
+			roles := map[string]domain.Role{}
+			for _, m := range members {
+				roles[m.Name] = m.Role
+			}
+			if roles["2026001"] != domain.RoleLearner || roles["s3@example.edu"] != domain.RoleLearner || roles["ta@example.edu"] != domain.RoleInstructor ||
+				roles["t-1@example.edu"] != domain.RoleInstructor || len(roles) != 5 {
+				t.Fatalf("cohort after the sync: %v", roles)
+			}
+			li, _ := e.db.UserByName(ctx, "2026001")
+			if sub, err := e.db.LTISubject(ctx, e.plat.Issuer, li.ID); err != nil || sub != "s-1" {
+				t.Errorf("Li Lei's platform id: %q %v", sub, err)
+			}
+			if res, err := roster.Sync(ctx, lc.ID); err != nil || res.Created != 0 || res.Members != 5 {
+				t.Errorf("second sync: %+v %v", res, err)
+			}
+			ms[2].Status = "Inactive"
+			e.plat.SetMembers(ms)
+			if res, err := roster.Sync(ctx, lc.ID); err != nil || res.Removed != 1 || res.Members != 4 {
+				t.Errorf("sync with an inactive member: %+v %v", res, err)
+			}
+			if members, _ := e.db.CohortMembers(ctx, lc.CohortID); len(members) != 4 {
+				t.Errorf("the inactive member is still in the cohort: %+v", members)
+			}
+			// The synced learner's launch finds the same user.
+			l := e.plat.Launch(t, browser(t), e.ts.URL, e.plat.ResourceLink("s-1", "course-1", "gr", ltitest.Learner))
+			if l.Response.StatusCode != 200 {
+				t.Fatalf("synced learner's launch: %d %.300s", l.Response.StatusCode, l.Body)
+			}
+			if u, _ := e.db.UserByName(ctx, "s-1@example.edu"); u.ID != 0 {
+				t.Errorf("the launch made a second user for a synced learner")
+			}
+		})
 	}
 }

@@ -54,6 +54,17 @@ type Platform struct {
 	// Refusals are the token and service calls it refused, in words.
 	refusals []string
 	linked   []map[string]any
+	members  []Member
+}
+
+// Member is one membership of the NRPS roster (NRPS 2.0 2.2).
+type Member struct {
+	UserID    string   `json:"user_id"`
+	Roles     []string `json:"roles"`
+	Status    string   `json:"status,omitempty"`
+	Name      string   `json:"name,omitempty"`
+	Email     string   `json:"email,omitempty"`
+	SourcedID string   `json:"lis_person_sourcedid,omitempty"`
 }
 
 // LineItem is one column of the platform's gradebook.
@@ -93,6 +104,7 @@ func New(t testing.TB) *Platform {
 	mux.HandleFunc("POST /lineitems", p.addLineItem)
 	mux.HandleFunc("POST /lineitems/{n}/scores", p.postScore)
 	mux.HandleFunc("POST /deep-link-return", p.deepLinkReturn)
+	mux.HandleFunc("GET /memberships", p.memberships)
 	p.Server = httptest.NewServer(mux)
 	t.Cleanup(p.Server.Close)
 	p.Issuer = p.Server.URL
@@ -149,6 +161,8 @@ func (p *Platform) ResourceLink(sub, contextID, exercise string, roles ...string
 		"https://purl.imsglobal.org/spec/lti-ags/claim/endpoint": map[string]any{
 			"scope":     []string{"https://purl.imsglobal.org/spec/lti-ags/scope/lineitem", "https://purl.imsglobal.org/spec/lti-ags/scope/score"},
 			"lineitems": p.LineItemsURL()},
+		"https://purl.imsglobal.org/spec/lti-nrps/claim/namesroleservice": map[string]any{
+			"context_memberships_url": p.MembershipsURL(), "service_versions": []string{"2.0"}},
 	}
 	if exercise != "" {
 		c["https://purl.imsglobal.org/spec/lti/claim/custom"] = map[string]any{"exercise": exercise}
@@ -489,4 +503,36 @@ func (p *Platform) deepLinkReturn(w http.ResponseWriter, r *http.Request) {
 	p.linked = append(p.linked, claims)
 	p.mu.Unlock()
 	fmt.Fprint(w, "placed")
+}
+
+// MembershipsURL is its NRPS service of every context.
+func (p *Platform) MembershipsURL() string { return p.Server.URL + "/memberships" }
+
+// SetMembers sets the roster its NRPS service lists.
+func (p *Platform) SetMembers(ms []Member) {
+	p.mu.Lock()
+	p.members = append([]Member(nil), ms...)
+	p.mu.Unlock()
+}
+
+// memberships is NRPS 2.0's membership container, two members a page
+// (the next page in a Link header), for a token of the NRPS scope only.
+func (p *Platform) memberships(w http.ResponseWriter, r *http.Request) {
+	if !p.authorized(w, r) {
+		return
+	}
+	if r.Header.Get("Accept") != "application/vnd.ims.lti-nrps.v2.membershipcontainer+json" {
+		p.refuse(w, http.StatusNotAcceptable, "memberships: Accept "+r.Header.Get("Accept"))
+		return
+	}
+	page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	p.mu.Lock()
+	all := append([]Member(nil), p.members...)
+	p.mu.Unlock()
+	lo, hi := min(page*2, len(all)), min(page*2+2, len(all))
+	if hi < len(all) {
+		w.Header().Set("Link", fmt.Sprintf(`<%s?page=%d>; rel="next"`, p.MembershipsURL(), page+1))
+	}
+	w.Header().Set("Content-Type", "application/vnd.ims.lti-nrps.v2.membershipcontainer+json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"id": p.MembershipsURL(), "context": map[string]any{"id": "course"}, "members": all[lo:hi]})
 }
