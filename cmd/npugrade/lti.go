@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 )
 
 const ltiUsage = `usage: npugrade lti platform add --issuer URL --client-id ID --deployment-id ID[,ID…] --auth-url URL --token-url URL --jwks-url URL [--audience AUD] [--name NAME] [--db URL]
+       npugrade lti platform set ID [--deployment-id ID[,ID…]] [--auth-url URL] [--token-url URL] [--jwks-url URL] [--audience AUD] [--name NAME] [--db URL]
        npugrade lti platform list [--db URL]
        npugrade lti key rotate [--db URL]
        npugrade lti sync-roster [--context ID] [--db URL]
@@ -39,12 +41,13 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
 		fmt.Fprint(stdout, ltiUsage)
 		return exitOK
-	case sub != "platform add" && sub != "platform list" && sub != "key rotate" && sub != "sync-roster":
+	case sub != "platform add" && sub != "platform set" && sub != "platform list" && sub != "key rotate" && sub != "sync-roster":
 		fmt.Fprintf(stderr, "npugrade lti: unknown subcommand %q\n\n%s", sub, ltiUsage)
 		return exitError
 	}
 	about := map[string]string{
 		"platform add":  "Register an LMS as an LTI 1.3 platform (the values its tool registration shows) and print npugrade's values to paste there.",
+		"platform set":  "Change a registration (ID from platform list): only the flags given change; the issuer and client id stay.",
 		"platform list": "List the registered platforms.",
 		"key rotate":    "Make a new signing key; the previous one stays in /lti/jwks for 7 days, so platforms that cached it keep verifying.",
 		"sync-roster": "Read the roster of every linked course (or --context's) from its platform (NRPS) into its cohort: new people are\n" +
@@ -58,23 +61,37 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		contextID = fs.String("context", "", "only the course with this platform context id (default: every linked course)")
 	}
 	if sub == "platform add" {
-		fs.StringVar(&p.Name, "name", "", "a name for it (default the issuer)")
 		fs.StringVar(&p.Issuer, "issuer", "", "the platform's issuer (Moodle: its site URL; Canvas: https://canvas.instructure.com)")
 		fs.StringVar(&p.ClientID, "client-id", "", "npugrade's client id at the platform")
+		publicURL = fs.String("public-url", envOr("NPUGRADE_PUBLIC_URL", ""), "npugrade's public URL, to print the values to paste in the LMS")
+	}
+	if sub == "platform add" || sub == "platform set" {
+		fs.StringVar(&p.Name, "name", "", "a name for it (default the issuer)")
 		deps = fs.String("deployment-id", "", "deployment ids whose launches are accepted, comma-separated")
 		fs.StringVar(&p.AuthLoginURL, "auth-url", "", "the platform's authentication request URL (OIDC auth endpoint)")
 		fs.StringVar(&p.TokenURL, "token-url", "", "the platform's access token URL (OAuth2 token endpoint)")
 		fs.StringVar(&p.JWKSURL, "jwks-url", "", "the platform's public keyset URL")
 		fs.StringVar(&p.Audience, "audience", "", "aud of npugrade's token requests when not the token URL (Canvas: https://canvas.instructure.com/login/oauth2/token)")
-		publicURL = fs.String("public-url", envOr("NPUGRADE_PUBLIC_URL", ""), "npugrade's public URL, to print the values to paste in the LMS")
 	}
-	if _, code, ok := fs.parse(args[len(strings.Fields(sub)):], 0, 0, stdout, stderr); !ok {
+	nArgs := 0
+	if sub == "platform set" {
+		fs.args, nArgs = "ID", 1
+	}
+	pos, code, ok := fs.parse(args[len(strings.Fields(sub)):], nArgs, nArgs, stdout, stderr)
+	if !ok {
 		return code
+	}
+	var setID int64
+	if sub == "platform set" {
+		var err error
+		if setID, err = strconv.ParseInt(pos[0], 10, 64); err != nil || setID <= 0 {
+			return fs.usageError(stderr, fmt.Sprintf("platform id %q: want the number platform list shows", pos[0]))
+		}
 	}
 	if *dbURL == "" {
 		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
 	}
-	// Only add and rotate may set up a new database; the others read the server's.
+	// Only add and rotate may set up a new database; the others need the server's.
 	open := store.OpenExisting
 	if sub == "platform add" || sub == "key rotate" {
 		open = func(ctx context.Context, url string) (*store.DB, error) { return store.Open(ctx, url, nil) }
@@ -89,6 +106,8 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "platform add":
 		p.DeploymentIDs = strings.Split(*deps, ",")
 		return ltiPlatformAdd(ctx, db, p, *publicURL, stdout, stderr)
+	case "platform set":
+		return ltiPlatformSet(ctx, db, setID, fs, p, *deps, stdout, stderr)
 	case "platform list":
 		return ltiPlatformList(ctx, db, stdout, stderr)
 	case "sync-roster":
@@ -176,4 +195,33 @@ func ltiSyncRoster(ctx context.Context, db *store.DB, contextID string, stdout, 
 		return exitError
 	}
 	return code
+}
+
+// ltiPlatformSet changes the fields of registration id whose flags were given.
+func ltiPlatformSet(ctx context.Context, db *store.DB, id int64, fs *command, v domain.LTIPlatform, deps string, stdout, stderr io.Writer) int {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	got, err := (&lti.Platforms{DB: db}).Set(ctx, id, func(p *domain.LTIPlatform) {
+		for name, apply := range map[string]func(){
+			"name": func() { p.Name = v.Name }, "deployment-id": func() { p.DeploymentIDs = strings.Split(deps, ",") },
+			"auth-url": func() { p.AuthLoginURL = v.AuthLoginURL }, "token-url": func() { p.TokenURL = v.TokenURL },
+			"jwks-url": func() { p.JWKSURL = v.JWKSURL }, "audience": func() { p.Audience = v.Audience },
+		} {
+			if set[name] {
+				apply()
+			}
+		}
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "npugrade lti platform set:", domain.ErrorMessage(err))
+		for _, pr := range domain.ErrorProblems(err) {
+			fmt.Fprintln(stderr, "  "+pr)
+		}
+		return exitError
+	}
+	if err := db.Audit(ctx, domain.User{}, domain.AuditLTIPlatformAdded, got.Issuer, "changed (npugrade lti platform set)"); err != nil {
+		fmt.Fprintln(stderr, "npugrade lti: warning:", err)
+	}
+	fmt.Fprintf(stdout, "platform %d %q: deployments %s, token URL %s, audience %q\n", got.ID, got.Name, strings.Join(got.DeploymentIDs, ","), got.TokenURL, got.Audience)
+	return exitOK
 }

@@ -35,6 +35,13 @@ func TestCLILTI(t *testing.T) {
 	if code != exitOK || !strings.Contains(stdout, "https://moodle.example.edu\tclient Ab12\tdeployments 1,2") {
 		t.Errorf("list: exit %d: %q", code, stdout)
 	}
+	code, stdout, stderr = runCLI(t, "lti", "platform", "set", "1", "--db", db, "--audience", "https://canvas.instructure.com/login/oauth2/token", "--deployment-id", "3")
+	if code != exitOK || !strings.Contains(stdout, "deployments 3, token URL https://moodle.example.edu/mod/lti/token.php, audience \"https://canvas.instructure.com/login/oauth2/token\"") {
+		t.Errorf("set: exit %d: %s %s", code, stdout, stderr)
+	}
+	if code, _, stderr := runCLI(t, "lti", "platform", "set", "1", "--db", db, "--token-url", "http://example.edu/t"); code != exitError || !strings.Contains(stderr, "token URL: want an https URL") {
+		t.Errorf("set a bad URL: exit %d: %s", code, stderr)
+	}
 	if code, stdout, _ := runCLI(t, "lti", "key", "rotate", "--db", db); code != exitOK || !strings.Contains(stdout, "new signing key") {
 		t.Errorf("rotate: exit %d: %s", code, stdout)
 	}

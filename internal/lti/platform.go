@@ -12,6 +12,8 @@ import (
 // PlatformStore keeps registrations (store.DB).
 type PlatformStore interface {
 	AddLTIPlatform(ctx context.Context, p domain.LTIPlatform) (domain.LTIPlatform, error)
+	UpdateLTIPlatform(ctx context.Context, p domain.LTIPlatform) (domain.LTIPlatform, error)
+	LTIPlatformByID(ctx context.Context, id int64) (domain.LTIPlatform, error)
 	LTIPlatforms(ctx context.Context) ([]domain.LTIPlatform, error)
 }
 
@@ -22,6 +24,29 @@ type Platforms struct{ DB PlatformStore }
 // deployment id, and https URLs (http only on a loopback host, for
 // tests and a platform on the same machine).
 func (s *Platforms) Add(ctx context.Context, p domain.LTIPlatform) (domain.LTIPlatform, error) {
+	p, err := check(p)
+	if err != nil {
+		return domain.LTIPlatform{}, err
+	}
+	return s.DB.AddLTIPlatform(ctx, p)
+}
+
+// Set changes registration id: change edits a copy of it (deployment
+// ids, URLs, audience), checked as Add checks a new one.
+func (s *Platforms) Set(ctx context.Context, id int64, change func(*domain.LTIPlatform)) (domain.LTIPlatform, error) {
+	p, err := s.DB.LTIPlatformByID(ctx, id)
+	if err != nil {
+		return domain.LTIPlatform{}, err
+	}
+	change(&p)
+	if p, err = check(p); err != nil {
+		return domain.LTIPlatform{}, err
+	}
+	return s.DB.UpdateLTIPlatform(ctx, p)
+}
+
+// check trims p and lists every problem of it at once.
+func check(p domain.LTIPlatform) (domain.LTIPlatform, error) {
 	p.Issuer, p.ClientID = strings.TrimSpace(p.Issuer), strings.TrimSpace(p.ClientID)
 	var problems []string
 	if p.Issuer == "" {
@@ -39,9 +64,9 @@ func (s *Platforms) Add(ctx context.Context, p domain.LTIPlatform) (domain.LTIPl
 	if p.DeploymentIDs = deps; len(deps) == 0 {
 		problems = append(problems, "deployment ids: none (the platform shows its deployment id when the tool is added)")
 	}
-	for name, v := range map[string]string{"auth login URL": p.AuthLoginURL, "token URL": p.TokenURL, "JWKS URL": p.JWKSURL} {
-		if !SecureURL(v) {
-			problems = append(problems, name+": want an https URL (http only on a loopback host), got "+quote(v))
+	for _, u := range [][2]string{{"auth login URL", p.AuthLoginURL}, {"token URL", p.TokenURL}, {"JWKS URL", p.JWKSURL}} {
+		if !SecureURL(u[1]) {
+			problems = append(problems, u[0]+": want an https URL (http only on a loopback host), got "+quote(u[1]))
 		}
 	}
 	if p.Audience != "" && strings.ContainsAny(p.Audience, " \t\r\n") {
@@ -53,7 +78,7 @@ func (s *Platforms) Add(ctx context.Context, p domain.LTIPlatform) (domain.LTIPl
 	if p.Name == "" {
 		p.Name = p.Issuer
 	}
-	return s.DB.AddLTIPlatform(ctx, p)
+	return p, nil
 }
 
 // List returns the registered platforms.

@@ -434,3 +434,19 @@ func (db *DB) LTIContexts(ctx context.Context) ([]domain.LTIContext, error) {
 	}
 	return out, nil
 }
+
+// UpdateLTIPlatform replaces a registration's name, deployment ids,
+// URLs and audience (issuer and client id stay: they are its identity).
+func (db *DB) UpdateLTIPlatform(ctx context.Context, p domain.LTIPlatform) (domain.LTIPlatform, error) {
+	deps, _ := json.Marshal(p.DeploymentIDs)
+	res := db.gorm.WithContext(ctx).Model(&ltiPlatformRow{}).Where("id = ?", p.ID).Updates(map[string]any{
+		"name": p.Name, "deployment_ids": string(deps), "auth_login_url": p.AuthLoginURL, "token_url": p.TokenURL,
+		"jwks_url": p.JWKSURL, "audience": p.Audience})
+	if res.Error != nil {
+		return domain.LTIPlatform{}, fmt.Errorf("update platform %d: %w", p.ID, res.Error)
+	}
+	if res.RowsAffected == 0 {
+		return domain.LTIPlatform{}, domain.Errorf(domain.ENOTFOUND, "platform %d is not registered", p.ID)
+	}
+	return db.LTIPlatformByID(ctx, p.ID)
+}
