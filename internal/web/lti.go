@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -23,6 +24,8 @@ func (h *handler) ltiRoutes(p gin.IRouter) {
 	p.POST("/lti/launch", h.ltiLaunch)
 	p.GET("/lti/deep-link", h.session(domain.RoleInstructor, domain.RoleAdmin), h.deepLinkPage)
 	p.POST("/lti/deep-link", h.session(domain.RoleInstructor, domain.RoleAdmin), h.csrf(), h.deepLinkAnswer)
+	p.GET("/admin/lti", h.session(domain.RoleAdmin), h.ltiAdminPage)
+	p.POST("/admin/lti", h.session(domain.RoleAdmin), h.csrf(), h.addLTIPlatform)
 }
 
 // ltiJWKS serves npugrade's public keys (GET /lti/jwks).
@@ -187,4 +190,61 @@ func (h *handler) deepLinkAnswer(c *gin.Context) {
 	c.Header("Content-Security-Policy", strings.Replace(csp, "form-action 'self'", "form-action "+u.Scheme+"://"+u.Host, 1))
 	lang := c.GetString(ctxLang)
 	h.render(c, http.StatusOK, "autopost", translate(lang, "lti.dl.sending"), "", autoPostData{Action: resp.ReturnURL, JWT: resp.JWT})
+}
+
+// LTIPlatforms registers and lists LMS platforms (lti.Platforms).
+type LTIPlatforms interface {
+	Add(ctx context.Context, p domain.LTIPlatform) (domain.LTIPlatform, error)
+	List(ctx context.Context) ([]domain.LTIPlatform, error)
+}
+
+type ltiAdminData struct {
+	Base      string
+	Serving   bool
+	Platforms []domain.LTIPlatform
+	Message   string
+	Problems  []string
+	Added     string
+}
+
+func (h *handler) ltiAdminPage(c *gin.Context) { h.renderLTIAdmin(c, http.StatusOK, ltiAdminData{}) }
+
+func (h *handler) renderLTIAdmin(c *gin.Context, status int, d ltiAdminData) {
+	if h.Platforms == nil {
+		h.fail(c, domain.Errorf(domain.ENOTFOUND, "LTI is not available on this server"))
+		return
+	}
+	ps, err := h.Platforms.List(c.Request.Context())
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	d.Platforms, d.Serving = ps, h.LTI != nil
+	if h.LTI != nil {
+		d.Base = strings.TrimRight(h.LTI.PublicURL, "/")
+	} else {
+		d.Base = strings.TrimSuffix(callbackURL(c.Request, "/"), "/")
+	}
+	h.render(c, status, "lti_admin", translate(c.GetString(ctxLang), "lti.admin.title"), "lti", d)
+}
+
+// addLTIPlatform registers a platform from the admin page; every
+// problem of a bad one is shown at once (422, as the API would).
+func (h *handler) addLTIPlatform(c *gin.Context) {
+	if h.Platforms == nil {
+		h.fail(c, domain.Errorf(domain.ENOTFOUND, "LTI is not available on this server"))
+		return
+	}
+	p := domain.LTIPlatform{Name: strings.TrimSpace(c.PostForm("name")), Issuer: c.PostForm("issuer"), ClientID: c.PostForm("client_id"),
+		DeploymentIDs: strings.Split(c.PostForm("deployment_ids"), ","), AuthLoginURL: strings.TrimSpace(c.PostForm("auth_url")),
+		TokenURL: strings.TrimSpace(c.PostForm("token_url")), JWKSURL: strings.TrimSpace(c.PostForm("jwks_url")), Audience: strings.TrimSpace(c.PostForm("audience"))}
+	got, err := h.Platforms.Add(c.Request.Context(), p)
+	if err != nil {
+		h.refused(c, err, func(status int) {
+			h.renderLTIAdmin(c, status, ltiAdminData{Message: domain.ErrorMessage(err), Problems: domain.ErrorProblems(err)})
+		})
+		return
+	}
+	h.audit(c, domain.AuditLTIPlatformAdded, got.Issuer, "client id "+got.ClientID)
+	h.renderLTIAdmin(c, http.StatusCreated, ltiAdminData{Added: got.Name + " (" + got.Issuer + ")"})
 }

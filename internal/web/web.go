@@ -107,6 +107,8 @@ type Deps struct {
 	OIDCLogin *sso.OIDCLogin
 	// LTI is the LTI 1.3 tool (nil: the /lti routes answer 404).
 	LTI *lti.Tool
+	// Platforms registers LMS platforms (the admin page; nil: 404).
+	Platforms LTIPlatforms
 	// FrameAncestors are the origins allowed to frame the pages (the
 	// registered LMSs, which launch npugrade in an iframe); none: no
 	// page may be framed.

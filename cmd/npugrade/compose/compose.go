@@ -138,7 +138,7 @@ func pages(c Config, v httpapi.Services, subs *intake.Service) web.Deps {
 	if c.OIDC != nil {
 		d.OIDCLogin = &sso.OIDCLogin{OIDC: c.OIDC, States: db, Users: db}
 	}
-	d.LTI, d.FrameAncestors = c.LTI, c.FrameAncestors
+	d.LTI, d.FrameAncestors, d.Platforms = c.LTI, c.FrameAncestors, &lti.Platforms{DB: db}
 	if c.Metrics != nil {
 		d.OnSubmitted = c.Metrics.Submissions.Inc
 	}

@@ -256,3 +256,61 @@ func TestRosterSync(t *testing.T) {
 		})
 	}
 }
+
+// TestAdminPlatformsPage: an admin registers a platform on /admin/lti
+// (every problem of a bad one at once, 422), sees it listed with
+// npugrade's values to paste, and the registration is audit-logged; an
+// instructor may not open the page.
+func TestAdminPlatformsPage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newEnv(t, "sqlite")
+	_, token, err := e.db.CreateUser(ctx, "root", domain.RoleAdmin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := browser(t)
+	form := func(c *http.Client, path string, v url.Values) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, e.ts.URL+path, strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", e.ts.URL)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	if resp, _ := form(admin, "/login", url.Values{"token": {token}, "next": {"/admin/lti"}}); resp.Request.URL.Path != "/admin/lti" {
+		t.Fatalf("sign-in went to %s", resp.Request.URL)
+	}
+	resp, page := get(t, admin, e.ts.URL+"/admin/lti")
+	csrf := csrfField.FindStringSubmatch(page)
+	if resp.StatusCode != 200 || csrf == nil || !strings.Contains(page, e.ts.URL+"/lti/jwks") || !strings.Contains(page, e.plat.Issuer) {
+		t.Fatalf("admin page: %d %.500s", resp.StatusCode, page)
+	}
+	resp, page = form(admin, "/admin/lti", url.Values{"csrf": {csrf[1]}, "issuer": {"https://moodle.example.edu"}, "client_id": {"c"},
+		"deployment_ids": {""}, "auth_url": {"http://moodle.example.edu/a"}, "token_url": {"https://moodle.example.edu/t"}, "jwks_url": {"https://moodle.example.edu/j"}})
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(page, "deployment ids: none") || !strings.Contains(page, "auth login URL") {
+		t.Errorf("bad registration: %d %.600s", resp.StatusCode, page)
+	}
+	resp, page = form(admin, "/admin/lti", url.Values{"csrf": {csrf[1]}, "name": {"Moodle"}, "issuer": {"https://moodle.example.edu"}, "client_id": {"c"},
+		"deployment_ids": {"1, 2"}, "auth_url": {"https://moodle.example.edu/a"}, "token_url": {"https://moodle.example.edu/t"}, "jwks_url": {"https://moodle.example.edu/j"}})
+	if resp.StatusCode != http.StatusCreated || !strings.Contains(page, "https://moodle.example.edu/t") {
+		t.Errorf("registration: %d %.600s", resp.StatusCode, page)
+	}
+	if ps, _ := e.db.LTIPlatforms(ctx); len(ps) != 2 || ps[1].Name != "Moodle" || len(ps[1].DeploymentIDs) != 2 || ps[1].DeploymentIDs[1] != "2" {
+		t.Errorf("platforms: %+v", ps)
+	}
+	evs, _ := e.db.AuditEvents(ctx, 10)
+	if len(evs) == 0 || evs[0].Action != domain.AuditLTIPlatformAdded || evs[0].Actor != "root" {
+		t.Errorf("audit: %+v", evs)
+	}
+	teacher := browser(t)
+	e.plat.Launch(t, teacher, e.ts.URL, e.plat.ResourceLink("t-1", "course-1", "gr", ltitest.Instructor))
+	if resp, _ := get(t, teacher, e.ts.URL+"/admin/lti"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("instructor on the admin page: %d", resp.StatusCode)
+	}
+}
