@@ -106,7 +106,11 @@ func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []dom
 // Sections lists the sections users are in, sorted ("" left out).
 func (db *DB) Sections(ctx context.Context) ([]string, error) {
 	var out []string
-	if err := db.gorm.WithContext(ctx).Model(&userRow{}).Where("section <> ''").Distinct("section").
+	q := db.gorm.WithContext(ctx).Model(&userRow{}).Where("section <> ''")
+	if cond, args := usersInScope(ctx, "id"); args != nil || cond != "1 = 1" {
+		q = q.Where(cond, args...)
+	}
+	if err := q.Distinct("section").
 		Order("section").Limit(1000).Pluck("section", &out).Error; err != nil {
 		return nil, fmt.Errorf("list sections: %w", err)
 	}

@@ -253,6 +253,7 @@ func (db *DB) Submissions(ctx context.Context, f domain.SubmissionFilter) ([]dom
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)
 	}
+	q = scoped(ctx, q, "cohort_id")
 	if f.ExerciseID != "" {
 		q = q.Where("exercise_id = ?", f.ExerciseID)
 	}
