@@ -152,6 +152,7 @@ func (s *Server) Handler() http.Handler {
 	s.eventRoutes(api)
 	s.extensionRoutes(api)
 	s.rosterRoutes(api)
+	s.cohortRoutes(api)
 	s.similarityRoutes(api)
 	s.manualRoutes(api)
 	s.referenceReviewRoutes(api)
