@@ -141,6 +141,16 @@ func TestCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 			e.sees(t, "inb", e.inb, ext, []string{`"learner":"bob"`}, []string{`"learner":"ada"`})
 			e.sees(t, "admin", e.admin, ext, []string{`"learner":"ada"`, `"learner":"bob"`}, nil)
 
+			// Writes by id reach no further than reads: grading another
+			// cohort's submission by hand is not found either.
+			if st, body := e.call(t, http.MethodPut, "/api/v1/submissions/"+e.bobSub+"/manual/open", e.ina, `{"items": [], "adjustment": 0, "comment": ""}`); st != http.StatusNotFound {
+				t.Errorf("ina grades bob's submission by hand: %d %s, want 404", st, body)
+			}
+			if st, body := e.call(t, http.MethodPost, "/api/v1/submissions/"+e.bobSub+"/regrade-requests", e.bob, `{"cell": "open", "message": "please look again"}`); st != http.StatusCreated {
+				t.Fatalf("bob asks for a regrade: %d %s", st, body)
+			}
+			e.sees(t, "ina", e.ina, "/api/v1/regrade-requests", nil, []string{e.bobSub})
+			e.sees(t, "inb", e.inb, "/api/v1/regrade-requests", []string{e.bobSub}, nil)
 			e.sees(t, "ina", e.ina, "/api/v1/cohorts", []string{`"slug":"spring"`}, []string{"autumn", `"default"`})
 			e.sees(t, "admin", e.admin, "/api/v1/cohorts", []string{`"slug":"default"`, `"slug":"spring"`, `"slug":"autumn"`}, nil)
 			// The instructor of the default cohort sees neither.

@@ -136,7 +136,11 @@ func (db *DB) CreateRegradeRequest(ctx context.Context, req domain.RegradeReques
 // RegradeRequest returns one request.
 func (db *DB) RegradeRequest(ctx context.Context, id int64) (domain.RegradeRequest, error) {
 	var row regradeRequestRow
-	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	q := db.gorm.WithContext(ctx).Where("id = ?", id)
+	if cond, args := inScope(ctx, "cohort_id"); args != nil || cond != "1 = 1" {
+		q = q.Where("submission_id IN (SELECT id FROM submissions WHERE "+cond+")", args...)
+	}
+	err := q.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.RegradeRequest{}, domain.Errorf(domain.ENOTFOUND, "regrade request %d not found", id)
 	}
