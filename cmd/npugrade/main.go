@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"submit":   cmdSubmit,
 		"login":    cmdLogin,
 		"user":     cmdUser,
+		"cohort":   cmdCohort,
 		"migrate":  cmdMigrate,
 		"exercise": cmdExercise,
 		"env":      cmdEnv,
@@ -89,6 +90,7 @@ commands:
   submit    upload a notebook and print its per-cell verdicts
   login     sign in with a code approved in the browser and save the token for submit
   user      add, list, re-token and revoke users (user add NAME --role ROLE)
+  cohort    course instances: cohort create SLUG, cohort add SLUG USER, cohort list, cohort offer SLUG EXERCISE
   migrate   apply database migrations
   exercise  exercise tooling: starters from answers, import of other notebook formats
   env       grading environments (root filesystems kernels run in): env build cpu, env import NAME --tar FILE, env list

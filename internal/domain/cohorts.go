@@ -1,6 +1,9 @@
 package domain
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // DefaultCohort is the slug of the cohort every existing learner,
 // instructor and submission belongs to (migration 00029) and that new
@@ -70,4 +73,33 @@ func (s Scope) Narrow(id int64) Scope {
 		return Scope{Cohorts: []int64{}}
 	}
 	return Scope{Cohorts: []int64{id}}
+}
+
+// IDs is the restriction a read applies: nil for every cohort (All),
+// else the cohort ids (empty: none).
+func (s Scope) IDs() []int64 {
+	if s.All {
+		return nil
+	}
+	if s.Cohorts == nil {
+		return []int64{}
+	}
+	return s.Cohorts
+}
+
+type scopeKey struct{}
+
+// WithScope is ctx carrying a staff member's scope: the request's, set
+// once by the HTTP layers when they authenticate a staff member, and
+// read by every staff read below them (the store restricts its queries
+// to it), so that no handler can forget it.
+func WithScope(ctx context.Context, s Scope) context.Context {
+	return context.WithValue(ctx, scopeKey{}, s)
+}
+
+// ScopeOf is the scope ctx carries; ok is false when none was set (a
+// learner's request, reading only their own, or a command line).
+func ScopeOf(ctx context.Context) (s Scope, ok bool) {
+	s, ok = ctx.Value(scopeKey{}).(Scope)
+	return s, ok
 }

@@ -179,12 +179,14 @@ func (p *Service) now() time.Time {
 	return time.Now()
 }
 
-// Readable returns submission id when u may read it: their own, or anyone's
-// for staff. Another learner's is ENOTFOUND, exactly like a missing one.
+// Readable returns submission id when u may read it: their own, or, for
+// staff, one of a cohort in their scope (Scope). Another learner's is ENOTFOUND, exactly like a missing one.
 // The submission is not redacted (see Submission).
 func (p *Service) Readable(ctx context.Context, u domain.User, id string) (domain.Submission, error) {
 	sub, err := p.DB.Submission(ctx, id)
-	if err == nil && sub.UserID != u.ID && !u.Role.CanSeeAll() {
+	if err == nil && sub.UserID != u.ID && (!u.Role.CanSeeAll() || !p.scopeOf(ctx, u).Has(sub.CohortID)) {
+		// Another cohort's submission is not found either: staff
+		// cannot probe what their cohorts do not hold.
 		err = domain.Errorf(domain.ENOTFOUND, "submission %s not found", id)
 	}
 	return sub, err
@@ -267,7 +269,7 @@ func (p *Service) Filter(ctx context.Context, u domain.User, l Listing) (f domai
 	}
 	if l.Learner != "" {
 		switch learner, err := p.DB.UserByName(ctx, l.Learner); {
-		case err == nil && (u.Role.CanSeeAll() || learner.ID == u.ID):
+		case err == nil && (learner.ID == u.ID || u.Role.CanSeeAll() && p.inScope(ctx, u, learner.ID)):
 			f.UserID = learner.ID
 		case domain.ErrorCode(err) == domain.ENOTFOUND || err == nil:
 			problems = append(problems, fmt.Sprintf("learner=%q: no such learner", l.Learner))
@@ -289,10 +291,13 @@ func (p *Service) Filter(ctx context.Context, u domain.User, l Listing) (f domai
 }
 
 // List lists submissions under f, newest first, redacted for u; a learner
-// gets only their own whatever f says.
+// gets only their own whatever f says, staff those of their scope.
 func (p *Service) List(ctx context.Context, u domain.User, f domain.SubmissionFilter) ([]domain.Submission, error) {
 	if !u.Role.CanSeeAll() {
 		f.UserID = u.ID
+	} else {
+		// The store keeps the listing to the cohorts of the scope.
+		ctx = domain.WithScope(ctx, p.scopeOf(ctx, u))
 	}
 	subs, err := p.DB.Submissions(ctx, f)
 	for i := range subs {

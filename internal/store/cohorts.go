@@ -291,3 +291,59 @@ func (db *DB) joinCohort(tx *gorm.DB, cohortID, userID int64, role domain.Role) 
 	}
 	return nil
 }
+
+// inScope is the condition keeping a cohort id column (col) to the
+// request's staff scope (domain.ScopeOf): "TRUE" with no arguments when
+// ctx carries none or it is every cohort. Every staff read of
+// submissions applies it, so an instructor reads nothing of a cohort
+// they do not teach, whatever the handler.
+func inScope(ctx context.Context, col string) (string, []any) {
+	sc, ok := domain.ScopeOf(ctx)
+	if !ok || sc.All {
+		return "1 = 1", nil
+	}
+	if len(sc.Cohorts) == 0 {
+		return "1 = 0", nil
+	}
+	return col + " IN ?", []any{sc.Cohorts}
+}
+
+// usersInScope is inScope for a user id column: the users who are
+// members of a cohort of the scope.
+func usersInScope(ctx context.Context, col string) (string, []any) {
+	cond, args := inScope(ctx, "cohort_id")
+	if args == nil {
+		return cond, nil
+	}
+	out := col + " IN (SELECT user_id FROM cohort_members WHERE " + cond + ")"
+	if sc, _ := domain.ScopeOf(ctx); sc.Has(defaultCohortID) {
+		// A user in no cohort belongs to the default one.
+		out = "(" + out + " OR " + col + " NOT IN (SELECT user_id FROM cohort_members))"
+	}
+	return out, args
+}
+
+// scoped is q restricted by inScope on col.
+func scoped(ctx context.Context, q *gorm.DB, col string) *gorm.DB {
+	cond, args := inScope(ctx, col)
+	if args == nil && cond == "1 = 1" {
+		return q
+	}
+	return q.Where(cond, args...)
+}
+
+// UserInScope reports whether userID is a member of a cohort of the
+// request's staff scope (true when ctx carries none, or every cohort):
+// staff acting on a learner by name (an extension, a release) reach only
+// their cohorts' learners.
+func (db *DB) UserInScope(ctx context.Context, userID int64) (bool, error) {
+	cond, args := usersInScope(ctx, "id")
+	if args == nil && cond == "1 = 1" {
+		return true, nil
+	}
+	var n int64
+	if err := db.gorm.WithContext(ctx).Model(&userRow{}).Where("id = ?", userID).Where(cond, args...).Count(&n).Error; err != nil {
+		return false, fmt.Errorf("is user %d in scope: %w", userID, translate(err))
+	}
+	return n > 0, nil
+}

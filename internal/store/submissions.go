@@ -210,7 +210,10 @@ func newSubmissionID(now time.Time) string {
 // Submission returns one submission with its cell results.
 func (db *DB) Submission(ctx context.Context, id string) (domain.Submission, error) {
 	var row submissionRow
-	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	// Staff reach their scope's submissions only (a manual grade, an
+	// override, an answer to a regrade request by id): another cohort's
+	// is not found.
+	err := scoped(ctx, db.gorm.WithContext(ctx).Where("id = ?", id), "cohort_id").Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.Submission{}, domain.Errorf(domain.ENOTFOUND, "submission %s not found", id)
 	}
@@ -253,6 +256,7 @@ func (db *DB) Submissions(ctx context.Context, f domain.SubmissionFilter) ([]dom
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)
 	}
+	q = scoped(ctx, q, "cohort_id")
 	if f.ExerciseID != "" {
 		q = q.Where("exercise_id = ?", f.ExerciseID)
 	}

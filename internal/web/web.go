@@ -293,6 +293,12 @@ type page struct {
 	LangZH  string
 	Data    any
 	Problem string
+	// Cohorts are the cohorts a staff member sees, for the header's
+	// picker (shown when there is more than one); Cohort is the one
+	// picked (?cohort=, "" for all).
+	Cohorts []domain.Cohort
+	Cohort  string
+	Path    string
 }
 
 func (h *handler) render(c *gin.Context, status int, name, title, nav string, data any) {
@@ -304,6 +310,11 @@ func (h *handler) render(c *gin.Context, status int, name, title, nav string, da
 	if s, ok := c.Get(ctxSession); ok {
 		ws := s.(domain.WebSession)
 		p.User, p.CSRF = &ws.User, ws.CSRFToken
+		if ws.User.Role.CanSeeAll() && h.Policy != nil {
+			// A picker that cannot be read is left out; the page stands.
+			p.Cohorts, _ = h.Policy.Cohorts(c.Request.Context(), ws.User)
+			p.Cohort, p.Path = c.Query("cohort"), c.Request.URL.Path
+		}
 	}
 	t := h.pages[lang][name]
 	c.Header("Content-Type", "text/html; charset=utf-8")

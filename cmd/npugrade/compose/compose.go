@@ -120,6 +120,7 @@ func services(db *store.DB, q *jobs.Queue, cat *exercise.Catalog, manual *grade.
 		References: &reference.Reviews{DB: db, Catalog: cat},
 		Similarity: &similarity.Service{DB: db, Catalog: cat},
 		Rosters:    &accounts.Rosters{DB: db},
+		Cohorts:    &accounts.Cohorts{DB: db},
 		Devices:    &accounts.Devices{DB: db},
 	}
 }
