@@ -22,8 +22,10 @@ func (h *handler) ltiRoutes(p gin.IRouter) {
 	p.GET("/lti/login", h.ltiLogin)
 	p.POST("/lti/login", h.ltiLogin)
 	p.POST("/lti/launch", h.ltiLaunch)
-	p.GET("/lti/deep-link", h.session(domain.RoleInstructor, domain.RoleAdmin), h.deepLinkPage)
-	p.POST("/lti/deep-link", h.session(domain.RoleInstructor, domain.RoleAdmin), h.csrf(), h.deepLinkAnswer)
+	// The course role decides (lti.Tool.BeginDeepLink keeps a request
+	// only for the course's instructor, bound to them), not the global one.
+	p.GET("/lti/deep-link", h.session(), h.deepLinkPage)
+	p.POST("/lti/deep-link", h.session(), h.csrf(), h.deepLinkAnswer)
 	p.GET("/admin/lti", h.session(domain.RoleAdmin), h.ltiAdminPage)
 	p.POST("/admin/lti", h.session(domain.RoleAdmin), h.csrf(), h.addLTIPlatform)
 }

@@ -47,37 +47,50 @@ type env struct {
 	plat  *ltitest.Platform
 	parts compose.LTIParts
 	subs  *intake.Service
+	tls   bool // served over https
 }
 
 func newEnv(t *testing.T, dialect string) *env {
 	t.Helper()
-	return newEnvWith(t, dialect, nil, nil)
+	return newEnvWith(t, dialect, envOptions{})
 }
 
-// newEnvWith is newEnv with before changing the platform and reg the
-// registration first.
-func newEnvWith(t *testing.T, dialect string, before func(*ltitest.Platform), reg func(*domain.LTIPlatform)) *env {
+// envOptions change newEnv's set-up.
+type envOptions struct {
+	platform func(*ltitest.Platform)   // changes the platform first
+	reg      func(*domain.LTIPlatform) // changes its registration
+	tls      bool                      // npugrade served over https
+}
+
+// newEnvWith is newEnv with o.
+func newEnvWith(t *testing.T, dialect string, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{db: storetest.Open(t, dialect), plat: ltitest.New(t)}
-	if before != nil {
-		before(e.plat)
+	e := &env{db: storetest.Open(t, dialect), plat: ltitest.New(t), tls: o.tls}
+	if o.platform != nil {
+		o.platform(e.plat)
 	}
 	// Due a day ago, late work halved: an extension re-scores it.
 	e.cat = exercisetest.Catalog(t, exercisetest.Spec{ID: "gr", Answer: answer, Fields: map[string]any{
 		"deadline": time.Now().Add(-24 * time.Hour).UTC().Format(time.RFC3339), "late_penalty": []map[string]any{{"after": "0s", "multiplier": 0.5}}}})
 	var h http.Handler
-	e.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	e.ts = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	if e.tls {
+		e.ts.StartTLS()
+	} else {
+		e.ts.Start()
+	}
 	t.Cleanup(e.ts.Close)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	e.parts = compose.LTI(e.db, e.cat, e.ts.URL, log)
 	e.parts.Sender.Backoff = func(int) time.Duration { return 0 }
-	srv := compose.Server(compose.Config{DB: e.db, Queue: jobs.New(e.db, nil), Catalog: e.cat, Log: log, LTI: e.parts.Tool})
+	srv := compose.Server(compose.Config{DB: e.db, Queue: jobs.New(e.db, nil), Catalog: e.cat, Log: log, LTI: e.parts.Tool,
+		FrameAncestors: []string{e.plat.Server.URL}})
 	h, e.subs = srv.Handler(), srv.Submissions
 	e.plat.ToolJWKS = e.ts.URL + "/lti/jwks"
 	r := e.plat.Registration()
-	if reg != nil {
-		reg(&r)
+	if o.reg != nil {
+		o.reg(&r)
 	}
 	if _, err := (&lti.Platforms{DB: e.db}).Add(ctx, r); err != nil {
 		t.Fatal(err)

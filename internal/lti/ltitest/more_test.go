@@ -168,7 +168,7 @@ func TestCanvasTokenAudience(t *testing.T) {
 	t.Parallel()
 	const canvasAud = "https://canvas.instructure.com/login/oauth2/token"
 	for _, registered := range []string{"", canvasAud} {
-		e := newEnvWith(t, "sqlite", nil, func(p *domain.LTIPlatform) { p.Audience = registered })
+		e := newEnvWith(t, "sqlite", envOptions{reg: func(p *domain.LTIPlatform) { p.Audience = registered }})
 		e.plat.TokenAudience = canvasAud
 		learner := browser(t)
 		e.plat.Launch(t, browser(t), e.ts.URL, e.plat.ResourceLink("t-1", "course-1", "gr", ltitest.Instructor))
@@ -312,5 +312,62 @@ func TestAdminPlatformsPage(t *testing.T) {
 	e.plat.Launch(t, teacher, e.ts.URL, e.plat.ResourceLink("t-1", "course-1", "gr", ltitest.Instructor))
 	if resp, _ := get(t, teacher, e.ts.URL+"/admin/lti"); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("instructor on the admin page: %d", resp.StatusCode)
+	}
+}
+
+// cookieSpy records the Set-Cookie headers of every response.
+type cookieSpy struct {
+	next    http.RoundTripper
+	cookies []string
+}
+
+func (s *cookieSpy) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := s.next.RoundTrip(r)
+	if err == nil {
+		s.cookies = append(s.cookies, resp.Header.Values("Set-Cookie")...)
+	}
+	return resp, err
+}
+
+// TestLaunchCookieAndFraming: over https an LTI launch's session cookie
+// is SameSite=None and Secure (the LMS's iframe sends no other kind);
+// the pages may be framed by the registered LMS only; a launch over
+// plain http from a host that is not loopback is refused (403, audited).
+func TestLaunchCookieAndFraming(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, "sqlite", envOptions{tls: true})
+	spy := &cookieSpy{next: e.ts.Client().Transport}
+	client := browser(t)
+	client.Transport = spy
+	l := e.plat.Launch(t, client, e.ts.URL, e.plat.ResourceLink("t-1", "course-1", "gr", ltitest.Instructor))
+	if l.Response.StatusCode != 200 {
+		t.Fatalf("launch over https: %d %.300s", l.Response.StatusCode, l.Body)
+	}
+	session := ""
+	for _, c := range spy.cookies {
+		if strings.HasPrefix(c, "npugrade_session=") {
+			session = c
+		}
+	}
+	if !strings.Contains(session, "SameSite=None") || !strings.Contains(session, "Secure") || !strings.Contains(session, "HttpOnly") {
+		t.Errorf("session cookie of an LTI launch: %q", session)
+	}
+	csp := l.Response.Header.Get("Content-Security-Policy")
+	if !strings.Contains(csp, "frame-ancestors 'self' "+e.plat.Server.URL) || l.Response.Header.Get("X-Frame-Options") != "" {
+		t.Errorf("framing: CSP %q, X-Frame-Options %q", csp, l.Response.Header.Get("X-Frame-Options"))
+	}
+
+	plain := newEnv(t, "sqlite")
+	req, _ := http.NewRequest(http.MethodPost, plain.ts.URL+"/lti/launch", strings.NewReader("id_token=x&state=y"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Host = "grade.example.edu"
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "https only") || !audited(t, plain.db, "lti https") {
+		t.Errorf("plain http launch: %d %.300s", resp.StatusCode, b)
 	}
 }

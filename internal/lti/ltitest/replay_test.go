@@ -71,7 +71,7 @@ func TestReplayedLaunches(t *testing.T) {
 	}
 	for _, c := range cases {
 		first := fixture(t, c.fixtures[0])
-		e := newEnvWith(t, "sqlite", platformOf(first), nil)
+		e := newEnvWith(t, "sqlite", envOptions{platform: platformOf(first)})
 		for i, name := range c.fixtures {
 			l := e.plat.Launch(t, browser(t), e.ts.URL, fixture(t, name))
 			if l.Response.StatusCode != http.StatusOK || l.Response.Request.URL.Path != c.paths[i] {
