@@ -15,11 +15,11 @@ func TestRoleAndLogin(t *testing.T) {
 		"http://purl.imsglobal.org/vocab/lis/v2/membership#Instructor":                   domain.RoleInstructor,
 		"http://purl.imsglobal.org/vocab/lis/v2/membership/Instructor#TeachingAssistant": domain.RoleInstructor,
 		"http://purl.imsglobal.org/vocab/lis/v2/membership#ContentDeveloper":             domain.RoleInstructor,
-		"Instructor":                                                                     domain.RoleInstructor,
-		"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner":                      domain.RoleLearner,
-		"http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor":           domain.RoleLearner, // an institution role says nothing of this course
-		"http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor":                       domain.RoleLearner,
-		"":                                                                               domain.RoleLearner,
+		"Instructor": domain.RoleInstructor,
+		"http://purl.imsglobal.org/vocab/lis/v2/membership#Learner":            domain.RoleLearner,
+		"http://purl.imsglobal.org/vocab/lis/v2/institution/person#Instructor": domain.RoleLearner, // an institution role says nothing of this course
+		"http://purl.imsglobal.org/vocab/lis/v2/membership#Mentor":             domain.RoleLearner,
+		"": domain.RoleLearner,
 	} {
 		if got := Role([]string{roles}); got != want {
 			t.Errorf("Role(%q) = %s, want %s", roles, got, want)
