@@ -27,6 +27,7 @@ type SendStore interface {
 	LTIContextByID(ctx context.Context, id int64) (domain.LTIContext, error)
 	LTIPlatformByID(ctx context.Context, id int64) (domain.LTIPlatform, error)
 	LTILineItem(ctx context.Context, contextPK int64, exerciseID string) (string, error)
+	ClaimLTILineItem(ctx context.Context, contextPK int64, exerciseID string, lease time.Duration) (string, bool, error)
 	SetLTILineItem(ctx context.Context, contextPK int64, exerciseID, url string) error
 	LTISubject(ctx context.Context, issuer string, userID int64) (string, error)
 	Now() time.Time
@@ -176,7 +177,8 @@ type lineItem struct {
 }
 
 // lineItem is the course's line item of the exercise: the one recorded,
-// else the one of the line items service tagged with the exercise as
+// else, once this server holds the claim to make it (one server at a
+// time), the one of the line items service with the exercise as
 // resourceId (made by an earlier try that did not record it), else a
 // new one.
 func (s *Sender) lineItem(ctx context.Context, p domain.LTIPlatform, lc domain.LTIContext, sc domain.LTIScore) (string, error) {
@@ -185,6 +187,13 @@ func (s *Sender) lineItem(ctx context.Context, p domain.LTIPlatform, lc domain.L
 	}
 	if lc.LineItemsURL == "" {
 		return "", fmt.Errorf("course %q has no AGS line items service (the tool's AGS scopes are not enabled at %s)", lc.ContextID, p.Issuer)
+	}
+	u, claimed, err := s.DB.ClaimLTILineItem(ctx, lc.ID, sc.ExerciseID, time.Minute)
+	switch {
+	case err != nil || u != "":
+		return u, err
+	case !claimed:
+		return "", fmt.Errorf("another server is creating the line item of %s in course %q", sc.ExerciseID, lc.ContextID)
 	}
 	q := url.Values{"resource_id": {sc.ExerciseID}, "tag": {"npugrade"}}
 	list := lc.LineItemsURL

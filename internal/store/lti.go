@@ -267,6 +267,7 @@ type ltiLineItemRow struct {
 	ContextPK  int64  `gorm:"column:context_pk;primaryKey"`
 	ExerciseID string `gorm:"primaryKey"`
 	URL        string `gorm:"column:url"`
+	ClaimedAt  *time.Time
 }
 
 func (ltiLineItemRow) TableName() string { return "lti_line_items" }
@@ -282,6 +283,47 @@ func (db *DB) LTILineItem(ctx context.Context, contextPK int64, exerciseID strin
 		return "", nil
 	}
 	return rows[0].URL, nil
+}
+
+// ClaimLTILineItem returns the line item URL of an exercise in a
+// context, or, when there is none, whether this caller may create it: the
+// first claim wins, and a claim older than lease (its server died) may be
+// taken over. claimed is false while another server creates it.
+func (db *DB) ClaimLTILineItem(ctx context.Context, contextPK int64, exerciseID string, lease time.Duration) (url string, claimed bool, err error) {
+	now := db.Now()
+	g := db.gorm.WithContext(ctx)
+	var rows []ltiLineItemRow
+	if err := g.Where("context_pk = ? AND exercise_id = ?", contextPK, exerciseID).Find(&rows).Error; err != nil {
+		return "", false, fmt.Errorf("line item of %s: %w", exerciseID, err)
+	}
+	if len(rows) == 0 {
+		err := g.Create(&ltiLineItemRow{ContextPK: contextPK, ExerciseID: exerciseID, ClaimedAt: &now}).Error
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			return "", false, nil // another server claimed it just now
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("claim the line item of %s: %w", exerciseID, err)
+		}
+		return "", true, nil
+	}
+	r := rows[0]
+	if r.URL != "" {
+		return r.URL, false, nil
+	}
+	if r.ClaimedAt != nil && r.ClaimedAt.After(now.Add(-lease)) {
+		return "", false, nil
+	}
+	q := g.Model(&ltiLineItemRow{}).Where("context_pk = ? AND exercise_id = ? AND url = ''", contextPK, exerciseID)
+	if r.ClaimedAt == nil {
+		q = q.Where("claimed_at IS NULL")
+	} else {
+		q = q.Where("claimed_at = ?", *r.ClaimedAt)
+	}
+	res := q.Update("claimed_at", now)
+	if res.Error != nil {
+		return "", false, fmt.Errorf("take over the line item of %s: %w", exerciseID, res.Error)
+	}
+	return "", res.RowsAffected == 1, nil
 }
 
 // SetLTILineItem records the line item URL of an exercise in a context.

@@ -140,6 +140,17 @@ func TestLTIScoresOwedOnceAndLeased(t *testing.T) {
 		if more, _ := db.ClaimLTIScores(ctx, 10, time.Minute); len(more) != 0 {
 			t.Fatalf("sent, yet due: %+v", more)
 		}
+		// One server at a time makes a line item; a stale claim is taken over.
+		if u, claimed, err := db.ClaimLTILineItem(ctx, lc.ID, "ch1", time.Minute); err != nil || u != "" || !claimed {
+			t.Fatalf("first claim: %q %v %v", u, claimed, err)
+		}
+		if _, claimed, _ := db.ClaimLTILineItem(ctx, lc.ID, "ch1", time.Minute); claimed {
+			t.Fatal("claimed twice")
+		}
+		now = now.Add(2 * time.Minute)
+		if _, claimed, _ := db.ClaimLTILineItem(ctx, lc.ID, "ch1", time.Minute); !claimed {
+			t.Fatal("a stale claim was not taken over")
+		}
 		if err := db.SetLTILineItem(ctx, lc.ID, "ch1", "https://p/li/1"); err != nil {
 			t.Fatal(err)
 		}
@@ -148,6 +159,9 @@ func TestLTIScoresOwedOnceAndLeased(t *testing.T) {
 		}
 		if li, err := db.LTILineItem(ctx, lc.ID, "ch1"); err != nil || li != "https://p/li/2" {
 			t.Errorf("line item: %q %v", li, err)
+		}
+		if u, claimed, err := db.ClaimLTILineItem(ctx, lc.ID, "ch1", time.Minute); err != nil || u != "https://p/li/2" || claimed {
+			t.Errorf("claim of a made line item: %q %v %v", u, claimed, err)
 		}
 	})
 }

@@ -45,11 +45,15 @@ CREATE TABLE lti_contexts (
     UNIQUE (platform_id, context_id)
 );
 CREATE INDEX lti_contexts_cohort ON lti_contexts (cohort_id);
--- One AGS line item per exercise of a context.
+-- One AGS line item per exercise of a context. A row with no url yet is
+-- a server creating it (claimed_at): the others wait for it, or take over
+-- when that claim is a minute old (the server died), so that servers
+-- sending at once never make two line items of one exercise.
 CREATE TABLE lti_line_items (
     context_pk  BIGINT NOT NULL REFERENCES lti_contexts(id) ON DELETE CASCADE,
     exercise_id TEXT NOT NULL,
-    url         TEXT NOT NULL,
+    url         TEXT NOT NULL DEFAULT '',
+    claimed_at  TIMESTAMPTZ,
     PRIMARY KEY (context_pk, exercise_id)
 );
 -- The score a learner's line item should show (want_*, bumped to a new

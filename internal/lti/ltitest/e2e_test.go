@@ -60,13 +60,17 @@ type envOptions struct {
 	platform func(*ltitest.Platform)   // changes the platform first
 	reg      func(*domain.LTIPlatform) // changes its registration
 	tls      bool                      // npugrade served over https
+	db       *store.DB                 // the database (default: a fresh one)
 }
 
 // newEnvWith is newEnv with o.
 func newEnvWith(t *testing.T, dialect string, o envOptions) *env {
 	t.Helper()
 	ctx := context.Background()
-	e := &env{db: storetest.Open(t, dialect), plat: ltitest.New(t), tls: o.tls}
+	e := &env{db: o.db, plat: ltitest.New(t), tls: o.tls}
+	if e.db == nil {
+		e.db = storetest.Open(t, dialect)
+	}
 	if o.platform != nil {
 		o.platform(e.plat)
 	}
@@ -201,6 +205,15 @@ func TestLaunchGradeAndPassBack(t *testing.T) {
 			}
 			if again := e.passBack(t, 2); len(again) != 1 {
 				t.Fatalf("nothing changed, yet sent again: %+v", again)
+			}
+			// A check's event and a failure send nothing.
+			for _, kind := range []string{domain.EventChecked, domain.EventFailed} {
+				if err := e.parts.Grades.Notify(ctx, domain.Event{ID: 999, Kind: kind, Subject: sub.ID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if again := e.passBack(t, 1); len(again) != 1 {
+				t.Fatalf("a check or failure sent a score: %+v", again)
 			}
 
 			ext := &grade.Extensions{DB: e.db, Catalog: e.cat}

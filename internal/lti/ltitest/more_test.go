@@ -8,10 +8,13 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/cmd/npugrade/compose"
 	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/events"
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/lti"
 	"github.com/npugrade/npugrade/internal/lti/ltitest"
@@ -369,5 +372,63 @@ func TestLaunchCookieAndFraming(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), "https only") || !audited(t, plain.db, "lti https") {
 		t.Errorf("plain http launch: %d %.300s", resp.StatusCode, b)
+	}
+}
+
+// TestTwoServersSendOnce: two servers' senders on one database, sending
+// at once to a slow platform, post each owed score once: a row is leased
+// in the database, not in either process.
+func TestTwoServersSendOnce(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			dbURL := storetest.URL(t, d)
+			first := storetest.OpenURL(t, dbURL)
+			e := newEnvWith(t, d, envOptions{db: first})
+			e.plat.Launch(t, browser(t), e.ts.URL, e.plat.ResourceLink("t-1", "course-1", "gr", ltitest.Instructor))
+			var subs []string
+			for _, s := range []string{"s-1", "s-2", "s-3"} {
+				e.plat.Launch(t, browser(t), e.ts.URL, e.plat.ResourceLink(s, "course-1", "gr", ltitest.Learner))
+				u, _ := e.db.UserByName(ctx, s+"@example.edu")
+				sub, _, err := e.subs.Submit(ctx, intake.Request{User: u, ExerciseID: "gr", Notebook: []byte(answer)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.run(t, sub)
+				subs = append(subs, sub.ID)
+			}
+			if _, err := (&events.Deliverer{DB: e.db, Notifier: e.parts.Grades}).DeliverOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			second := compose.LTI(storetest.OpenURL(t, dbURL), e.cat, e.ts.URL, nil)
+			second.Sender.Backoff = e.parts.Sender.Backoff
+			e.plat.SlowScores(100 * time.Millisecond)
+			var wg sync.WaitGroup
+			for _, s := range []*lti.Sender{e.parts.Sender, second.Sender} {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 6 {
+						if _, err := s.SendOnce(ctx); err != nil {
+							t.Error(err)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			scores := e.plat.Scores()
+			users := map[string]int{}
+			for _, s := range scores {
+				users[s.UserID]++
+			}
+			if len(scores) != 3 || users["s-1"] != 1 || users["s-2"] != 1 || users["s-3"] != 1 {
+				t.Errorf("scores from two senders: %+v", scores)
+			}
+			if items := e.plat.LineItems(); len(items) != 1 {
+				t.Errorf("two senders made %d line items of one exercise: %+v", len(items), items)
+			}
+		})
 	}
 }

@@ -54,7 +54,9 @@ type Platform struct {
 	// Refusals are the token and service calls it refused, in words.
 	refusals []string
 	linked   []map[string]any
-	members  []Member
+	// scoreDelay is how long each score post takes (SlowScores).
+	scoreDelay time.Duration
+	members    []Member
 }
 
 // Member is one membership of the NRPS roster (NRPS 2.0 2.2).
@@ -292,6 +294,13 @@ func Post(t testing.TB, client *http.Client, action, idToken, state string) (*ht
 	return resp, string(b)
 }
 
+// SlowScores makes each score post take d (a slow platform).
+func (p *Platform) SlowScores(d time.Duration) {
+	p.mu.Lock()
+	p.scoreDelay = d
+	p.mu.Unlock()
+}
+
 // FailNext makes the next score posts answer these statuses, in order.
 func (p *Platform) FailNext(statuses ...int) {
 	p.mu.Lock()
@@ -435,6 +444,10 @@ func (p *Platform) postScore(w http.ResponseWriter, r *http.Request) {
 	if !p.authorized(w, r) {
 		return
 	}
+	p.mu.Lock()
+	delay := p.scoreDelay
+	p.mu.Unlock()
+	time.Sleep(delay)
 	p.mu.Lock()
 	fail := 0
 	if len(p.failures) > 0 {
