@@ -404,6 +404,8 @@ func TestTwoServersSendOnce(t *testing.T) {
 			}
 			second := compose.LTI(storetest.OpenURL(t, dbURL), e.cat, e.ts.URL, nil)
 			second.Sender.Backoff = e.parts.Sender.Backoff
+			// One score a round each, so that both send at once.
+			e.parts.Sender.Batch, second.Sender.Batch = 1, 1
 			e.plat.SlowScores(100 * time.Millisecond)
 			var wg sync.WaitGroup
 			for _, s := range []*lti.Sender{e.parts.Sender, second.Sender} {

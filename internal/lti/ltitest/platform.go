@@ -294,11 +294,19 @@ func Post(t testing.TB, client *http.Client, action, idToken, state string) (*ht
 	return resp, string(b)
 }
 
-// SlowScores makes each score post take d (a slow platform).
+// SlowScores makes each line item listing and score post take d (a
+// slow platform).
 func (p *Platform) SlowScores(d time.Duration) {
 	p.mu.Lock()
 	p.scoreDelay = d
 	p.mu.Unlock()
+}
+
+func (p *Platform) slow() {
+	p.mu.Lock()
+	d := p.scoreDelay
+	p.mu.Unlock()
+	time.Sleep(d)
 }
 
 // FailNext makes the next score posts answer these statuses, in order.
@@ -416,6 +424,7 @@ func (p *Platform) listLineItems(w http.ResponseWriter, r *http.Request) {
 			out = append(out, li)
 		}
 	}
+	p.slow() // the answer, as it was when asked, arrives late
 	w.Header().Set("Content-Type", "application/vnd.ims.lis.v2.lineitemcontainer+json")
 	_ = json.NewEncoder(w).Encode(out)
 }
@@ -444,10 +453,7 @@ func (p *Platform) postScore(w http.ResponseWriter, r *http.Request) {
 	if !p.authorized(w, r) {
 		return
 	}
-	p.mu.Lock()
-	delay := p.scoreDelay
-	p.mu.Unlock()
-	time.Sleep(delay)
+	p.slow()
 	p.mu.Lock()
 	fail := 0
 	if len(p.failures) > 0 {
