@@ -1,14 +1,17 @@
 package ltitest_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"io"
 	"log/slog"
+	"mime/multipart"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +129,40 @@ func (e *env) passBack(t *testing.T, rounds int) []ltitest.Score {
 	return e.plat.Scores()
 }
 
+// uploadOnPage posts the answer with the exercise page's form (page is
+// its HTML, for the CSRF token) as client, and returns the submission
+// the upload's redirect names.
+func (e *env) uploadOnPage(t *testing.T, client *http.Client, page string) domain.Submission {
+	t.Helper()
+	m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("no upload form on the page: %.300s", page)
+	}
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	_ = mw.WriteField("csrf", m[1])
+	fw, _ := mw.CreateFormFile("notebook", "gr.ipynb")
+	_, _ = fw.Write([]byte(answer))
+	_ = mw.Close()
+	req, _ := http.NewRequest(http.MethodPost, e.ts.URL+"/exercises/gr/submissions", &body)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	req.Header.Set("Origin", e.ts.URL)
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	id, ok := strings.CutPrefix(resp.Request.URL.Path, "/submissions/")
+	if !ok || resp.StatusCode != http.StatusOK {
+		t.Fatalf("upload: %d at %s", resp.StatusCode, resp.Request.URL)
+	}
+	sub, err := e.db.Submission(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
 // run grades sub as a runner's completion does: q1 printed the right
 // output, the manual cell waits for a person.
 func (e *env) run(t *testing.T, sub domain.Submission) {
@@ -148,7 +185,8 @@ func (e *env) run(t *testing.T, sub domain.Submission) {
 // TestLaunchGradeAndPassBack is the tool's done-when, end to end against
 // the test platform over real HTTP with real signed JWTs: an instructor's
 // launch links the course to a new cohort; a learner's launch signs them
-// into that cohort's exercise page; their submission, once graded, reaches
+// into that cohort's exercise page; their upload on that page (the launch's
+// session and CSRF token), once graded, reaches
 // the platform's AGS score service once (PendingManual: a manual cell
 // waits), although the service failed three times first; an extension's
 // re-score and the manual grade (FullyGraded) each send the new score,
@@ -186,9 +224,10 @@ func TestLaunchGradeAndPassBack(t *testing.T) {
 				t.Fatalf("the learner is not a learner of the course's cohort: %+v %v", ms, err)
 			}
 
-			sub, _, err := e.subs.Submit(ctx, intake.Request{User: lena, ExerciseID: "gr", Notebook: []byte(answer)})
-			if err != nil || sub.CohortID != cohort.ID {
-				t.Fatalf("submit: cohort %d (want %d) %v", sub.CohortID, cohort.ID, err)
+			// The learner uploads on the exercise page the launch opened.
+			sub := e.uploadOnPage(t, learner, l.Body)
+			if sub.UserID != lena.ID || sub.CohortID != cohort.ID {
+				t.Fatalf("upload: %+v (want learner %d, cohort %d)", sub, lena.ID, cohort.ID)
 			}
 			e.run(t, sub)
 			e.plat.FailNext(http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusServiceUnavailable)
