@@ -65,7 +65,8 @@ func (t *Tool) LaunchURL() string { return strings.TrimRight(t.PublicURL, "/") +
 
 // Error is a refused login or launch: Reason names the check that failed
 // (state, signature, nonce, deployment, expired, audience, issuer,
-// version, message, claims, unlinked, platform), for the page to explain
+// version, message, claims, unlinked, platform, unavailable, https,
+// role), for the page to explain
 // it in the reader's language, and Err says what was wrong.
 type Error struct {
 	Reason string
@@ -229,6 +230,10 @@ func (t *Tool) Launch(ctx context.Context, idToken, state string) (Launch, error
 // verify checks the id_token's signature and claims and records its nonce.
 func (t *Tool) verify(ctx context.Context, p domain.LTIPlatform, tok *jwt.JSONWebToken) (launchClaims, error) {
 	key, err := t.keys.key(ctx, t.client(), p.JWKSURL, tok.Headers[0].KeyID)
+	var down *unreachable
+	if errors.As(err, &down) {
+		return launchClaims{}, &Error{Reason: "unavailable", Err: domain.Errorf(domain.EUNAVAILABLE, "the platform's keys cannot be read: %s", down)}
+	}
 	if err != nil {
 		return launchClaims{}, refuse("signature", "no key of the platform verifies the id_token: %s", err)
 	}

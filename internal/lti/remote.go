@@ -47,7 +47,7 @@ func (r *remoteKeys) key(ctx context.Context, client *http.Client, url, kid stri
 	if !ok || age > 10*time.Second {
 		set, err := fetchJWKS(ctx, client, url)
 		if err != nil {
-			return nil, err
+			return nil, &unreachable{err}
 		}
 		ks = keySet{set: set, fetched: time.Now()}
 		r.sets[url] = ks
@@ -57,6 +57,13 @@ func (r *remoteKeys) key(ctx context.Context, client *http.Client, url, kid stri
 	}
 	return nil, fmt.Errorf("the platform's key set has no key %q", kid)
 }
+
+// unreachable is a platform's key set that could not be read (down,
+// slow, not JSON): the launch may be retried, it is not forged.
+type unreachable struct{ err error }
+
+func (u *unreachable) Error() string { return u.err.Error() }
+func (u *unreachable) Unwrap() error { return u.err }
 
 func pick(set jose.JSONWebKeySet, kid string) *jose.JSONWebKey {
 	if kid == "" && len(set.Keys) == 1 {

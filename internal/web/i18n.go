@@ -132,6 +132,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"lti.why.claims":          {"The course's message lacks what npugrade needs (user, course or link).", "课程平台的消息缺少 npugrade 所需的信息（用户、课程或链接）。"},
 	"lti.why.unlinked":        {"This course is not set up in npugrade yet: its instructor must open npugrade from it first.", "该课程尚未在 npugrade 中设置：需要课程教师先从课程中打开一次 npugrade。"},
 	"lti.why.platform":        {"This platform is not registered in npugrade, or refused the sign-in.", "该平台未在 npugrade 登记，或拒绝了登录。"},
+	"lti.why.unavailable":     {"The course's platform cannot be reached now; open the activity again in a minute.", "暂时无法连接课程平台；请稍后重新打开该活动。"},
 	"lti.why.https":           {"npugrade takes LTI launches over https only.", "npugrade 只接受通过 https 的 LTI 启动。"},
 	"lti.why.role":            {"Only the course's instructors may do this.", "只有课程教师可以执行此操作。"},
 	"lti.dl.title":            {"Place exercises in the course", "将练习添加到课程"},

@@ -114,7 +114,8 @@ func hostOnly(hostport string) string {
 
 // ltiFailed records a refused LTI login or launch in the audit log and
 // shows why, in the reader's language: a refusal is 401 or 403 (404 for
-// an unknown platform), an unreachable platform 503, never another 5xx.
+// an unknown platform), a platform whose keys cannot be read 503, never
+// another 5xx.
 func (h *handler) ltiFailed(c *gin.Context, err error) {
 	lang := c.GetString(ctxLang)
 	reason := lti.Reason(err)
@@ -128,6 +129,9 @@ func (h *handler) ltiFailed(c *gin.Context, err error) {
 		status = http.StatusConflict
 	case domain.EINVALID:
 		status = http.StatusBadRequest
+	case domain.EUNAVAILABLE:
+		status = http.StatusServiceUnavailable
+		c.Header("Retry-After", "30")
 	case domain.EUNAUTHORIZED:
 	default:
 		h.fail(c, err)

@@ -321,6 +321,12 @@ func TestBadLaunchesRefused(t *testing.T) {
 		{reason: "audience", want: "meant for another tool", status: 401, claims: with(ok(), "aud", "another-tool")},
 		{reason: "unlinked", want: "not set up in npugrade yet", status: 403, claims: e.plat.ResourceLink("s-3", "course-3", "gr", ltitest.Learner)},
 	}
+	// A platform whose key set is down: 503, not a forgery.
+	down := newEnvWith(t, "sqlite", envOptions{reg: func(p *domain.LTIPlatform) { p.JWKSURL = "http://127.0.0.1:1/jwks" }})
+	if l := down.plat.Launch(t, browser(t), down.ts.URL, down.plat.ResourceLink("s-2", "course-2", "gr", ltitest.Instructor)); l.Response.StatusCode != http.StatusServiceUnavailable ||
+		!strings.Contains(l.Body, "keys cannot be read") || !audited(t, down.db, "lti unavailable") {
+		t.Errorf("platform keys down: %d %.300s", l.Response.StatusCode, l.Body)
+	}
 	for _, c := range cases {
 		client := browser(t)
 		if c.zh {
