@@ -56,3 +56,10 @@ type LTIScore struct {
 	Version      int64
 	Attempts     int
 }
+
+// Audit actions of LTI registrations and key rotations (npugrade lti,
+// /admin/lti).
+const (
+	AuditLTIPlatformAdded = "lti-platform-added"
+	AuditLTIKeyRotated    = "lti-key-rotated"
+)
