@@ -25,6 +25,7 @@ type GradeStore interface {
 	LTIPlatformByID(ctx context.Context, id int64) (domain.LTIPlatform, error)
 	LTISubject(ctx context.Context, issuer string, userID int64) (string, error)
 	OweLTIScore(ctx context.Context, s domain.LTIScore) (bool, error)
+	CohortsOf(ctx context.Context, userID int64) ([]domain.Membership, error)
 }
 
 // Counter says which submission counts (policy.Service).
@@ -80,6 +81,9 @@ func (g *Grades) owe(ctx context.Context, sub domain.Submission) error {
 	if err != nil || len(contexts) == 0 {
 		return err
 	}
+	if learner, err := g.learnerOf(ctx, sub); err != nil || !learner {
+		return err // an instructor trying the exercise has no grade in the course
+	}
 	ex, err := g.Catalog.Get(sub.ExerciseID)
 	if err != nil {
 		return nil // no longer served: nothing to count
@@ -118,4 +122,18 @@ func (g *Grades) owe(ctx context.Context, sub domain.Submission) error {
 		}
 	}
 	return nil
+}
+
+// learnerOf reports whether sub's author is a learner of sub's cohort.
+func (g *Grades) learnerOf(ctx context.Context, sub domain.Submission) (bool, error) {
+	ms, err := g.DB.CohortsOf(ctx, sub.UserID)
+	if err != nil {
+		return false, err
+	}
+	for _, m := range ms {
+		if m.Cohort.ID == sub.CohortID {
+			return m.Role == domain.RoleLearner, nil
+		}
+	}
+	return false, nil
 }

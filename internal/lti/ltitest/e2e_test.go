@@ -274,6 +274,16 @@ func TestLaunchGradeAndPassBack(t *testing.T) {
 				t.Fatalf("after the manual grade: %+v", scores)
 			}
 
+			// The instructor trying the exercise in the course sends nothing.
+			own, _, err := e.subs.Submit(ctx, intake.Request{User: tom, ExerciseID: "gr", Notebook: []byte(answer)})
+			if err != nil || own.CohortID != cohort.ID {
+				t.Fatalf("instructor's submission: cohort %d %v", own.CohortID, err)
+			}
+			e.run(t, own)
+			if scores := e.passBack(t, 1); len(scores) != 3 {
+				t.Fatalf("an instructor's grade was sent: %+v", scores)
+			}
+
 			resp, body := ltitest.Post(t, browser(t), l.Action, l.IDToken, l.State)
 			if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(body, "already used") {
 				t.Fatalf("replayed launch: %d %.400s", resp.StatusCode, body)
