@@ -9,6 +9,7 @@
 //	npugrade migrate   apply database migrations
 //	npugrade exercise  exercise tooling (generate starters, import notebooks)
 //	npugrade env       grading environments: build cpu, import NPU images, list
+//	npugrade lti       LTI 1.3: register LMS platforms, rotate the signing key
 //
 // Every command refuses unknown flags, stray words and invalid values
 // (exit 2 with its usage) and prints its flags and environment variables
@@ -55,9 +56,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"submit":   cmdSubmit,
 		"login":    cmdLogin,
 		"user":     cmdUser,
+		"cohort":   cmdCohort,
 		"migrate":  cmdMigrate,
 		"exercise": cmdExercise,
 		"env":      cmdEnv,
+		"lti":      cmdLTI,
 	}
 	f, ok := cmds[args[0]]
 	if !ok {
@@ -87,9 +90,11 @@ commands:
   submit    upload a notebook and print its per-cell verdicts
   login     sign in with a code approved in the browser and save the token for submit
   user      add, list, re-token and revoke users (user add NAME --role ROLE)
+  cohort    course instances: cohort create SLUG, cohort add SLUG USER, cohort list, cohort offer SLUG EXERCISE
   migrate   apply database migrations
   exercise  exercise tooling: starters from answers, import of other notebook formats
   env       grading environments (root filesystems kernels run in): env build cpu, env import NAME --tar FILE, env list
+  lti       LTI 1.3 tool: lti platform add|list, lti key rotate, lti sync-roster
 
 Run 'npugrade <command> --help' for the flags and environment variables of a command.
 Exit status: 0 success, 1 a mismatch or failed grade, 2 a usage or runtime error.

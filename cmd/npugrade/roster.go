@@ -16,7 +16,7 @@ import (
 // checked whole (every problem on stderr, exit 2, nothing imported), then
 // imported in one transaction; the new users' tokens go to stdout or
 // --tokens once.
-func userImport(ctx context.Context, db *store.DB, path, tokensFile string, stdout, stderr io.Writer) int {
+func userImport(ctx context.Context, db *store.DB, path, tokensFile, cohort string, stdout, stderr io.Writer) int {
 	var in io.Reader = os.Stdin
 	if path != "-" {
 		f, err := os.Open(path)
@@ -39,7 +39,7 @@ func userImport(ctx context.Context, db *store.DB, path, tokensFile string, stdo
 		defer f.Close()
 		out = f
 	}
-	res, err := (&accounts.Rosters{DB: db}).Import(ctx, domain.User{}, in)
+	res, err := (&accounts.Rosters{DB: db}).ImportInto(ctx, domain.User{}, in, cohort)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade user import:", domain.ErrorMessage(err))
 		for _, p := range domain.ErrorProblems(err) {

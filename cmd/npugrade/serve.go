@@ -55,6 +55,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.metricsToken = fs.String("metrics-token", envOr("NPUGRADE_METRICS_TOKEN", ""), "bearer token that GET /metrics needs on the main listener (default: /metrics is not served there)")
 	trusted := fs.String("trusted-proxies", envOr("NPUGRADE_TRUSTED_PROXIES", ""), "comma-separated CIDRs of the reverse proxies in front of the server: from them the client is the right-most X-Forwarded-For address outside them (default: none, X-Forwarded-For is ignored)")
 	o.publicURL = fs.String("public-url", envOr("NPUGRADE_PUBLIC_URL", ""), "the server's URL as users reach it, e.g. https://grade.example.edu: the device sign-in's verification_uri (default: the request's scheme and host, X-Forwarded-Proto/Host from trusted proxies)")
+	o.lti = fs.Bool("lti", true, "serve the LTI 1.3 tool (/lti/login, /lti/launch, /lti/jwks) and send scores to the LMS gradebooks when a platform is registered (npugrade lti platform add); needs --public-url")
 	o.uploadLimit = fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file when serve stops (make bench)")
@@ -131,6 +132,7 @@ type serveOptions struct {
 	maxUpload                                  *int64
 	trustedProxies                             []netip.Prefix
 	publicURL                                  *string
+	lti                                        *bool
 	hub                                        *sso.Hub
 	oidc                                       *sso.OIDC
 	envFor                                     envChooser
@@ -148,6 +150,8 @@ type serveApp struct {
 	disp *jobs.Dispatcher
 	srv  *httpapi.Server
 	log  *slog.Logger
+	// lti is the LTI tool's grade passback (nil: not served).
+	lti *compose.LTIParts
 }
 
 // warnStaleReferences names at start every exercise whose reference
@@ -199,10 +203,45 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	metrics.WatchUnclaimable(q, db.Runners)
 	disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *o.leaseTTL, JobTimeout: *o.jobTimeout,
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
-	srv := compose.Server(compose.Config{DB: db, Queue: q, Catalog: cat, Log: o.log, Dispatch: disp, Metrics: metrics,
-		MaxUpload: *o.maxUpload, UploadLimit: uploadWindow, Manual: manual, Hub: o.hub, OIDC: o.oidc})
+	cfg := compose.Config{DB: db, Queue: q, Catalog: cat, Log: o.log, Dispatch: disp, Metrics: metrics,
+		MaxUpload: *o.maxUpload, UploadLimit: uploadWindow, Manual: manual, Hub: o.hub, OIDC: o.oidc}
+	parts, err := ltiParts(ctx, o, db, cat, &cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv := compose.Server(cfg)
 	srv.MetricsToken, srv.TrustedProxies, srv.PublicURL = *o.metricsToken, o.trustedProxies, *o.publicURL
-	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log}, nil
+	return &serveApp{db: db, q: q, cat: cat, disp: disp, srv: srv, log: o.log, lti: parts}, nil
+}
+
+// ltiParts builds the LTI tool when --lti is on and a platform is
+// registered: cfg gets the tool and the LMSs' origins, which may frame
+// the pages (launches open in an iframe).
+func ltiParts(ctx context.Context, o serveOptions, db *store.DB, cat *exercise.Catalog, cfg *compose.Config) (*compose.LTIParts, error) {
+	if !*o.lti {
+		return nil, nil
+	}
+	platforms, err := db.LTIPlatforms(ctx)
+	if err != nil || len(platforms) == 0 {
+		return nil, err
+	}
+	if *o.publicURL == "" {
+		o.log.Warn("LTI platforms are registered but the LTI tool is not served: it needs --public-url (the URL the platforms know)")
+		return nil, nil
+	}
+	parts := compose.LTI(db, cat, *o.publicURL, o.log.With("component", "lti"))
+	cfg.LTI = parts.Tool
+	seen := map[string]bool{}
+	for _, p := range platforms {
+		for _, raw := range []string{p.Issuer, p.AuthLoginURL} {
+			if u, err := url.Parse(raw); err == nil && u.Host != "" && !seen[u.Scheme+"://"+u.Host] {
+				seen[u.Scheme+"://"+u.Host] = true
+				cfg.FrameAncestors = append(cfg.FrameAncestors, u.Scheme+"://"+u.Host)
+			}
+		}
+	}
+	o.log.Info("LTI tool served", "platforms", len(platforms), "launch", parts.Tool.LaunchURL())
+	return &parts, nil
 }
 
 // run serves on ln with the reaper, the event deliverer and the local
@@ -220,7 +259,14 @@ func (a *serveApp) run(ctx context.Context, o serveOptions, ln net.Listener, std
 	go func() { defer wg.Done(); a.db.ListenAuth(runCtx, a.log) }()
 	// Events (graded, failed, regrade applied) leave the outbox after their
 	// commit; the log is their notifier until an LMS or webhook one is added.
-	deliverer := &events.Deliverer{DB: a.db, Notifier: events.Log(a.log.With("component", "events")), Log: a.log}
+	notifier := events.Log(a.log.With("component", "events"))
+	if a.lti != nil {
+		// Scores of learners in LMS-linked cohorts go to the gradebooks.
+		notifier = events.All(notifier, a.lti.Grades)
+		wg.Add(1)
+		go func() { defer wg.Done(); a.lti.Sender.Run(runCtx, 2*time.Second) }()
+	}
+	deliverer := &events.Deliverer{DB: a.db, Notifier: notifier, Log: a.log}
 	go func() { defer wg.Done(); deliverer.Run(runCtx, time.Second) }()
 	runnerDone, err := a.startLocalRunner(ctx, o, stderr)
 	if err != nil {

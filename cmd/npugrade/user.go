@@ -11,11 +11,11 @@ import (
 	"github.com/npugrade/npugrade/internal/store"
 )
 
-const userUsage = `usage: npugrade user add NAME --role learner|instructor|admin|runner [--profiles P,...] [--labels k=v,...] [--db URL]
+const userUsage = `usage: npugrade user add NAME --role learner|instructor|admin|runner [--cohort SLUG] [--profiles P,...] [--labels k=v,...] [--db URL]
        npugrade user list [--db URL]
        npugrade user token NAME [--db URL]
        npugrade user revoke NAME [--db URL]
-       npugrade user import ROSTER.csv [--tokens FILE] [--db URL]
+       npugrade user import ROSTER.csv [--cohort SLUG] [--tokens FILE] [--db URL]
 
 Manage users and their API tokens in the server's database. Without --db the
 commands use NPUGRADE_DB; with neither they fail instead of guessing a file.
@@ -61,7 +61,10 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fs := newCommand("user "+sub, nameArg, about[sub], envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
-	var role, profiles, labels, tokensFile *string
+	var role, profiles, labels, tokensFile, cohort *string
+	if sub == "add" || sub == "import" {
+		cohort = fs.String("cohort", "", "the cohort (`SLUG`, npugrade cohort create) new learners and instructors join (default: "+domain.DefaultCohort+")")
+	}
 	if sub == "import" {
 		tokensFile = fs.String("tokens", "", "write the new users' tokens to this new `FILE` (mode 0600, never overwritten) instead of stdout")
 	}
@@ -107,18 +110,26 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer db.Close()
 	switch sub {
 	case "add":
-		return userAdd(ctx, db, pos[0], domain.Role(*role), scope, stdout, stderr)
+		return userAdd(ctx, db, pos[0], domain.Role(*role), *cohort, scope, stdout, stderr)
 	case "list":
 		return userList(ctx, db, stdout, stderr)
 	case "import":
-		return userImport(ctx, db, pos[0], *tokensFile, stdout, stderr)
+		return userImport(ctx, db, pos[0], *tokensFile, *cohort, stdout, stderr)
 	default:
 		return userToken(ctx, db, sub, pos[0], stdout, stderr)
 	}
 }
 
-func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, scope *fleet.RunnerScope, stdout, stderr io.Writer) int {
-	u, token, err := db.CreateUser(ctx, name, role)
+func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, cohort string, scope *fleet.RunnerScope, stdout, stderr io.Writer) int {
+	if cohort == "" {
+		cohort = domain.DefaultCohort
+	}
+	c, err := db.CohortBySlug(ctx, cohort)
+	if err != nil {
+		fmt.Fprintf(stderr, "npugrade user add: no cohort %q (npugrade cohort create %s)\n", cohort, cohort)
+		return exitError
+	}
+	u, token, err := db.CreateUserIn(ctx, name, role, c.ID)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade user add:", err)
 		return exitError

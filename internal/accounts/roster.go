@@ -39,12 +39,14 @@ var columns = map[string]string{
 	"student_number": "number", "student_no": "number", "student_id": "number", "number": "number", "学号": "number",
 	"section": "section", "class": "section", "班级": "section",
 	"role": "role", "角色": "role",
+	"cohort": "cohort", "course": "cohort", "课程": "cohort",
 }
 
 var (
-	numberRe  = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
-	emailRe   = regexp.MustCompile(`^[^@\s,;<>"]{1,64}@[A-Za-z0-9.-]{1,189}\.[A-Za-z]{2,}$`)
-	rosterRol = map[string]domain.Role{"": domain.RoleLearner, "learner": domain.RoleLearner, "student": domain.RoleLearner,
+	cohortSlug = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	numberRe   = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+	emailRe    = regexp.MustCompile(`^[^@\s,;<>"]{1,64}@[A-Za-z0-9.-]{1,189}\.[A-Za-z]{2,}$`)
+	rosterRol  = map[string]domain.Role{"": domain.RoleLearner, "learner": domain.RoleLearner, "student": domain.RoleLearner,
 		"instructor": domain.RoleInstructor, "teacher": domain.RoleInstructor, "ta": domain.RoleInstructor, "admin": domain.RoleAdmin}
 )
 
@@ -137,7 +139,7 @@ func (p *parser) header(rec []string) bool {
 		col, ok := columns[key]
 		switch {
 		case !ok:
-			p.problem(fmt.Sprintf("line 1: unknown column %q (want name, email, student_number, section, role)", h))
+			p.problem(fmt.Sprintf("line 1: unknown column %q (want name, email, student_number, section, role, cohort)", h))
 		case hasCol(p.index, col):
 			p.problem(fmt.Sprintf("line 1: column %q appears twice", h))
 		default:
@@ -171,7 +173,10 @@ func (p *parser) row(line int, rec []string) {
 	if len(rec) != p.width {
 		bad("%d fields, the header has %d", len(rec), p.width)
 	}
-	e := domain.RosterEntry{FullName: p.field(rec, "name"), Section: p.field(rec, "section")}
+	e := domain.RosterEntry{FullName: p.field(rec, "name"), Section: p.field(rec, "section"), Cohort: p.field(rec, "cohort")}
+	if e.Cohort != "" && !cohortSlug.MatchString(e.Cohort) {
+		bad("cohort %q: lower-case letters, digits, '.', '_' or '-', at most 64", e.Cohort)
+	}
 	number, email := p.field(rec, "number"), strings.ToLower(p.field(rec, "email"))
 	switch {
 	case number != "":
@@ -235,9 +240,21 @@ type Rosters struct {
 // Import parses and checks the roster (and that it names no runner
 // account), then imports it in one transaction.
 func (s *Rosters) Import(ctx context.Context, actor domain.User, r io.Reader) (domain.RosterResult, error) {
+	return s.ImportInto(ctx, actor, r, "")
+}
+
+// ImportInto is Import with the cohort (a slug) the roster's learners
+// and instructors join when a row names none ("": the default cohort
+// for new users). The cohort must exist.
+func (s *Rosters) ImportInto(ctx context.Context, actor domain.User, r io.Reader, cohort string) (domain.RosterResult, error) {
 	entries, err := ParseRoster(r)
 	if err != nil {
 		return domain.RosterResult{}, err
+	}
+	for i := range entries {
+		if entries[i].Cohort == "" {
+			entries[i].Cohort = cohort
+		}
 	}
 	names := make([]string, len(entries))
 	for i, e := range entries {

@@ -19,6 +19,9 @@ type GradebookFilter struct {
 	Learner string
 	// Section keeps the learners of one section ("" = all).
 	Section string
+	// Cohort keeps the learner members of one cohort and their
+	// submissions made in it (0 = every learner, every submission).
+	Cohort int64
 	// Counts returns an exercise's policy, CountBest or CountLatest; nil
 	// or "" means CountBest.
 	Counts func(exerciseID string) string

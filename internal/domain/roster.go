@@ -8,6 +8,10 @@ type RosterEntry struct {
 	FullName string
 	Section  string
 	Role     Role
+	// Cohort is the slug of the cohort a learner or instructor joins
+	// ("": a new user joins the default cohort, an existing one keeps
+	// theirs).
+	Cohort string
 }
 
 // RosterResult is what a roster import did. Created carries each new

@@ -95,6 +95,9 @@ type Submission struct {
 	// Check is true for an uncounted check: graded like a submission but
 	// no attempt, not in the gradebook, no score event.
 	Check bool
+	// CohortID is the cohort the submission was made in (decided at
+	// intake; migration 00029).
+	CohortID int64
 }
 
 // CellResult is the verdict of one graded cell.

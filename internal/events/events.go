@@ -27,6 +27,20 @@ type NotifierFunc func(ctx context.Context, e domain.Event) error
 // Notify implements Notifier.
 func (f NotifierFunc) Notify(ctx context.Context, e domain.Event) error { return f(ctx, e) }
 
+// All is the Notifier that hands each event to every one of ns in turn;
+// the first error stops it and the event is offered again, to all of
+// them (each tolerates a repeat, as Notify must).
+func All(ns ...Notifier) Notifier {
+	return NotifierFunc(func(ctx context.Context, e domain.Event) error {
+		for _, n := range ns {
+			if err := n.Notify(ctx, e); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
 // Log is the Notifier that writes each event to a structured log.
 func Log(log *slog.Logger) Notifier {
 	return NotifierFunc(func(_ context.Context, e domain.Event) error {

@@ -35,6 +35,25 @@ type ExtensionStore interface {
 	Extensions(ctx context.Context, exerciseID string, revoked bool) ([]domain.Extension, error)
 	InTx(ctx context.Context, fn func(tx *store.Tx) error) error
 	UserByName(ctx context.Context, name string) (domain.User, error)
+	// UserInScope: staff reach the learners of their cohorts only.
+	UserInScope(ctx context.Context, userID int64) (bool, error)
+}
+
+// learnerByName finds a learner the request's staff scope reaches;
+// another cohort's is not found, exactly like a missing one.
+func (s *Extensions) learnerByName(ctx context.Context, name string) (domain.User, error) {
+	u, err := s.DB.UserByName(ctx, name)
+	if err != nil {
+		return u, err
+	}
+	ok, err := s.DB.UserInScope(ctx, u.ID)
+	if err != nil {
+		return domain.User{}, err
+	}
+	if !ok {
+		return domain.User{}, domain.Errorf(domain.ENOTFOUND, "user %q not found", name)
+	}
+	return u, nil
 }
 
 // Extensions grants, lists and revokes extensions over one database and catalog.
@@ -114,7 +133,7 @@ func (s *Extensions) Revoke(ctx context.Context, actor domain.User, exerciseID, 
 	if err != nil {
 		return ExtensionResult{}, err
 	}
-	learner, err := s.DB.UserByName(ctx, learnerName)
+	learner, err := s.learnerByName(ctx, learnerName)
 	if err != nil {
 		return ExtensionResult{}, err
 	}
@@ -166,7 +185,7 @@ func (s *Extensions) check(ctx context.Context, ex *exercise.Exercise, req Exten
 	var learner domain.User
 	if name := strings.TrimSpace(req.Learner); name == "" {
 		problems = append(problems, "learner: the learner's user name is required")
-	} else if u, err := s.DB.UserByName(ctx, name); err != nil {
+	} else if u, err := s.learnerByName(ctx, name); err != nil {
 		problems = append(problems, fmt.Sprintf("learner: %s", domain.ErrorMessage(err)))
 	} else if u.Role != domain.RoleLearner {
 		problems = append(problems, fmt.Sprintf("learner: %q is a %s, not a learner", u.Name, u.Role))

@@ -21,6 +21,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/reference"
 	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
@@ -91,6 +92,9 @@ type SubmissionStore interface {
 	ManualGrades(ctx context.Context, submissionID string) (map[string]domain.ManualGrade, error)
 	Reference(ctx context.Context, exerciseID, profile string) (store.StoredReference, error)
 	SubmissionIntegrity(ctx context.Context, id string) ([]byte, error)
+	// CohortDeadline is a cohort's own deadline for an exercise (nil:
+	// the exercise's).
+	CohortDeadline(ctx context.Context, cohortID int64, exerciseID string) (*time.Time, error)
 }
 
 // Submissions grades the server's submissions: it reads what intake
@@ -107,6 +111,9 @@ type Submissions struct {
 func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub domain.Submission, executed []byte, res domain.ExecutionResult) (store.Grade, error) {
 	integ, err := s.Integrity(ctx, ex, sub)
 	if err != nil {
+		return store.Grade{}, err
+	}
+	if ex, err = policy.ForCohort(ctx, s.DB, ex, sub.CohortID); err != nil {
 		return store.Grade{}, err
 	}
 	run := Run{Exercise: ex, Integrity: integ, Result: res, SubmittedAt: sub.CreatedAt}

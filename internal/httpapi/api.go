@@ -159,7 +159,7 @@ func (s *Server) upload(c *gin.Context, check bool) {
 		return
 	}
 	sub, created, err := s.Submissions.Submit(c.Request.Context(), intake.Request{
-		User: u, ExerciseID: exerciseID, Notebook: data, IdempotencyKey: c.GetHeader("Idempotency-Key"), Check: check,
+		User: u, ExerciseID: exerciseID, Notebook: data, IdempotencyKey: c.GetHeader("Idempotency-Key"), Check: check, Cohort: form.cohort,
 	})
 	if err != nil {
 		var rl *intake.RateLimitError

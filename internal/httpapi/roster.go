@@ -48,7 +48,7 @@ func (s *Server) importRoster(c *gin.Context) {
 			Problems: []string{"content type " + strings.TrimSpace(c.GetHeader("Content-Type")) + ": want text/csv"}})
 		return
 	}
-	res, err := s.Services.Rosters.Import(c.Request.Context(), currentUser(c), c.Request.Body)
+	res, err := s.Services.Rosters.ImportInto(c.Request.Context(), currentUser(c), c.Request.Body, c.Query("cohort"))
 	if err != nil {
 		s.problem(c, err)
 		return

@@ -152,6 +152,7 @@ func (s *Server) Handler() http.Handler {
 	s.eventRoutes(api)
 	s.extensionRoutes(api)
 	s.rosterRoutes(api)
+	s.cohortRoutes(api)
 	s.similarityRoutes(api)
 	s.manualRoutes(api)
 	s.referenceReviewRoutes(api)
@@ -221,8 +222,29 @@ func (s *Server) authenticate(runnerRoutes bool) gin.HandlerFunc {
 			return
 		}
 		c.Set(userKey, u)
+		if !s.scope(c, u) {
+			return
+		}
 		c.Next()
 	}
+}
+
+// scope puts a staff member's scope (the cohorts they read, narrowed by
+// the "cohort" query parameter) into the request's context, once, for
+// every read below the handler (policy.Service.Scoped); false when it
+// answered a problem instead.
+func (s *Server) scope(c *gin.Context, u domain.User) bool {
+	if s.Services.Policy == nil || !u.Role.CanSeeAll() {
+		return true
+	}
+	ctx, err := s.policy().Scoped(c.Request.Context(), u, c.Query("cohort"))
+	if err != nil {
+		s.problem(c, err)
+		c.Abort()
+		return false
+	}
+	c.Request = c.Request.WithContext(ctx)
+	return true
 }
 
 // bearer is the request's bearer token; without one it answers 401.

@@ -22,6 +22,7 @@ type Services struct {
 	References *reference.Reviews
 	Similarity *similarity.Service
 	Rosters    *accounts.Rosters
+	Cohorts    *accounts.Cohorts
 	// Devices is device-code sign-in and a user's own tokens.
 	Devices *accounts.Devices
 	// JupyterHub exchanges hub tokens for npugrade tokens (nil: no hub).

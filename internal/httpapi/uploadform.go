@@ -16,6 +16,8 @@ import (
 // uploadForm is what POST /api/v1/submissions carries.
 type uploadForm struct {
 	exercise string
+	// cohort is the slug of the cohort submitted in ("": intake decides).
+	cohort   string
 	notebook []byte // nil: no "notebook" file part
 }
 
@@ -54,6 +56,9 @@ func readUploadForm(r *http.Request, max int64) (uploadForm, error) {
 	}
 	if err == nil && f.exercise == "" {
 		f.exercise = r.URL.Query().Get("exercise")
+	}
+	if err == nil && f.cohort == "" {
+		f.cohort = r.URL.Query().Get("cohort")
 	}
 	return f, err
 }
@@ -102,6 +107,12 @@ func slowForm(body io.Reader, boundary string, max, hint int64) (uploadForm, err
 				return f, exerciseErr(err)
 			}
 			f.exercise = string(b)
+		case cohortPart:
+			b, err := readAtMost(p, maxParamBytes, -1)
+			if err != nil {
+				return f, exerciseErr(err)
+			}
+			f.cohort = string(b)
 		default:
 			if _, err := io.Copy(io.Discard, p); err != nil {
 				return f, err
@@ -117,6 +128,7 @@ const (
 	skipPart partUse = iota
 	notebookPart
 	exercisePart
+	cohortPart
 )
 
 // wants: the first notebook file and the first non-empty exercise field
@@ -127,6 +139,8 @@ func (f *uploadForm) wants(name string, file bool) partUse {
 		return notebookPart
 	case name == "exercise" && !file && f.exercise == "":
 		return exercisePart
+	case name == "cohort" && !file && f.cohort == "":
+		return cohortPart
 	}
 	return skipPart
 }
@@ -195,6 +209,11 @@ func fastForm(body []byte, boundary string, max int64) (f uploadForm, ok bool, e
 				return f, true, exerciseErr(errNotebookTooLarge)
 			}
 			f.exercise = string(content)
+		case cohortPart:
+			if len(content) > maxParamBytes {
+				return f, true, exerciseErr(errNotebookTooLarge)
+			}
+			f.cohort = string(content)
 		}
 		if last {
 			return f, true, nil

@@ -30,6 +30,9 @@ type Store interface {
 	RecordUpload(ctx context.Context, userID int64, exerciseID string, windows []store.UploadWindow) (*store.UploadRefused, error)
 	RecordCheck(ctx context.Context, userID int64, exerciseID string, windows []store.UploadWindow) (*store.UploadRefused, error)
 	SubmissionByKey(ctx context.Context, userID int64, key string) (domain.Submission, error)
+	// SubmissionCohort decides the cohort of a new submission (see
+	// store.DB.SubmissionCohort).
+	SubmissionCohort(ctx context.Context, userID int64, exerciseID, slug string) (int64, error)
 }
 
 // Service accepts submissions.
@@ -140,6 +143,10 @@ type Request struct {
 	// submission, but no attempt is used and no score is kept; the
 	// exercise's checks policy limits it instead (CheckPolicy).
 	Check bool
+	// Cohort is the slug of the cohort the learner submits in (the form
+	// field "cohort"); "" or a cohort they are not a member of: their
+	// latest cohort offering the exercise, else the default.
+	Cohort string
 }
 
 // Submit validates and stores an upload. created is false when the
@@ -227,11 +234,15 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 	if err != nil {
 		return domain.Submission{}, false, fmt.Errorf("encode integrity findings: %w", err)
 	}
+	cohort, err := s.DB.SubmissionCohort(ctx, r.User.ID, ex.ID, r.Cohort)
+	if err != nil {
+		return domain.Submission{}, false, err
+	}
 	job := s.Queue.GradeJob(ex.ID, ex.Requires, ex.MaxAttempts)
 	sub, created, err = s.DB.CreateSubmission(ctx, store.NewSubmission{
 		UserID: r.User.ID, ExerciseID: ex.ID, ExerciseVersion: ex.Version, Upload: r.Notebook,
 		Rebuilt: payload, Integrity: integrity, IdempotencyKey: r.IdempotencyKey, Job: job,
-		MaxSubmissions: maxSubmissions(ex, r.User), RecordAttempt: record, Check: r.Check,
+		MaxSubmissions: maxSubmissions(ex, r.User), RecordAttempt: record, Check: r.Check, CohortID: cohort,
 	})
 	if err != nil {
 		return domain.Submission{}, false, err

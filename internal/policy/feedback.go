@@ -19,6 +19,8 @@ type FeedbackStore interface {
 	FeedbackReleases(ctx context.Context, exerciseID string) ([]domain.FeedbackRelease, error)
 	ReleaseFeedback(ctx context.Context, exerciseID string, userID int64, learner string, actor domain.User) (domain.FeedbackRelease, error)
 	UserByName(ctx context.Context, name string) (domain.User, error)
+	// UserInScope: staff release to the learners of their cohorts only.
+	UserInScope(ctx context.Context, userID int64) (bool, error)
 }
 
 // FeedbackReleases releases feedback over one database and catalog.
@@ -36,6 +38,15 @@ func (s FeedbackReleases) Release(ctx context.Context, actor domain.User, exerci
 	var userID int64
 	if learner = strings.TrimSpace(learner); learner != "" {
 		u, err := s.DB.UserByName(ctx, learner)
+		if err == nil {
+			ok, serr := s.DB.UserInScope(ctx, u.ID)
+			if serr != nil {
+				return domain.FeedbackRelease{}, serr
+			}
+			if !ok {
+				err = domain.Errorf(domain.ENOTFOUND, "user %q not found", learner)
+			}
+		}
 		if err != nil {
 			return domain.FeedbackRelease{}, &domain.Error{Code: domain.EINVALID, Message: "the release is invalid",
 				Problems: []string{"learner: " + domain.ErrorMessage(err)}}

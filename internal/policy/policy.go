@@ -49,6 +49,12 @@ type Service struct {
 	// Releases says whether an exercise's feedback is released to a
 	// learner (policy feedback "on_release"). Nil: none is.
 	Releases Releases
+	// Deadlines finds a cohort's own deadline for an exercise, which
+	// replaces the exercise's for the cohort's submissions. Nil: none.
+	Deadlines Deadlines
+	// Scopes computes a staff member's scope: the cohorts whose
+	// submissions they read. Nil: every staff member reads all.
+	Scopes Scopes
 }
 
 // Releases reads feedback releases (package store's *DB implements it).
@@ -136,8 +142,20 @@ type Extensions interface {
 // come) rather than shown early.
 func (p *Service) exerciseFor(ctx context.Context, sub domain.Submission) (*exercise.Exercise, error) {
 	ex, err := p.Catalog.Get(sub.ExerciseID)
-	if err != nil || p.Extensions == nil || ex.Deadline == nil {
+	if err != nil {
 		return ex, err
+	}
+	cex, err := ForCohort(ctx, p.Deadlines, ex, sub.CohortID)
+	if err != nil {
+		// As for an extension that cannot be read: not yet come.
+		far := time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+		own := *ex
+		own.Deadline = &far
+		return &own, nil
+	}
+	ex = cex
+	if p.Extensions == nil || ex.Deadline == nil {
+		return ex, nil
 	}
 	ext, err := p.Extensions.ActiveExtension(ctx, ex.ID, sub.UserID)
 	var deadline time.Time
@@ -161,12 +179,14 @@ func (p *Service) now() time.Time {
 	return time.Now()
 }
 
-// Readable returns submission id when u may read it: their own, or anyone's
-// for staff. Another learner's is ENOTFOUND, exactly like a missing one.
+// Readable returns submission id when u may read it: their own, or, for
+// staff, one of a cohort in their scope (Scope). Another learner's is ENOTFOUND, exactly like a missing one.
 // The submission is not redacted (see Submission).
 func (p *Service) Readable(ctx context.Context, u domain.User, id string) (domain.Submission, error) {
 	sub, err := p.DB.Submission(ctx, id)
-	if err == nil && sub.UserID != u.ID && !u.Role.CanSeeAll() {
+	if err == nil && sub.UserID != u.ID && (!u.Role.CanSeeAll() || !p.scopeOf(ctx, u).Has(sub.CohortID)) {
+		// Another cohort's submission is not found either: staff
+		// cannot probe what their cohorts do not hold.
 		err = domain.Errorf(domain.ENOTFOUND, "submission %s not found", id)
 	}
 	return sub, err
@@ -249,7 +269,7 @@ func (p *Service) Filter(ctx context.Context, u domain.User, l Listing) (f domai
 	}
 	if l.Learner != "" {
 		switch learner, err := p.DB.UserByName(ctx, l.Learner); {
-		case err == nil && (u.Role.CanSeeAll() || learner.ID == u.ID):
+		case err == nil && (learner.ID == u.ID || u.Role.CanSeeAll() && p.inScope(ctx, u, learner.ID)):
 			f.UserID = learner.ID
 		case domain.ErrorCode(err) == domain.ENOTFOUND || err == nil:
 			problems = append(problems, fmt.Sprintf("learner=%q: no such learner", l.Learner))
@@ -271,10 +291,13 @@ func (p *Service) Filter(ctx context.Context, u domain.User, l Listing) (f domai
 }
 
 // List lists submissions under f, newest first, redacted for u; a learner
-// gets only their own whatever f says.
+// gets only their own whatever f says, staff those of their scope.
 func (p *Service) List(ctx context.Context, u domain.User, f domain.SubmissionFilter) ([]domain.Submission, error) {
 	if !u.Role.CanSeeAll() {
 		f.UserID = u.ID
+	} else {
+		// The store keeps the listing to the cohorts of the scope.
+		ctx = domain.WithScope(ctx, p.scopeOf(ctx, u))
 	}
 	subs, err := p.DB.Submissions(ctx, f)
 	for i := range subs {

@@ -115,6 +115,9 @@ func (db *DB) Extensions(ctx context.Context, exerciseID string, revoked bool) (
 	if !revoked {
 		q = q.Where("extensions.revoked_at IS NULL")
 	}
+	if cond, args := usersInScope(ctx, "extensions.user_id"); args != nil || cond != "1 = 1" {
+		q = q.Where(cond, args...)
+	}
 	var rows []extensionRow
 	if err := q.Order("extensions.revoked_at IS NOT NULL, extensions.revoked_at DESC, users.name, extensions.id").
 		Limit(5000).Find(&rows).Error; err != nil {

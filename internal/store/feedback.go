@@ -72,7 +72,11 @@ func (db *DB) FeedbackReleased(ctx context.Context, exerciseID string, userID in
 // FeedbackReleases lists an exercise's releases, oldest first.
 func (db *DB) FeedbackReleases(ctx context.Context, exerciseID string) ([]domain.FeedbackRelease, error) {
 	var rows []feedbackReleaseRow
-	if err := db.gorm.WithContext(ctx).Where("exercise_id = ?", exerciseID).Order("id").Find(&rows).Error; err != nil {
+	q := db.gorm.WithContext(ctx).Where("exercise_id = ?", exerciseID)
+	if cond, args := usersInScope(ctx, "user_id"); args != nil || cond != "1 = 1" {
+		q = q.Where("user_id = 0 OR "+cond, args...) // a release to everyone is everyone's
+	}
+	if err := q.Order("id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read feedback releases of %s: %w", exerciseID, translate(err))
 	}
 	out := make([]domain.FeedbackRelease, len(rows))
@@ -132,7 +136,11 @@ func (db *DB) CreateRegradeRequest(ctx context.Context, req domain.RegradeReques
 // RegradeRequest returns one request.
 func (db *DB) RegradeRequest(ctx context.Context, id int64) (domain.RegradeRequest, error) {
 	var row regradeRequestRow
-	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	q := db.gorm.WithContext(ctx).Where("id = ?", id)
+	if cond, args := inScope(ctx, "cohort_id"); args != nil || cond != "1 = 1" {
+		q = q.Where("submission_id IN (SELECT id FROM submissions WHERE "+cond+")", args...)
+	}
+	err := q.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.RegradeRequest{}, domain.Errorf(domain.ENOTFOUND, "regrade request %d not found", id)
 	}
@@ -160,6 +168,9 @@ func (db *DB) RegradeRequests(ctx context.Context, f domain.RegradeRequestFilter
 	}
 	if f.State != "" {
 		q = q.Where("state = ?", f.State)
+	}
+	if cond, args := inScope(ctx, "cohort_id"); args != nil || cond != "1 = 1" {
+		q = q.Where("submission_id IN (SELECT id FROM submissions WHERE "+cond+")", args...)
 	}
 	var rows []regradeRequestRow
 	if err := q.Find(&rows).Error; err != nil {

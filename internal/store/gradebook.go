@@ -65,6 +65,16 @@ func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 		where += " AND u.section = ?"
 		whereArgs = append(whereArgs, f.Section)
 	}
+	if f.Cohort != 0 {
+		// A learner in no cohort (made before cohorts, or outside the
+		// store) belongs to the default one.
+		member := "u.id IN (SELECT m.user_id FROM cohort_members m WHERE m.cohort_id = ? AND m.role = ?)"
+		if f.Cohort == defaultCohortID {
+			member = "(" + member + " OR NOT EXISTS (SELECT 1 FROM cohort_members m WHERE m.user_id = u.id))"
+		}
+		where += " AND " + member
+		whereArgs = append(whereArgs, f.Cohort, string(domain.RoleLearner))
+	}
 	// Scored submissions: graded, and those graded for their automatic
 	// part that wait for manual grading (marked so by their status); never
 	// a check.
@@ -72,6 +82,10 @@ func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 	if f.ExerciseID != "" {
 		scored += " AND s.exercise_id = ?"
 		scoredArgs = append(scoredArgs, f.ExerciseID)
+	}
+	if f.Cohort != 0 {
+		scored += " AND s.cohort_id = ?"
+		scoredArgs = append(scoredArgs, f.Cohort)
 	}
 	const cols = "SELECT u.id, u.name, u.section, s.id, s.exercise_id, s.status, s.score, s.max_score, s.graded_at FROM "
 	const order = " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"

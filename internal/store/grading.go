@@ -60,6 +60,9 @@ func (db *DB) submissionsIn(ctx context.Context, exerciseID string, userID int64
 	if userID != 0 {
 		q = q.Where("user_id = ?", userID)
 	}
+	// Staff (the manual grading queue, a regrade staged by an
+	// instructor) reach their cohorts' submissions only.
+	q = scoped(ctx, q, "cohort_id")
 	var rows []submissionRow
 	if err := q.Order("created_at, id").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list %v submissions of %s: %w", statuses, exerciseID, err)

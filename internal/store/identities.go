@@ -85,6 +85,9 @@ func (db *DB) linkNew(tx *gorm.DB, u *userRow, issuer, subject, login string, ro
 		if err := tx.Create(u).Error; err != nil {
 			return fmt.Errorf("insert user %q: %w", login, err)
 		}
+		if err := db.joinCohort(tx, defaultCohortID, u.ID, role); err != nil {
+			return err
+		}
 		// A session lasts while its user holds a live token (revoking
 		// them signs the user out everywhere): a new user gets one, its
 		// secret never shown.

@@ -50,7 +50,7 @@ func (db *DB) insertIntake(ctx context.Context, r intakeRows) (int64, error) {
 		}
 		s := r.sub
 		if err := tx.g.Exec(insertSubmissionSQL, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status,
-			s.IdempotencyKey, s.Integrity, s.CreatedAt, s.Kind).Error; err != nil {
+			s.IdempotencyKey, s.Integrity, s.CreatedAt, s.Kind, s.CohortID).Error; err != nil {
 			return fmt.Errorf("insert submission: %w", err)
 		}
 		if r.attempt {
@@ -76,7 +76,7 @@ func (db *DB) rowErr(err error) error {
 
 const (
 	insertBlobSQL       = "INSERT INTO blobs (sha256, size, data, created_at) VALUES (?, ?, ?, ?)"
-	insertSubmissionSQL = "INSERT INTO submissions (id, user_id, exercise_id, exercise_version, notebook_sha256, status, idempotency_key, integrity, created_at, kind) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	insertSubmissionSQL = "INSERT INTO submissions (id, user_id, exercise_id, exercise_version, notebook_sha256, status, idempotency_key, integrity, created_at, kind, cohort_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 	insertAttemptSQL    = "INSERT INTO upload_attempts (user_id, exercise_id, created_at) VALUES (?, ?, ?)"
 	// A grade job's turn is the count of its learner's jobs queued or
 	// running before it (activeJobsSQL), taken in the insert itself.
@@ -113,7 +113,7 @@ func intakeStatement(rows []intakeRows) (name, query string, args []any) {
 	}
 	for _, r := range rows {
 		s := r.sub
-		args = append(args, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status, s.IdempotencyKey, s.Integrity, s.CreatedAt, s.Kind)
+		args = append(args, s.ID, s.UserID, s.ExerciseID, s.ExerciseVersion, s.NotebookSHA256, s.Status, s.IdempotencyKey, s.Integrity, s.CreatedAt, s.Kind, s.CohortID)
 	}
 	for _, r := range rows {
 		if r.attempt {

@@ -56,6 +56,7 @@ type submissionRow struct {
 	IdempotencyKey  *string
 	Integrity       *string // intake's integrity findings, JSON (migration 00005)
 	Kind            string  // kindSubmission or kindCheck (migration 00026)
+	CohortID        int64   // migration 00029
 	CreatedAt       time.Time
 	StartedAt       *time.Time
 	GradedAt        *time.Time

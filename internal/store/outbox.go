@@ -112,6 +112,12 @@ func (db *DB) Events(ctx context.Context, f domain.EventFilter) ([]domain.Event,
 		}
 		q = q.Where("outbox.subject IN (?)", sub)
 	}
+	if cond, args := inScope(ctx, "cohort_id"); args != nil || cond != "1 = 1" {
+		// A scoped reader (an instructor) follows the events of their
+		// cohorts' submissions only; the others (a regrade applied over
+		// every cohort) are an admin's.
+		q = q.Where("outbox.subject IN (?)", db.gorm.Model(&submissionRow{}).Select("id").Where(cond, args...))
+	}
 	var rows []outboxRow
 	if err := q.Order("outbox.id").Limit(f.Limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("read events: %w", translate(err))

@@ -2,7 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/npugrade/npugrade/internal/auth"
 	"github.com/npugrade/npugrade/internal/domain"
@@ -92,6 +97,9 @@ func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []dom
 				return fmt.Errorf("insert %d tokens: %w", len(tokens), err)
 			}
 		}
+		if err := rosterCohorts(tx.g, entries, existing, fresh, now); err != nil {
+			return err
+		}
 		audits = append(audits, db.auditEntry(actor, AuditRosterImported, fmt.Sprintf("%d rows", len(entries)),
 			fmt.Sprintf("%d created, %d updated, %d unchanged", len(res.Created), len(res.Updated), res.Unchanged), now))
 		if err := tx.g.CreateInBatches(&audits, rosterBatch).Error; err != nil {
@@ -106,9 +114,63 @@ func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []dom
 // Sections lists the sections users are in, sorted ("" left out).
 func (db *DB) Sections(ctx context.Context) ([]string, error) {
 	var out []string
-	if err := db.gorm.WithContext(ctx).Model(&userRow{}).Where("section <> ''").Distinct("section").
+	q := db.gorm.WithContext(ctx).Model(&userRow{}).Where("section <> ''")
+	if cond, args := usersInScope(ctx, "id"); args != nil || cond != "1 = 1" {
+		q = q.Where(cond, args...)
+	}
+	if err := q.Distinct("section").
 		Order("section").Limit(1000).Pluck("section", &out).Error; err != nil {
 		return nil, fmt.Errorf("list sections: %w", err)
 	}
 	return out, nil
+}
+
+// rosterCohorts puts the roster's learners and instructors into the
+// cohorts their rows name, with their role (a new user whose row names
+// none joins the default cohort; an existing one keeps their cohorts).
+// A cohort that does not exist fails the whole import.
+func rosterCohorts(g *gorm.DB, entries []domain.RosterEntry, existing map[string]userRow, fresh []userRow, now time.Time) error {
+	ids := make(map[string]int64, len(existing)+len(fresh))
+	for _, u := range existing {
+		ids[u.Name] = u.ID
+	}
+	isNew := make(map[string]bool, len(fresh))
+	for _, u := range fresh {
+		ids[u.Name], isNew[u.Name] = u.ID, true
+	}
+	slugs := map[string]int64{}
+	var rows []cohortMemberRow
+	for _, e := range entries {
+		if e.Role != domain.RoleLearner && e.Role != domain.RoleInstructor || e.Cohort == "" && !isNew[e.Name] {
+			continue
+		}
+		cohort := defaultCohortID
+		if e.Cohort != "" {
+			id, ok := slugs[e.Cohort]
+			if !ok {
+				var c cohortRow
+				err := g.Where("slug = ?", e.Cohort).Take(&c).Error
+				if errors.Is(err, gorm.ErrRecordNotFound) {
+					return domain.Errorf(domain.EINVALID, "cohort %q does not exist (npugrade cohort create %s); nothing was imported", e.Cohort, e.Cohort)
+				}
+				if err != nil {
+					return fmt.Errorf("find cohort %q: %w", e.Cohort, err)
+				}
+				id, slugs[e.Cohort] = c.ID, c.ID
+			}
+			cohort = id
+		}
+		rows = append(rows, cohortMemberRow{CohortID: cohort, UserID: ids[e.Name], Role: string(e.Role), CreatedAt: now})
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	err := g.Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "cohort_id"}, {Name: "user_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"role"}),
+	}).CreateInBatches(&rows, rosterBatch).Error
+	if err != nil {
+		return fmt.Errorf("put the roster into its cohorts: %w", translate(err))
+	}
+	return nil
 }

@@ -10,12 +10,17 @@ import (
 
 // The dashboard's views of one section: a section's learners'
 // submissions only. An empty section is everyone's, the unfiltered
-// queries'.
+// queries'. Both keep to the request's cohort scope (inScope).
 
 // SectionSubmissionsPerDay is SubmissionsPerDay of section's learners.
 func (db *DB) SectionSubmissionsPerDay(ctx context.Context, days int, section string) ([]domain.DayCount, error) {
-	if section == "" {
+	scope, scopeArgs := inScope(ctx, "s.cohort_id")
+	if section == "" && scopeArgs == nil && scope == "1 = 1" {
 		return db.SubmissionsPerDay(ctx, days)
+	}
+	cond, args := "1 = 1", []any{}
+	if section != "" {
+		cond, args = "u.section = ?", []any{section}
 	}
 	today := db.Now().UTC().Truncate(24 * time.Hour)
 	start := today.AddDate(0, 0, -(days - 1))
@@ -24,7 +29,7 @@ func (db *DB) SectionSubmissionsPerDay(ctx context.Context, days int, section st
 		out[i].Day = start.AddDate(0, 0, i)
 	}
 	rows, err := db.gorm.WithContext(ctx).Raw("SELECT s.created_at FROM submissions s JOIN users u ON u.id = s.user_id "+
-		"WHERE s.created_at >= ? AND u.section = ?", start, section).Rows()
+		"WHERE s.created_at >= ? AND "+cond+" AND "+scope, append(append([]any{start}, args...), scopeArgs...)...).Rows()
 	if err != nil {
 		return nil, fmt.Errorf("submissions per day of section %q: %w", section, err)
 	}
@@ -47,8 +52,8 @@ func (db *DB) SectionRecentSubmissions(ctx context.Context, limit int, section s
 		return db.RecentSubmissions(ctx, limit)
 	}
 	var rows []submissionRow
-	if err := db.gorm.WithContext(ctx).Where("user_id IN (SELECT id FROM users WHERE section = ?)", section).
-		Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	q := scoped(ctx, db.gorm.WithContext(ctx).Where("user_id IN (SELECT id FROM users WHERE section = ?)", section), "cohort_id")
+	if err := q.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("recent submissions of section %q: %w", section, err)
 	}
 	names, err := db.userNames(ctx, rows)

@@ -109,13 +109,14 @@ const scoredSubmissions = "('" + domain.StatusGraded + "', '" + domain.StatusNee
 // statsScope is the WHERE clause of the per-question statistics: the
 // scored submissions of an exercise, of one section's learners when
 // section is not "".
-func statsScope(exerciseID, section string) (string, []any) {
+func statsScope(ctx context.Context, exerciseID, section string) (string, []any) {
 	where, args := "s.exercise_id = ? AND s.status IN "+scoredSubmissions+" AND "+counted+" AND cr.counted = ?", []any{exerciseID, true}
 	if section != "" {
 		where += " AND s.user_id IN (SELECT id FROM users WHERE section = ?)"
 		args = append(args, section)
 	}
-	return where, args
+	cond, scopeArgs := inScope(ctx, "s.cohort_id")
+	return where + " AND " + cond, append(args, scopeArgs...)
 }
 
 // QuestionStats returns pass counts per graded cell of an exercise, in
@@ -123,7 +124,7 @@ func statsScope(exerciseID, section string) (string, []any) {
 // when section is not ""). A manual cell counts once a person graded it,
 // as passed with full points; one still waiting is left out.
 func (db *DB) QuestionStats(ctx context.Context, exerciseID, section string) ([]domain.QuestionStat, error) {
-	where, args := statsScope(exerciseID, section)
+	where, args := statsScope(ctx, exerciseID, section)
 	var out []domain.QuestionStat
 	err := db.gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, MIN(cr.position) AS position, COUNT(*) AS total,
 		SUM(CASE WHEN cr.verdict = ? OR (cr.verdict = ? AND cr.points >= cr.max_points) THEN 1 ELSE 0 END) AS passed
@@ -141,7 +142,7 @@ func (db *DB) QuestionStats(ctx context.Context, exerciseID, section string) ([]
 // of an exercise's scored submissions (of one section's learners when
 // section is not ""); manual grades are not failures.
 func (db *DB) CommonFailures(ctx context.Context, exerciseID, section string, limit int) ([]domain.FailureStat, error) {
-	where, args := statsScope(exerciseID, section)
+	where, args := statsScope(ctx, exerciseID, section)
 	var out []domain.FailureStat
 	err := db.gorm.WithContext(ctx).Raw(`SELECT cr.cell_id AS cell_id, cr.verdict AS verdict, cr.message AS message, COUNT(*) AS count
 		FROM cell_results cr JOIN submissions s ON s.id = cr.submission_id
@@ -216,7 +217,7 @@ func (db *DB) LatestSubmissions(ctx context.Context, userID int64) (map[string]d
 // (the dashboard shows them as checks).
 func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]domain.Submission, error) {
 	var rows []submissionRow
-	if err := db.gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	if err := scoped(ctx, db.gorm.WithContext(ctx), "cohort_id").Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("recent submissions: %w", err)
 	}
 	ids := map[int64]bool{}

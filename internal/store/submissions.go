@@ -64,6 +64,9 @@ type NewSubmission struct {
 	// Check stores an uncounted check: no cap, no attempt recorded (its
 	// own limit was: RecordCheck), no idempotency key.
 	Check bool
+	// CohortID is the cohort the submission is made in (0: the default
+	// cohort); intake decides it (package intake).
+	CohortID int64
 }
 
 // Submission kinds (submissions.kind). Every read of a learner's record
@@ -95,6 +98,10 @@ func (db *DB) CreateSubmission(ctx context.Context, ns NewSubmission) (sub domai
 		Status:          domain.StatusQueued,
 		CreatedAt:       now,
 		Kind:            kindSubmission,
+		CohortID:        ns.CohortID,
+	}
+	if row.CohortID == 0 {
+		row.CohortID = defaultCohortID
 	}
 	if ns.Check {
 		row.Kind, ns.MaxSubmissions, ns.RecordAttempt, ns.IdempotencyKey = kindCheck, 0, false, ""
@@ -203,7 +210,10 @@ func newSubmissionID(now time.Time) string {
 // Submission returns one submission with its cell results.
 func (db *DB) Submission(ctx context.Context, id string) (domain.Submission, error) {
 	var row submissionRow
-	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	// Staff reach their scope's submissions only (a manual grade, an
+	// override, an answer to a regrade request by id): another cohort's
+	// is not found.
+	err := scoped(ctx, db.gorm.WithContext(ctx).Where("id = ?", id), "cohort_id").Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.Submission{}, domain.Errorf(domain.ENOTFOUND, "submission %s not found", id)
 	}
@@ -246,6 +256,7 @@ func (db *DB) Submissions(ctx context.Context, f domain.SubmissionFilter) ([]dom
 	if f.UserID != 0 {
 		q = q.Where("user_id = ?", f.UserID)
 	}
+	q = scoped(ctx, q, "cohort_id")
 	if f.ExerciseID != "" {
 		q = q.Where("exercise_id = ?", f.ExerciseID)
 	}
@@ -443,6 +454,6 @@ func toSubmission(r submissionRow, userName string) domain.Submission {
 		NotebookSHA256: r.NotebookSHA256, Status: r.Status, Score: r.Score, MaxScore: r.MaxScore,
 		Message: r.Message, Profile: r.Profile, RunnerID: r.RunnerID, EnvFingerprint: r.EnvFingerprint,
 		GraderVersion: r.GraderVersion, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, GradedAt: r.GradedAt,
-		Check: r.Kind == kindCheck,
+		Check: r.Kind == kindCheck, CohortID: r.CohortID,
 	}
 }

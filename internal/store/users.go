@@ -15,8 +15,15 @@ import (
 )
 
 // CreateUser adds a user and returns it with a fresh API token (shown once;
-// only its hash is stored).
+// only its hash is stored). A learner or instructor joins the default
+// cohort with that role.
 func (db *DB) CreateUser(ctx context.Context, name string, role domain.Role) (domain.User, string, error) {
+	return db.CreateUserIn(ctx, name, role, defaultCohortID)
+}
+
+// CreateUserIn is CreateUser with the cohort a learner or instructor
+// joins.
+func (db *DB) CreateUserIn(ctx context.Context, name string, role domain.Role, cohortID int64) (domain.User, string, error) {
 	if name == "" {
 		return domain.User{}, "", domain.Errorf(domain.EINVALID, "user name is required")
 	}
@@ -31,6 +38,9 @@ func (db *DB) CreateUser(ctx context.Context, name string, role domain.Role) (do
 				return domain.Errorf(domain.ECONFLICT, "user %q already exists", name)
 			}
 			return fmt.Errorf("insert user %q: %w", name, err)
+		}
+		if err := db.joinCohort(tx, cohortID, row.ID, role); err != nil {
+			return err
 		}
 		var err error
 		token, _, err = db.createToken(tx, row.ID, domain.ScopeFull, "")

@@ -30,6 +30,9 @@ func (h *handler) session(roles ...domain.Role) gin.HandlerFunc {
 			return
 		}
 		c.Set(ctxSession, s)
+		if !h.scope(c, s.User) {
+			return
+		}
 		if len(roles) > 0 {
 			ok := false
 			for _, r := range roles {
@@ -197,8 +200,15 @@ func (h *handler) startSession(c *gin.Context, u domain.User, next, detail strin
 		return
 	}
 	h.auditAs(c, u, domain.AuditLogin, u.Name, detail)
-	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
-		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
+	ck := &http.Cookie{Name: sessionCookie, Value: id, Path: "/", MaxAge: int(h.SessionTTL.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)}
+	if c.GetBool(ctxLTI) && isTLS(c.Request) {
+		// An LTI launch runs in the LMS's iframe: a cross-site frame
+		// sends only SameSite=None cookies, which must be Secure (plain
+		// http is refused for launches except on loopback, for tests).
+		ck.SameSite = http.SameSiteNoneMode
+	}
+	http.SetCookie(c.Writer, ck)
 	if next == "" {
 		next = homeOf(s.User.Role)
 	}
@@ -219,4 +229,21 @@ func (h *handler) logout(c *gin.Context) {
 	http.SetCookie(c.Writer, &http.Cookie{Name: sessionCookie, Value: "", Path: "/", MaxAge: -1,
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: isTLS(c.Request)})
 	c.Redirect(http.StatusSeeOther, "/login")
+}
+
+// scope puts a staff member's scope (the cohorts they read, narrowed by
+// the "cohort" query parameter) into the request's context, once, for
+// every read below the page (policy.Service.Scoped); false when it
+// answered an error page instead.
+func (h *handler) scope(c *gin.Context, u domain.User) bool {
+	if h.Policy == nil || !u.Role.CanSeeAll() {
+		return true
+	}
+	ctx, err := h.Policy.Scoped(c.Request.Context(), u, c.Query("cohort"))
+	if err != nil {
+		h.fail(c, err)
+		return false
+	}
+	c.Request = c.Request.WithContext(ctx)
+	return true
 }

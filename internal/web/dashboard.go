@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"context"
 	"encoding/csv"
 	"errors"
 	"fmt"
@@ -93,6 +94,21 @@ func (h *handler) dashboard(c *gin.Context) {
 	h.render(c, http.StatusOK, "dashboard", translate(lang, "dash.title"), "dashboard", d)
 }
 
+// gradebookCohort is the one cohort a gradebook lists: the one picked
+// (the scope narrowed by ?cohort=), else an instructor's first cohort;
+// 0 (every learner) for an admin who picked none. An instructor who
+// teaches no cohort gets cohort -1: no learners.
+func gradebookCohort(ctx context.Context) int64 {
+	sc, ok := domain.ScopeOf(ctx)
+	switch {
+	case !ok || sc.All:
+		return 0
+	case len(sc.Cohorts) == 0:
+		return -1
+	}
+	return sc.Cohorts[0]
+}
+
 // countsOf returns which submission counts for ex under its policy.
 func countsOf(ex *exercise.Exercise) string {
 	if ex.Counts == exercise.CountsLatest {
@@ -102,7 +118,8 @@ func countsOf(ex *exercise.Exercise) string {
 }
 
 func (h *handler) gradebookFilter(c *gin.Context) (domain.GradebookFilter, error) {
-	f := domain.GradebookFilter{ExerciseID: c.Query("exercise"), Learner: strings.TrimSpace(c.Query("learner")), Section: c.Query("section")}
+	f := domain.GradebookFilter{ExerciseID: c.Query("exercise"), Learner: strings.TrimSpace(c.Query("learner")), Section: c.Query("section"),
+		Cohort: gradebookCohort(c.Request.Context())}
 	for _, ex := range h.Catalog.List() {
 		f.Exercises = append(f.Exercises, ex.ID)
 	}
@@ -316,6 +333,11 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 		h.Problem(c, domain.Errorf(domain.EFORBIDDEN, "the gradebook needs the instructor or admin role"))
 		return
 	}
+	if ctx, err = h.Policy.Scoped(ctx, u, c.Query("cohort")); err != nil {
+		h.Problem(c, err)
+		return
+	}
+	c.Request = c.Request.WithContext(ctx)
 	f, err := h.gradebookFilter(c)
 	if err != nil {
 		h.Problem(c, err)

@@ -197,7 +197,7 @@ func (h *handler) upload(c *gin.Context) {
 		h.refuseUpload(c, domain.Errorf(domain.ETOOLARGE, "the notebook is larger than the %d byte limit", h.MaxUpload))
 		return
 	}
-	sub, created, err := h.Submissions.Submit(c.Request.Context(), intake.Request{User: sessionOf(c).User, ExerciseID: ex.ID, Notebook: data})
+	sub, created, err := h.Submissions.Submit(c.Request.Context(), intake.Request{User: sessionOf(c).User, ExerciseID: ex.ID, Notebook: data, Cohort: c.Request.FormValue("cohort")})
 	if err != nil {
 		h.refuseUpload(c, err)
 		return

@@ -17,7 +17,9 @@ import (
 // Rosters imports class rosters (accounts.Rosters; npugrade user import
 // calls the same).
 type Rosters interface {
-	Import(ctx context.Context, actor domain.User, r io.Reader) (domain.RosterResult, error)
+	// ImportInto imports a roster whose rows without a cohort join
+	// cohort (a slug; "": the default cohort for new users).
+	ImportInto(ctx context.Context, actor domain.User, r io.Reader, cohort string) (domain.RosterResult, error)
 }
 
 // Sections lists the sections of a roster and the dashboard's views of
@@ -47,7 +49,7 @@ func (h *handler) importRoster(c *gin.Context) {
 		return
 	}
 	defer f.Close()
-	res, err := h.Rosters.Import(c.Request.Context(), sessionOf(c).User, f)
+	res, err := h.Rosters.ImportInto(c.Request.Context(), sessionOf(c).User, f, c.Request.FormValue("cohort"))
 	if err != nil {
 		h.refused(c, err, func(status int) { // 422, 413 or 409, as the API says them
 			h.renderUsers(c, status, usersData{Message: translate(lang, "roster.failed") + " " + domain.ErrorMessage(err),

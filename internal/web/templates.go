@@ -15,6 +15,7 @@ var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "s
 	"manual", "requests",
 	"references",
 	"device", "account",
+	"deeplink", "autopost", "lti_admin",
 }
 
 // mustParse builds every page once per language, each with its own

@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -29,6 +30,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/intake"
+	"github.com/npugrade/npugrade/internal/lti"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/regrade"
 	"github.com/npugrade/npugrade/internal/sso"
@@ -103,6 +105,14 @@ type Deps struct {
 	HubLogin *sso.HubLogin
 	// OIDCLogin signs in through an OpenID provider (nil: not offered).
 	OIDCLogin *sso.OIDCLogin
+	// LTI is the LTI 1.3 tool (nil: the /lti routes answer 404).
+	LTI *lti.Tool
+	// Platforms registers LMS platforms (the admin page; nil: 404).
+	Platforms LTIPlatforms
+	// FrameAncestors are the origins allowed to frame the pages (the
+	// registered LMSs, which launch npugrade in an iframe); none: no
+	// page may be framed.
+	FrameAncestors []string
 }
 
 // userByToken resolves token through Tokens when set.
@@ -148,12 +158,14 @@ func mount(r gin.IRouter, d Deps) {
 	static, _ := fs.Sub(staticFS, "static")
 	r.GET("/static/*file", h.headers(), h.static(static))
 	r.GET("/api/v1/gradebook.csv", h.gradebookCSV)
+	r.GET("/lti/jwks", h.ltiJWKS)
 
 	p := r.Group("", h.headers(), h.lang())
 	p.GET("/", h.session(), h.home)
 	p.GET("/login", h.loginPage)
 	p.POST("/login", h.login)
 	h.outsideRoutes(p)
+	h.ltiRoutes(p)
 	p.GET("/logout", h.session(), h.logoutPage)
 	p.POST("/logout", h.session(), h.csrf(), h.logout)
 
@@ -222,12 +234,18 @@ const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 's
 	"font-src 'self'; frame-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 
 func (h *handler) headers() gin.HandlerFunc {
+	policy := csp
+	if len(h.FrameAncestors) > 0 {
+		policy = strings.Replace(csp, "frame-ancestors 'none'", "frame-ancestors 'self' "+strings.Join(h.FrameAncestors, " "), 1)
+	}
 	return func(c *gin.Context) {
 		w := c.Writer.Header()
-		w.Set("Content-Security-Policy", csp)
+		w.Set("Content-Security-Policy", policy)
 		w.Set("X-Content-Type-Options", "nosniff")
 		w.Set("Referrer-Policy", "same-origin")
-		w.Set("X-Frame-Options", "DENY")
+		if len(h.FrameAncestors) == 0 {
+			w.Set("X-Frame-Options", "DENY") // frame-ancestors says it for browsers that read CSP
+		}
 		w.Set("Cross-Origin-Opener-Policy", "same-origin")
 		c.Next()
 	}
@@ -275,6 +293,12 @@ type page struct {
 	LangZH  string
 	Data    any
 	Problem string
+	// Cohorts are the cohorts a staff member sees, for the header's
+	// picker (shown when there is more than one); Cohort is the one
+	// picked (?cohort=, "" for all).
+	Cohorts []domain.Cohort
+	Cohort  string
+	Path    string
 }
 
 func (h *handler) render(c *gin.Context, status int, name, title, nav string, data any) {
@@ -286,6 +310,11 @@ func (h *handler) render(c *gin.Context, status int, name, title, nav string, da
 	if s, ok := c.Get(ctxSession); ok {
 		ws := s.(domain.WebSession)
 		p.User, p.CSRF = &ws.User, ws.CSRFToken
+		if ws.User.Role.CanSeeAll() && h.Policy != nil {
+			// A picker that cannot be read is left out; the page stands.
+			p.Cohorts, _ = h.Policy.Cohorts(c.Request.Context(), ws.User)
+			p.Cohort, p.Path = c.Query("cohort"), c.Request.URL.Path
+		}
 	}
 	t := h.pages[lang][name]
 	c.Header("Content-Type", "text/html; charset=utf-8")

@@ -16,6 +16,7 @@ import (
 	"github.com/npugrade/npugrade/internal/httpapi"
 	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
+	"github.com/npugrade/npugrade/internal/lti"
 	"github.com/npugrade/npugrade/internal/notebook"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/reference"
@@ -52,6 +53,34 @@ type Config struct {
 	Hub *sso.Hub
 	// OIDC is the OpenID provider whose users may sign in (nil: none).
 	OIDC *sso.OIDC
+	// LTI is the LTI 1.3 tool (nil: the /lti routes answer 404); LTI
+	// builds it.
+	LTI *lti.Tool
+	// FrameAncestors are the origins that may frame the pages (the
+	// registered LMSs).
+	FrameAncestors []string
+}
+
+// LTIParts are the LTI tool and its grade passback: Grades is the
+// outbox's notifier, Sender posts the scores it records.
+type LTIParts struct {
+	Tool   *lti.Tool
+	Grades *lti.Grades
+	Sender *lti.Sender
+	Roster *lti.Roster
+}
+
+// LTI builds the LTI tool at publicURL over db and cat.
+func LTI(db *store.DB, cat *exercise.Catalog, publicURL string, log *slog.Logger) LTIParts {
+	keys := &lti.Keys{DB: db}
+	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db}
+	sender := &lti.Sender{DB: db, Keys: keys, Catalog: cat, Log: log}
+	return LTIParts{
+		Tool:   &lti.Tool{DB: db, Keys: keys, Catalog: cat, PublicURL: publicURL},
+		Grades: &lti.Grades{DB: db, Counter: pol, Catalog: cat, Log: log},
+		Sender: sender,
+		Roster: &lti.Roster{DB: db, Sender: sender},
+	}
 }
 
 // Server builds every service once and the server that calls them.
@@ -80,7 +109,7 @@ func Server(c Config) *httpapi.Server {
 
 // services builds the use cases the API and the pages call.
 func services(db *store.DB, q *jobs.Queue, cat *exercise.Catalog, manual *grade.Manual) httpapi.Services {
-	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db}
+	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db, Deadlines: db, Scopes: db}
 	return httpapi.Services{
 		Policy:     pol,
 		Releases:   &policy.FeedbackReleases{DB: db, Catalog: cat},
@@ -91,6 +120,7 @@ func services(db *store.DB, q *jobs.Queue, cat *exercise.Catalog, manual *grade.
 		References: &reference.Reviews{DB: db, Catalog: cat},
 		Similarity: &similarity.Service{DB: db, Catalog: cat},
 		Rosters:    &accounts.Rosters{DB: db},
+		Cohorts:    &accounts.Cohorts{DB: db},
 		Devices:    &accounts.Devices{DB: db},
 	}
 }
@@ -109,6 +139,7 @@ func pages(c Config, v httpapi.Services, subs *intake.Service) web.Deps {
 	if c.OIDC != nil {
 		d.OIDCLogin = &sso.OIDCLogin{OIDC: c.OIDC, States: db, Users: db}
 	}
+	d.LTI, d.FrameAncestors, d.Platforms = c.LTI, c.FrameAncestors, &lti.Platforms{DB: db}
 	if c.Metrics != nil {
 		d.OnSubmitted = c.Metrics.Submissions.Inc
 	}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/npugrade/npugrade/internal/accounts"
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/store"
+)
+
+const cohortUsage = `usage: npugrade cohort create SLUG [--title T] [--db URL]
+       npugrade cohort add SLUG USER [--role learner|instructor] [--db URL]
+       npugrade cohort list [--db URL]
+       npugrade cohort offer SLUG EXERCISE [--deadline RFC3339] [--db URL]
+
+Manage cohorts (course instances such as torchair-2027-spring): the learners
+and instructors in each, the exercises offered and their deadlines. An
+instructor sees the submissions, learners and gradebook of the cohorts they
+are an instructor of; an admin sees every cohort. Every existing user and
+submission is in the cohort "default".
+
+Run 'npugrade cohort <subcommand> --help' for its flags.
+
+environment:
+  NPUGRADE_DB            database URL, the default of --db
+`
+
+func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "npugrade cohort: missing subcommand (create, add, list or offer)")
+		fmt.Fprint(stderr, "\n"+cohortUsage)
+		return exitError
+	}
+	sub := args[0]
+	about := map[string]string{
+		"create": "Create a cohort (an existing one is left as it is).",
+		"add":    "Put a user into a cohort as a learner or an instructor (again: change the role).",
+		"list":   "List cohorts: slug, title, members.",
+		"offer":  "Offer an exercise in a cohort, with the cohort's own deadline (none: the exercise's).",
+	}
+	argNames := map[string]string{"create": "SLUG", "add": "SLUG USER", "list": "", "offer": "SLUG EXERCISE"}
+	nArgs := map[string]int{"create": 1, "add": 2, "list": 0, "offer": 2}
+	switch {
+	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
+		fmt.Fprint(stdout, cohortUsage)
+		return exitOK
+	case about[sub] == "":
+		fmt.Fprintf(stderr, "npugrade cohort: unknown subcommand %q\n\n%s", sub, cohortUsage)
+		return exitError
+	}
+	fs := newCommand("cohort "+sub, argNames[sub], about[sub], envDB)
+	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
+	var title, role, deadline *string
+	switch sub {
+	case "create":
+		title = fs.String("title", "", "the cohort's title, shown on the pages")
+	case "add":
+		role = fs.Choice("role", string(domain.RoleLearner), []string{string(domain.RoleLearner), string(domain.RoleInstructor)}, "learner or instructor")
+	case "offer":
+		deadline = fs.String("deadline", "", "the cohort's own deadline, RFC 3339 (2027-04-01T18:00:00+08:00); empty: the exercise's")
+	}
+	pos, code, ok := fs.parse(args[1:], nArgs[sub], nArgs[sub], stdout, stderr)
+	if !ok {
+		return code
+	}
+	if *dbURL == "" {
+		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
+	}
+	var due *time.Time
+	if deadline != nil && *deadline != "" {
+		d, err := grade.ParseDeadline(*deadline)
+		if err != nil {
+			return fs.usageError(stderr, "--deadline: "+err.Error())
+		}
+		due = &d
+	}
+	db, err := store.OpenExisting(ctx, *dbURL)
+	if err != nil {
+		fmt.Fprintf(stderr, "npugrade cohort %s: %v\n", sub, err)
+		return exitError
+	}
+	defer db.Close()
+	svc := &accounts.Cohorts{DB: db}
+	switch sub {
+	case "create":
+		err = cohortCreate(ctx, svc, pos[0], *title, stdout)
+	case "add":
+		var m domain.CohortMember
+		if m, err = svc.SetMember(ctx, domain.User{}, pos[0], pos[1], domain.Role(*role)); err == nil {
+			fmt.Fprintf(stdout, "%s is a%s of %s\n", m.Name, map[domain.Role]string{domain.RoleLearner: " learner", domain.RoleInstructor: "n instructor"}[m.Role], pos[0])
+		}
+	case "list":
+		err = cohortList(ctx, db, svc, stdout)
+	case "offer":
+		if err = svc.Offer(ctx, domain.User{}, pos[0], pos[1], due); err == nil {
+			when := "the exercise's deadline"
+			if due != nil {
+				when = "due " + due.UTC().Format(time.RFC3339)
+			}
+			fmt.Fprintf(stdout, "%s offers %s, %s\n", pos[0], pos[1], when)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "npugrade cohort %s: %s\n", sub, domain.ErrorMessage(err))
+		return exitError
+	}
+	return exitOK
+}
+
+func cohortCreate(ctx context.Context, svc *accounts.Cohorts, slug, title string, stdout io.Writer) error {
+	c, err := svc.Create(ctx, domain.User{}, slug, title)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "cohort %s (id %d) %q\n", c.Slug, c.ID, c.Title)
+	return nil
+}
+
+func cohortList(ctx context.Context, db *store.DB, svc *accounts.Cohorts, stdout io.Writer) error {
+	list, err := db.Cohorts(ctx)
+	if err != nil {
+		return err
+	}
+	for _, c := range list {
+		members, err := svc.Members(ctx, c.Slug)
+		if err != nil {
+			return err
+		}
+		learners, staff := 0, 0
+		for _, m := range members {
+			if m.Role == domain.RoleInstructor {
+				staff++
+			} else {
+				learners++
+			}
+		}
+		fmt.Fprintf(stdout, "%s\t%s\t%d learners\t%d instructors\n", c.Slug, c.Title, learners, staff)
+	}
+	return nil
+}
