@@ -151,6 +151,23 @@ func TestCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 			}
 			e.sees(t, "ina", e.ina, "/api/v1/regrade-requests", nil, []string{e.bobSub})
 			e.sees(t, "inb", e.inb, "/api/v1/regrade-requests", []string{e.bobSub}, nil)
+			// A regrade ina stages covers her cohort's submissions only,
+			// and inb can neither read nor discard it.
+			st, body := e.call(t, http.MethodPost, "/api/v1/regrades", e.ina, `{"exercise": "pol", "mode": "reexecute", "all": true}`)
+			if st/100 != 2 || !strings.Contains(body, e.adaSub) || strings.Contains(body, e.bobSub) {
+				t.Errorf("ina stages a regrade: %d %s, want ada's submission only", st, body)
+			}
+			if rid := between(body, `"id":`, `,`); rid != "" {
+				for _, p := range []string{"", "/discard"} {
+					method := map[string]string{"": http.MethodGet, "/discard": http.MethodPost}[p]
+					if st, body := e.call(t, method, "/api/v1/regrades/"+rid+p, e.inb, ""); st != http.StatusNotFound {
+						t.Errorf("inb %s regrade %s%s: %d %s, want 404", method, rid, p, st, body)
+					}
+				}
+				if st, _ := e.call(t, http.MethodGet, "/api/v1/regrades/"+rid, e.admin, ""); st != http.StatusOK {
+					t.Errorf("admin reads the regrade: %d", st)
+				}
+			}
 			e.sees(t, "ina", e.ina, "/api/v1/cohorts", []string{`"slug":"spring"`}, []string{"autumn", `"default"`})
 			e.sees(t, "admin", e.admin, "/api/v1/cohorts", []string{`"slug":"default"`, `"slug":"spring"`, `"slug":"autumn"`}, nil)
 			// The instructor of the default cohort sees neither.
