@@ -217,6 +217,14 @@ func TestCohortsManagementAPI(t *testing.T) {
 					t.Errorf("bob's %s submission to the other instructor: %d, want 404", c.cohort, st)
 				}
 			}
+			// ada's standing shows her cohort's own deadline, not the
+			// exercise's.
+			spring, _ := e.db.CohortBySlug(context.Background(), "spring")
+			due := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+			if err := e.db.OfferExercise(context.Background(), spring.ID, "pol", &due); err != nil {
+				t.Fatal(err)
+			}
+			e.sees(t, "ada", e.ada, "/api/v1/status", []string{`"deadline":"2026-05-01T00:00:00Z"`}, []string{"2026-03-01T12:00:00Z"})
 			// A cohort bob is not in is ignored: his latest offering it.
 			if id := e.submitIn(t, e.ada, "autumn"); true {
 				if st, _ := e.get(t, e.inb, "/api/v1/submissions/"+id); st != http.StatusNotFound {
