@@ -125,6 +125,12 @@ func TestCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 			e.sees(t, "inb", e.inb, "/api/v1/events", []string{e.bobSub}, []string{e.adaSub})
 			e.sees(t, "admin", e.admin, "/api/v1/events", []string{e.adaSub, e.bobSub}, nil)
 
+			e.sees(t, "ina", e.ina, "/api/v1/exercises/pol/similarity?threshold=0.01", nil, []string{"bob", e.bobSub})
+			e.sees(t, "ina", e.ina, "/api/v1/submissions/"+e.adaSub+"/history", nil, nil)
+			if st, _ := e.get(t, e.ina, "/api/v1/submissions/"+e.bobSub+"/history"); st != http.StatusNotFound {
+				t.Errorf("ina reads bob's score history: %d, want 404", st)
+			}
+
 			const ext = "/api/v1/exercises/pol/extensions"
 			if st, body := e.call(t, http.MethodPost, ext, e.ina, `{"learner": "bob", "deadline": "2026-04-01T00:00:00Z"}`); st != http.StatusUnprocessableEntity || !strings.Contains(body, "not found") {
 				t.Errorf("ina extends bob: %d %s, want 422 (not found)", st, body)
