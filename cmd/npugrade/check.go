@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,12 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	cellTimeout := fs.DurationMin("cell-timeout", 0, 0, "per-cell timeout (default: each exercise's)")
 	jobTimeout := fs.DurationMin("job-timeout", 5*time.Minute, time.Second, "limit for one notebook")
 	jupyter := fs.String("jupyter", "", "jupyter command")
+	seed := fs.String("seed", "", "probe seed of every notebook, one of the exercise's pool (default: each draws one by its name); a submission's page shows the seed it was graded with")
+	var notebooks []string
+	fs.Func("notebook", "grade this learner's notebook of the --only exercise as the server would, with no expectations, and list its cells (repeatable); only the notebooks given run", func(v string) error {
+		notebooks = append(notebooks, v)
+		return nil
+	})
 	envFor := envFlags(fs)
 	setupExecutor := executorFlags(fs, envFor)
 	warmPool := warmFlags(fs.FlagSet)
@@ -45,8 +52,12 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "npugrade check:", broken)
 	}
 	onlyIDs, unknown := onlyExercises(*only, cat)
-	if len(unknown) > 0 {
-		return fs.usageError(stderr, unknown...)
+	probeSeed, problems := seedFlag(*seed)
+	if len(notebooks) > 0 && len(onlyIDs) != 1 {
+		problems = append(problems, "--notebook needs --only naming the one exercise the notebooks are for")
+	}
+	if problems = append(unknown, problems...); len(problems) > 0 {
+		return fs.usageError(stderr, problems...)
 	}
 	ex := &execution.Executor{Jupyter: *jupyter, Profile: *profile, Match: domain.CPUMatcher}
 	if *profile != "cpu" {
@@ -63,7 +74,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	exec, stopWarm := warmPool(ex, *jobs, nil)
 	defer stopWarm()
 	opt := check.Options{Profile: *profile, Executor: exec, Match: ex.Match, CellTimeout: *cellTimeout, JobTimeout: *jobTimeout,
-		UpdateReference: *update, Rerun: *rerun, Jobs: *jobs, Progress: stdout, Only: onlyIDs}
+		UpdateReference: *update, Rerun: *rerun, Jobs: *jobs, Progress: stdout, Only: onlyIDs, Seed: probeSeed, Notebooks: notebooks}
 	rep, err := check.Run(ctx, cat, opt)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade check:", err)
@@ -116,6 +127,18 @@ func onlyExercises(only string, cat *exercise.Catalog) (ids map[string]bool, unk
 		ids[id] = true
 	}
 	return ids, unknown
+}
+
+// seedFlag parses --seed: empty is none.
+func seedFlag(v string) (*int64, []string) {
+	if v == "" {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return nil, []string{fmt.Sprintf("--seed: %q is not an integer", v)}
+	}
+	return &n, nil
 }
 
 func errText(err error) string {

@@ -95,6 +95,16 @@ func TestCLICheckOnlyUnknown(t *testing.T) {
 		"--exercises", filepath.Join(repoRoot, "exercises"), "--answers", filepath.Join(repoRoot, "answers"))
 }
 
+// TestCLICheckSeedAndNotebookFlags: a seed that is not a number, and a
+// learner's notebook without the one exercise it is for, are refused
+// before anything runs.
+func TestCLICheckSeedAndNotebookFlags(t *testing.T) {
+	t.Parallel()
+	dirs := []string{"--sandbox", "none", "--exercises", filepath.Join(repoRoot, "exercises"), "--answers", filepath.Join(repoRoot, "answers")}
+	wantUsageError(t, `--seed: "x1" is not an integer`, append([]string{"check", "--seed", "x1"}, dirs...)...)
+	wantUsageError(t, "--notebook needs --only naming the one exercise", append([]string{"check", "--notebook", "a.ipynb", "--only", "ch1,ch2"}, dirs...)...)
+}
+
 // TestCLIHelpExitsZero: every command's --help prints its usage on stdout
 // and exits 0 (subcommand --help used to exit 2).
 func TestCLIHelpExitsZero(t *testing.T) {

@@ -52,7 +52,8 @@ func TestNotebookClientChecksAndSubmits(t *testing.T) {
 		"import json, npugrade\nnpugrade.configure(token="+quote(ada)+")\nprint('SERVER', npugrade._server())",
 		"r = npugrade.check(notebook='01.05_chapter_practice.ipynb', timeout=240)\n"+
 			"print('CHECK', json.dumps({'kind': r.kind, 'score': r.score, 'max': r.max_score, 'failing': r.failing(), 'cells': len(r.cells)}))",
-		"q = npugrade.check(question='q1', notebook='01.05_chapter_practice.ipynb', timeout=240)\nprint('ONE', json.dumps([c['id'] for c in q.cells]))",
+		"q = npugrade.check(question=13, notebook='01.05_chapter_practice.ipynb', timeout=240)\n"+
+			"print('ONE', json.dumps({'ids': [c['id'] for c in q.cells], 'text': repr(q)}))",
 		"s = npugrade.submit(notebook='01.05_chapter_practice_answer.ipynb', timeout=240)\n"+
 			"print('SUBMIT', json.dumps({'kind': s.kind, 'score': s.score, 'max': s.max_score, 'status': s.status}))",
 		"st = npugrade.status()\nprint('STATUS', json.dumps([x for x in st if x['exercise'] == 'ch1']))",
@@ -89,10 +90,15 @@ func TestNotebookClientChecksAndSubmits(t *testing.T) {
 	if chk.Kind != "check" || chk.Max <= 0 || chk.Score >= chk.Max || len(chk.Failing) == 0 || chk.Cells == 0 {
 		t.Errorf("check of the starter = %+v, want a check with failing questions", chk)
 	}
-	var one []string
+	// A question is asked for by its number and shown as the notebook
+	// numbers it, its hidden test with it.
+	var one struct {
+		IDs  []string
+		Text string
+	}
 	got("ONE", &one)
-	if len(one) != 1 || one[0] != "q1" {
-		t.Errorf("check(question='q1') showed %v", one)
+	if strings.Join(one.IDs, ",") != "q13,q13-probe" || !strings.Contains(one.Text, "第 13 题 隐藏测试") || strings.Contains(one.Text, "q13-probe") {
+		t.Errorf("check(question=13) showed %+v", one)
 	}
 	var sub struct {
 		Kind, Status string

@@ -27,13 +27,21 @@ import (
 )
 
 type submissionView struct {
-	ID       string              `json:"id"`
-	Exercise string              `json:"exercise"`
-	Status   string              `json:"status"`
-	Score    float64             `json:"score"`
-	MaxScore float64             `json:"max_score"`
-	Message  string              `json:"message"`
-	Cells    []domain.CellResult `json:"cells"`
+	ID       string     `json:"id"`
+	Exercise string     `json:"exercise"`
+	Status   string     `json:"status"`
+	Score    float64    `json:"score"`
+	MaxScore float64    `json:"max_score"`
+	Message  string     `json:"message"`
+	Cells    []cellView `json:"cells"`
+}
+
+// cellView is a graded cell as the API gives it: the result, and the
+// number the notebook gives its question.
+type cellView struct {
+	domain.CellResult
+	Question   int  `json:"question,omitempty"`
+	HiddenTest bool `json:"hidden_test,omitempty"`
 }
 
 func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -45,6 +53,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	exerciseID := fs.String("exercise", "", "exercise id, e.g. ch1 (required)")
 	wait := fs.DurationMin("wait", 10*time.Minute, time.Second, "how long to wait for the grade")
 	key := fs.String("idempotency-key", "", "resend-safe key (default: derived from the exercise and the file's content; pass a new one to submit the same file again)")
+	langFlag := fs.String("lang", langFromEnv(os.Getenv), "language of the output and the server's messages: zh-CN or en (default: from LC_ALL, LC_MESSAGES or LANG)")
 	pos, code, ok := fs.parse(args, 1, 1, stdout, stderr)
 	if !ok {
 		return code
@@ -66,9 +75,13 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *token == "" {
 		missing = append(missing, "--token (or NPUGRADE_TOKEN, or npugrade login) is required")
 	}
+	if *langFlag != langZH && *langFlag != langEN {
+		missing = append(missing, fmt.Sprintf("--lang: %q is not zh-CN or en", *langFlag))
+	}
 	if len(missing) > 0 {
 		return fs.usageError(stderr, missing...)
 	}
+	say := cliWords(*langFlag)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade submit:", err)
@@ -87,6 +100,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	req.Header.Set("Authorization", "Bearer "+*token)
+	req.Header.Set("Accept-Language", *langFlag)
 	if *key == "" {
 		*key = submitKey(*exerciseID, data)
 	}
@@ -97,20 +111,40 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return code
 	}
 	if resp.Header.Get("Idempotent-Replayed") == "true" {
-		fmt.Fprintf(stdout, "%s was already submitted for %s as %s (same content); showing that submission\n", file, *exerciseID, sub.ID)
+		fmt.Fprintf(stdout, say("replayed"), file, *exerciseID, sub.ID)
 	} else {
-		fmt.Fprintf(stdout, "submitted %s as %s\n", file, sub.ID)
+		fmt.Fprintf(stdout, say("submitted"), file, sub.ID)
 	}
 
-	deadline := time.Now().Add(*wait)
+	poll := func(ctx context.Context) (*http.Request, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/submissions/"+url.PathEscape(sub.ID), nil)
+		if err == nil {
+			req.Header.Set("Authorization", "Bearer "+*token)
+			req.Header.Set("Accept-Language", *langFlag)
+		}
+		return req, err
+	}
+	if code := awaitGrade(ctx, &sub, poll, *wait, say, stdout, stderr); code != exitOK {
+		return code
+	}
+	fmt.Fprintf(stdout, "%s  %s\n\n", time.Now().Format("15:04:05"), say("st."+sub.Status))
+	return printVerdicts(stdout, sub, say)
+}
+
+// awaitGrade polls the submission (the request poll builds) until it is
+// no longer queued or running, printing each status it passes through,
+// for at most wait.
+func awaitGrade(ctx context.Context, sub *submissionView, poll func(context.Context) (*http.Request, error), wait time.Duration,
+	say func(string) string, stdout, stderr io.Writer) int {
+	deadline := time.Now().Add(wait)
 	last := ""
 	for sub.Status == domain.StatusQueued || sub.Status == domain.StatusRunning {
 		if sub.Status != last {
-			fmt.Fprintf(stdout, "%s  %s\n", time.Now().Format("15:04:05"), sub.Status)
+			fmt.Fprintf(stdout, "%s  %s\n", time.Now().Format("15:04:05"), say("st."+sub.Status))
 			last = sub.Status
 		}
 		if time.Now().After(deadline) {
-			fmt.Fprintf(stderr, "npugrade submit: still %s after %s; check later with GET /api/v1/submissions/%s\n", sub.Status, *wait, sub.ID)
+			fmt.Fprintf(stderr, "npugrade submit: "+say("still"), say("st."+sub.Status), wait, sub.ID)
 			return exitError
 		}
 		select {
@@ -118,34 +152,39 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 			return exitError
 		case <-time.After(500 * time.Millisecond):
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/api/v1/submissions/"+url.PathEscape(sub.ID), nil)
+		req, err := poll(ctx)
 		if err != nil {
 			fmt.Fprintln(stderr, "npugrade submit:", err)
 			return exitError
 		}
-		req.Header.Set("Authorization", "Bearer "+*token)
-		if _, code := doJSON(req, http.StatusOK, &sub, stderr); code != exitOK {
+		if _, code := doJSON(req, http.StatusOK, sub, stderr); code != exitOK {
 			return code
 		}
 	}
-	fmt.Fprintf(stdout, "%s  %s\n\n", time.Now().Format("15:04:05"), sub.Status)
-	return printVerdicts(stdout, sub)
+	return exitOK
 }
 
-// printVerdicts prints a graded submission's cells and score; exit 0 on
-// full marks.
-func printVerdicts(stdout io.Writer, sub submissionView) int {
+// printVerdicts prints a graded submission's cells, named as the notebook
+// numbers its questions, and its score; exit 0 on full marks.
+func printVerdicts(stdout io.Writer, sub submissionView, say func(string) string) int {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "CELL\tVERDICT\tPOINTS\tMESSAGE")
+	fmt.Fprintln(tw, say("header"))
 	for _, c := range sub.Cells {
 		pts := fmt.Sprintf("%g/%g", c.Points, c.MaxPoints)
 		if !c.Counted {
 			pts = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.CellID, c.Verdict, pts, oneLine(c.Message))
+		name := c.CellID
+		if c.Question > 0 {
+			name = fmt.Sprintf(say("question"), c.Question)
+			if c.HiddenTest {
+				name += say("hidden")
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", name, say("v."+c.Verdict), pts, oneLine(c.Message))
 	}
 	tw.Flush()
-	fmt.Fprintf(stdout, "\nscore: %g / %g  (%s)\n", sub.Score, sub.MaxScore, sub.Message)
+	fmt.Fprintf(stdout, say("score"), sub.Score, sub.MaxScore, say("st."+sub.Message))
 	if sub.Status == domain.StatusGraded && sub.Score == sub.MaxScore && sub.MaxScore > 0 {
 		return exitOK
 	}

@@ -40,11 +40,11 @@ func TestCLISubmitCutsMessagesOnCharacters(t *testing.T) {
 	t.Parallel()
 	zh := strings.Repeat("只需把图模式的编译结果与参考输出比较。", 8) // 19 wide characters each
 	ascii := strings.Repeat("expected tensor shape ", 10)
-	cells := []domain.CellResult{
-		{CellID: "q1", Verdict: "wrong", Message: zh, MaxPoints: 1, Counted: true},
-		{CellID: "q2", Verdict: "wrong", Message: ascii, MaxPoints: 1, Counted: true},
-		{CellID: "q3", Verdict: "wrong", Message: "第" + strings.Repeat("a", 97) + "只", MaxPoints: 1, Counted: true},
-		{CellID: "q4", Verdict: "pass", Message: "正确", Points: 1, MaxPoints: 1, Counted: true},
+	cells := []cellView{
+		{CellResult: domain.CellResult{CellID: "q1", Verdict: "wrong", Message: zh, MaxPoints: 1, Counted: true}},
+		{CellResult: domain.CellResult{CellID: "q2", Verdict: "wrong", Message: ascii, MaxPoints: 1, Counted: true}},
+		{CellResult: domain.CellResult{CellID: "q3", Verdict: "wrong", Message: "第" + strings.Repeat("a", 97) + "只", MaxPoints: 1, Counted: true}},
+		{CellResult: domain.CellResult{CellID: "q4", Verdict: "pass", Message: "正确", Points: 1, MaxPoints: 1, Counted: true}},
 	}
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || r.URL.Path != "/api/v1/submissions" {
@@ -57,7 +57,7 @@ func TestCLISubmitCutsMessagesOnCharacters(t *testing.T) {
 	}))
 	defer ts.Close()
 	nb := filepath.Join(repoRoot, "answers/ch1/01.05_chapter_practice_answer.ipynb")
-	code, stdout, stderr := runCLI(t, "submit", "--server", ts.URL, "--token", "x", "--exercise", "ch1", nb)
+	code, stdout, stderr := runCLI(t, "submit", "--lang", "en", "--server", ts.URL, "--token", "x", "--exercise", "ch1", nb)
 	if code != exitMismatch {
 		t.Fatalf("submit: exit %d, want %d; stderr %s", code, exitMismatch, stderr)
 	}
@@ -89,6 +89,61 @@ func TestCLISubmitCutsMessagesOnCharacters(t *testing.T) {
 
 // TestOneLineWidths: 100 columns fit as they are; wide characters count
 // two, combining marks none.
+// TestCLISubmitSpeaksChinese: with a Chinese locale (--lang zh-CN, the
+// default under LANG=zh_CN.UTF-8) submit asks the server for Chinese
+// messages and says its own lines, statuses, verdicts and the question
+// names (第 13 题 · 隐藏测试) in Chinese. The server is a stand-in that
+// answers the documented JSON and records the request's language.
+func TestCLISubmitSpeaksChinese(t *testing.T) {
+	t.Parallel()
+	var asked string
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked = r.Header.Get("Accept-Language")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusAccepted)
+		_ = json.NewEncoder(w).Encode(submissionView{ID: "s1", Exercise: "ch1", Status: domain.StatusGraded, Score: 1, MaxScore: 2, Message: "graded", Cells: []cellView{
+			{CellResult: domain.CellResult{CellID: "q13", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true}, Question: 13},
+			{CellResult: domain.CellResult{CellID: "q13-probe", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "隐藏测试输出不符"}, Question: 13, HiddenTest: true},
+		}})
+	}))
+	defer ts.Close()
+	nb := filepath.Join(repoRoot, "answers/ch1/01.05_chapter_practice_answer.ipynb")
+	code, stdout, stderr := runCLI(t, "submit", "--lang", "zh-CN", "--server", ts.URL, "--token", "x", "--exercise", "ch1", nb)
+	if code != exitMismatch {
+		t.Fatalf("submit: exit %d; stderr %s", code, stderr)
+	}
+	if asked != "zh-CN" {
+		t.Errorf("Accept-Language %q, want zh-CN", asked)
+	}
+	for _, want := range []string{"已提交 ", "已评分", "题目", "第 13 题 · 隐藏测试", "输出不符", "通过", "得分：1 / 2（已评分）"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("submit's output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "q13-probe") || strings.Contains(stdout, "score:") {
+		t.Errorf("submit's Chinese output has English labels:\n%s", stdout)
+	}
+	wantUsageError(t, `--lang: "fr" is not zh-CN or en`, "submit", "--lang", "fr", "--server", ts.URL, "--token", "x", "--exercise", "ch1", nb)
+}
+
+func TestLangFromEnv(t *testing.T) {
+	t.Parallel()
+	for env, want := range map[string]string{
+		"LANG=zh_CN.UTF-8": langZH, "LANG=en_US.UTF-8": langEN, "": langEN, "LC_ALL=zh_TW.UTF-8,LANG=en_US": langZH,
+		"LC_ALL=C.UTF-8,LANG=zh_CN.UTF-8": langEN, "LC_MESSAGES=zh_CN,LANG=en_US": langZH,
+	} {
+		vars := map[string]string{}
+		for _, kv := range strings.Split(env, ",") {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				vars[k] = v
+			}
+		}
+		if got := langFromEnv(func(k string) string { return vars[k] }); got != want {
+			t.Errorf("%s: %s, want %s", env, got, want)
+		}
+	}
+}
+
 func TestOneLineWidths(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

@@ -24,6 +24,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -51,6 +52,13 @@ type Options struct {
 	Only            map[string]bool // exercise ids; empty = all
 	Jobs            int             // notebooks executed at once
 	Progress        io.Writer
+	// Seed, when set, is the probe seed of every notebook instead of the
+	// one each draws from the pool by name: a submission's grade is
+	// reproduced with the seed it was graded with.
+	Seed *int64
+	// Notebooks are learners' uploads to grade, as the server would, with
+	// no expectations: only they run (Only names their one exercise).
+	Notebooks []string
 }
 
 // Case is one graded cell of one notebook, with what was expected.
@@ -66,9 +74,10 @@ type Case struct {
 // Notebook is the outcome of one executed notebook.
 type Notebook struct {
 	Exercise string
-	Kind     string // answer, starter, fixture
+	Kind     string // answer, starter, fixture, notebook
 	Name     string
 	Path     string
+	Seed     int64 // the probe seed it ran with
 	Score    float64
 	Max      float64
 	Cases    []Case
@@ -214,15 +223,9 @@ func Run(ctx context.Context, cat *exercise.Catalog, opt Options) (*Report, erro
 			rep.Unstable = append(rep.Unstable, unstable...)
 		}
 	}
-	var tasks []task
-	for _, ex := range exs {
-		tasks = append(tasks, task{ex: ex, kind: "answer", name: ex.Config.Answer, path: filepath.Join(ex.AnswerDir, ex.Config.Answer), upload: ex.Answer})
-		tasks = append(tasks, task{ex: ex, kind: "starter", name: ex.Config.Starter, path: ex.StarterPath(), upload: ex.StarterNB})
-		fx, err := fixtures(ex)
-		if err != nil {
-			return nil, err
-		}
-		tasks = append(tasks, fx...)
+	tasks, err := planTasks(exs, opt)
+	if err != nil {
+		return nil, err
 	}
 	results := make([]*Notebook, len(tasks))
 	sem := make(chan struct{}, opt.Jobs)
@@ -355,6 +358,48 @@ func sameOutputs(a, b []*notebook.Output) bool {
 	return string(ja) == string(jb)
 }
 
+// planTasks lists the notebooks to grade: every exercise's answer, starter
+// and fixtures, or only the learners' notebooks given. A seed given must be
+// one the references hold probe outputs for.
+func planTasks(exs []*exercise.Exercise, opt Options) ([]task, error) {
+	if opt.Seed != nil {
+		for _, ex := range exs {
+			if ex.HasProbes() && !slices.Contains(ex.Seeds(), *opt.Seed) {
+				return nil, domain.Errorf(domain.EINVALID, "seed %d is not in %s's probe seed pool %v: its references have no probe outputs for it", *opt.Seed, ex.ID, ex.Seeds())
+			}
+		}
+	}
+	if len(opt.Notebooks) > 0 {
+		if len(exs) != 1 {
+			return nil, domain.Errorf(domain.EINVALID, "grading a learner's notebook needs the one exercise it is for (--only), not %d", len(exs))
+		}
+		var tasks []task
+		for _, p := range opt.Notebooks {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil, fmt.Errorf("read notebook: %w", err)
+			}
+			nb, err := notebook.Parse(data, notebook.Limits{})
+			if err != nil {
+				return nil, domain.Errorf(domain.EINVALID, "notebook %s: %v", p, err)
+			}
+			tasks = append(tasks, task{ex: exs[0], kind: "notebook", name: filepath.Base(p), path: p, upload: nb})
+		}
+		return tasks, nil
+	}
+	var tasks []task
+	for _, ex := range exs {
+		tasks = append(tasks, task{ex: ex, kind: "answer", name: ex.Config.Answer, path: filepath.Join(ex.AnswerDir, ex.Config.Answer), upload: ex.Answer})
+		tasks = append(tasks, task{ex: ex, kind: "starter", name: ex.Config.Starter, path: ex.StarterPath(), upload: ex.StarterNB})
+		fx, err := fixtures(ex)
+		if err != nil {
+			return nil, err
+		}
+		tasks = append(tasks, fx...)
+	}
+	return tasks, nil
+}
+
 func fixtures(ex *exercise.Exercise) ([]task, error) {
 	paths, _ := filepath.Glob(filepath.Join(ex.AnswerDir, "fixtures", "*.ipynb"))
 	sort.Strings(paths)
@@ -422,7 +467,11 @@ func runTask(ctx context.Context, t task, opt Options, refs grade.References) *N
 	}
 	// Each notebook draws its seed from the pool by name, as a job would by
 	// its nonce, so the fixtures exercise different seeds.
-	executed, integ, res, err := execute(ctx, t.ex, t.upload, t.ex.SeedFor(t.kind+"/"+t.name), opt)
+	out.Seed = t.ex.SeedFor(t.kind + "/" + t.name)
+	if opt.Seed != nil {
+		out.Seed = *opt.Seed
+	}
+	executed, integ, res, err := execute(ctx, t.ex, t.upload, out.Seed, opt)
 	if err != nil {
 		out.ExecErr = err.Error()
 		return out
@@ -453,6 +502,8 @@ func runTask(ctx context.Context, t task, opt Options, refs grade.References) *N
 			if cr.Verdict == domain.VerdictPass {
 				c.Failure = "the untouched starter passes this cell; the question gives its points away"
 			}
+		case "notebook":
+			c.Want = "" // no expectation: the grade is what is reported
 		case "fixture":
 			want, listed := t.expected[cr.CellID]
 			if !listed {

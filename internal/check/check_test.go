@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +135,10 @@ func TestStaleReferenceNamesChangedCellAndAdvisesRecording(t *testing.T) {
 	if len(rep.References) != 1 || !rep.References[0].Recorded || rep.ExitCode() != 0 {
 		t.Errorf("--update-reference: %+v exit %d, want recorded and 0\n%s", rep.References, rep.ExitCode(), out)
 	}
+	// It says so, not that the outputs are stale and still to be recorded.
+	if !strings.Contains(out, "ck: recorded the answer's outputs") || strings.Contains(out, "not recorded") || strings.Contains(out, "then record them") {
+		t.Errorf("--update-reference recorded, but the summary says otherwise:\n%s", out)
+	}
 	cat, err := exercise.Load(exDir, ansDir)
 	if err != nil {
 		t.Fatal(err)
@@ -184,5 +189,100 @@ func TestStaleReferenceFixtureDisagrees(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(refPath); !bytes.Equal(before, after) {
 		t.Errorf("--update-reference wrote the reference despite the fixture:\n%s", after)
+	}
+}
+
+// probedExercise writes the exercise "pr": q1 prints f(2) and its probe
+// prints f(NPUGRADE_SEED) for the pool [3, 5], with the references of both
+// seeds recorded from the answer f(n) = 2n. It returns the catalogue's
+// folders.
+func probedExercise(t *testing.T) (exDir, ansDir string) {
+	t.Helper()
+	root := t.TempDir()
+	exDir, ansDir = filepath.Join(root, "ex"), filepath.Join(root, "ans")
+	src, _ := json.Marshal("### BEGIN SOLUTION\ndef f(n):\n    return 2 * n\n### END SOLUTION")
+	nb := `{"nbformat": 4, "nbformat_minor": 5, "metadata": {"grader": {"compare": "tokens"}},
+ "cells": [
+  {"cell_type": "code", "id": "impl", "metadata": {"grader": {"id": "impl", "solution": true}}, "source": ` + string(src) + `, "outputs": [], "execution_count": null},
+  {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "points": 1}}, "source": "print(f(2))", "outputs": [], "execution_count": null},
+  {"cell_type": "code", "id": "q1-probe", "metadata": {"grader": {"id": "q1-probe", "probe": true, "for": "q1", "points": 1}}, "source": "print(f(NPUGRADE_SEED))", "outputs": [], "execution_count": null}
+ ]}`
+	for p, s := range map[string]string{
+		filepath.Join(exDir, "pr", "exercise.json"): `{"id": "pr", "title": "pr", "starter": "s.ipynb", "answer": "a.ipynb", "probe_seeds": [3, 5]}`,
+		filepath.Join(ansDir, "pr", "a.ipynb"):      nb,
+	} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rep, out := runCheck(t, exDir, ansDir, true); rep.ExitCode() != 0 {
+		t.Fatalf("recording the references: exit %d\n%s", rep.ExitCode(), out)
+	}
+	return exDir, ansDir
+}
+
+// TestSeedReproducesALearnersGrade: a learner's f that is right only for
+// seed 3 passes the probe when graded with --seed 3 and fails it with
+// --seed 5, so the seed a submission was graded with reproduces its grade;
+// a seed outside the pool, which no reference has outputs for, is refused.
+func TestSeedReproducesALearnersGrade(t *testing.T) {
+	requireExecution(t)
+	t.Parallel()
+	exDir, ansDir := probedExercise(t)
+	upload := filepath.Join(t.TempDir(), "learner.ipynb")
+	src, _ := json.Marshal("def f(n):\n    return {2: 4, 3: 6}.get(n, 0)")
+	if err := os.WriteFile(upload, []byte(`{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+  {"cell_type": "code", "id": "impl", "metadata": {"grader": {"id": "impl", "solution": true}}, "source": `+string(src)+`, "outputs": [], "execution_count": null},
+  {"cell_type": "code", "id": "q1", "metadata": {"grader": {"id": "q1", "points": 1}}, "source": "print(f(2))", "outputs": [], "execution_count": null}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cat, err := exercise.Load(exDir, ansDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grade := func(seed int64) (*check.Report, string, error) {
+		work := t.TempDir()
+		e := &execution.Executor{Profile: "cpu", WorkRoot: work, Isolation: sandbox.None{}}
+		rep, err := check.Run(context.Background(), cat, check.Options{Profile: "cpu", Executor: e, JobTimeout: 2 * time.Minute,
+			Only: map[string]bool{"pr": true}, Seed: &seed, Notebooks: []string{upload}})
+		if err != nil {
+			return nil, "", err
+		}
+		var out bytes.Buffer
+		rep.Summary(&out)
+		return rep, out.String(), nil
+	}
+	verdict := func(rep *check.Report, cell string) string {
+		for _, c := range rep.Notebooks[0].Cases {
+			if c.CellID == cell {
+				return c.Got.Verdict
+			}
+		}
+		return ""
+	}
+	for _, tt := range []struct {
+		seed  int64
+		probe string
+		score float64
+	}{{3, "pass", 2}, {5, "mismatch", 0}} {
+		rep, out, err := grade(tt.seed)
+		if err != nil {
+			t.Fatalf("seed %d: %v", tt.seed, err)
+		}
+		if len(rep.Notebooks) != 1 || rep.Notebooks[0].Kind != "notebook" || rep.Notebooks[0].Seed != tt.seed {
+			t.Fatalf("seed %d: notebooks %+v, want only the learner's, with that seed", tt.seed, rep.Notebooks)
+		}
+		if got := verdict(rep, "q1-probe"); got != tt.probe || rep.Notebooks[0].Score != tt.score || rep.ExitCode() != 0 {
+			t.Errorf("seed %d: probe %s, score %g, exit %d; want %s, %g, 0\n%s", tt.seed, got, rep.Notebooks[0].Score, rep.ExitCode(), tt.probe, tt.score, out)
+		}
+		if want := "pr learner.ipynb (probe seed " + strconv.FormatInt(tt.seed, 10) + ")"; !strings.Contains(out, want) || !strings.Contains(out, "q1-probe") {
+			t.Errorf("seed %d: the summary does not list the cells under %q:\n%s", tt.seed, want, out)
+		}
+	}
+	if _, _, err := grade(9); err == nil || !strings.Contains(err.Error(), "seed 9 is not in pr's probe seed pool [3 5]") {
+		t.Errorf("seed 9: %v, want it refused as outside the pool", err)
 	}
 }

@@ -23,6 +23,9 @@ func (r *Report) Summary(w io.Writer) {
 			}
 		}
 		res := "as expected"
+		if n.Kind == "notebook" {
+			res = "graded"
+		}
 		if n.ExecErr != "" {
 			res = "execution error"
 		} else if failed > 0 {
@@ -34,6 +37,9 @@ func (r *Report) Summary(w io.Writer) {
 	for _, n := range r.Notebooks {
 		if n.ExecErr != "" {
 			fmt.Fprintf(w, "\n%s %s: %s\n", n.Exercise, n.Name, n.ExecErr)
+		}
+		if n.Kind == "notebook" && n.ExecErr == "" {
+			n.cells(w)
 		}
 		for _, c := range n.Cases {
 			if c.Failure != "" {
@@ -55,16 +61,35 @@ func (r *Report) Summary(w io.Writer) {
 	fmt.Fprintf(w, "\n%d notebooks checked on profile %s in %.1fs\n", len(r.Notebooks), r.Profile, r.Duration.Seconds())
 }
 
+// cells lists a learner's notebook cell by cell, as its grade says, with
+// the probe seed that reproduces it.
+func (n *Notebook) cells(w io.Writer) {
+	fmt.Fprintf(w, "\n%s %s (probe seed %d): %s/%s\n", n.Exercise, n.Name, n.Seed, points(n.Score), points(n.Max))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range n.Cases {
+		if !c.Got.Counted {
+			continue
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s/%s\t%s\n", c.CellID, c.Got.Verdict, points(c.Got.Points), points(c.Got.MaxPoints), firstLine(c.Got.Message))
+	}
+	tw.Flush()
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
 // Advice says what was found about the exercise's reference outputs, and
 // whether to record the fresh ones: only when the answer and every fixture
 // grade as expected against them.
 func (r *References) Advice() string {
 	var b strings.Builder
 	switch {
-	case r.Stale:
-		fmt.Fprintf(&b, "%s: the reference outputs for profile %s were recorded from another version of the answer (they are stale); its notebooks above were graded against the answer's fresh outputs, which are not recorded.", r.Exercise, r.Profile)
 	case r.Recorded:
 		fmt.Fprintf(&b, "%s: recorded the answer's outputs as the reference outputs for profile %s.", r.Exercise, r.Profile)
+	case r.Stale:
+		fmt.Fprintf(&b, "%s: the reference outputs for profile %s were recorded from another version of the answer (they are stale); its notebooks above were graded against the answer's fresh outputs, which are not recorded.", r.Exercise, r.Profile)
 	default:
 		fmt.Fprintf(&b, "%s: the answer's fresh outputs for profile %s were checked before recording them.", r.Exercise, r.Profile)
 	}
@@ -93,7 +118,7 @@ func (r *References) Advice() string {
 		b.WriteString("fix the answer, or, when the change is intended, update the fixtures' expected verdicts (.expected.json) and check again.")
 		return b.String()
 	}
-	if r.Stale {
+	if r.Stale && !r.Recorded {
 		fmt.Fprintf(&b, "\n  the answer and every fixture grade as expected against them: review the changed cells, then record them with npugrade check --profile %s --only %s --update-reference", r.Profile, r.Exercise)
 	}
 	return b.String()

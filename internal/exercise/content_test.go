@@ -234,7 +234,8 @@ func TestCaptureCountCellsNeed26(t *testing.T) {
 
 // The lab tasks for topics the course teaches but nothing graded (reading
 // a profiler trace, register_replacement written by the learner, what
-// static-kernel compilation produces and when its cache hits) each cite
+// static-kernel compilation produces and when its cache hits, what
+// readable_cache checks and writes) each cite
 // the released file they follow, have a hidden probe and a fixture that
 // hard-codes the visible outputs.
 func TestLabTasksCiteReleasesAndHaveProbes(t *testing.T) {
@@ -249,6 +250,8 @@ func TestLabTasksCiteReleasesAndHaveProbes(t *testing.T) {
 		{"ch4", "q18", "### 第 18 题", []string{"26.0.0 npugraph_ex/npugraph_ex/_acl_concrete_graph/static_kernel.py",
 			"_check_for_load_run_pkg", "_find_and_install_run_pkgs", "7.3.0 python/torchair/_acl_concrete_graph/static_kernel.py",
 			"docs/zh/npugraph_ex/basic/static_kernel_compile.md"}},
+		{"ch4", "q20", "### 第 20 题", []string{"7.3.0 python/torchair/inference/_cache_compiler.py",
+			"26.0.0 npugraph_ex/npugraph_ex/inference/_cache_compiler.py", "readable_cache", "_validate_owner_and_permissions"}},
 	}
 	for _, tt := range tasks {
 		cells, markdown := answerNotebook(t, tt.ex)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -251,6 +252,8 @@ type Exercise struct {
 	// Manual are the manually graded cells (metadata.grader.manual), in
 	// notebook order; they are not in Graded.
 	Manual []ManualCell
+	// questions numbers cells by the question heading they follow.
+	questions map[string]int
 }
 
 // ManualCell is a cell a person grades with its rubric.
@@ -453,15 +456,66 @@ func LoadOne(dir, answerDir string) (*Exercise, error) {
 	return ex, nil
 }
 
+// headingNumber finds the question number a heading gives: "第 13 题",
+// "Question 13", "Q13", "Exercise 4", "Problem 2".
+var headingNumber = regexp.MustCompile(`(?i)^#{1,6}\s*(?:第\s*(\d+)\s*题|(?:question|exercise|problem|task|q)\s*(\d+)\b)`)
+
+// questionHeading reads the question number of a markdown cell that opens
+// with such a heading.
+func questionHeading(src string) (int, bool) {
+	m := headingNumber.FindStringSubmatch(strings.TrimSpace(src))
+	if m == nil {
+		return 0, false
+	}
+	n, err := strconv.Atoi(m[1] + m[2])
+	return n, err == nil && n > 0
+}
+
+// Question is the number the notebook gives the question a graded or
+// manual cell belongs to (its nearest heading before it, "第 13 题"); a
+// probe belongs to the question of the cell it tests. False when the
+// notebook numbers no question there.
+func (ex *Exercise) Question(cellID string) (int, bool) {
+	for _, g := range ex.Graded {
+		if g.ID == cellID && g.Probe && g.For != "" {
+			if n, ok := ex.questions[g.For]; ok {
+				return n, true
+			}
+		}
+	}
+	n, ok := ex.questions[cellID]
+	return n, ok
+}
+
+// IsProbe reports whether cellID is a hidden test (probe) cell.
+func (ex *Exercise) IsProbe(cellID string) bool {
+	for _, g := range ex.Graded {
+		if g.ID == cellID {
+			return g.Probe
+		}
+	}
+	return false
+}
+
 // collectCells lists the answer's graded and manual cells, in notebook
 // order; a grader id used twice is an error.
 func (ex *Exercise) collectCells() []error {
 	var errs []error
 	seen := map[string]bool{}
+	ex.questions = map[string]int{}
+	question := 0
 	for _, c := range ex.Answer.Cells {
+		if c.CellType == "markdown" {
+			if n, ok := questionHeading(string(c.Source)); ok {
+				question = n
+			}
+		}
 		g := c.MustGrader()
 		if g.ID == "" {
 			continue
+		}
+		if question > 0 {
+			ex.questions[g.ID] = question
 		}
 		if seen[g.ID] {
 			errs = append(errs, fmt.Errorf("answer: grader id %q is used twice", g.ID))

@@ -57,37 +57,62 @@ func (s *Server) starterNotebook(c *gin.Context) {
 	c.Data(http.StatusOK, "application/x-ipynb+json", ex.StarterBytes)
 }
 
+// CellJSON is a graded cell's result with the number the notebook gives
+// its question ("第 13 题"), so a client names it as the learner reads it.
+type CellJSON struct {
+	domain.CellResult
+	Question int `json:"question,omitempty"`
+	// HiddenTest marks a probe: the question's test on inputs the learner
+	// does not see.
+	HiddenTest bool `json:"hidden_test,omitempty"`
+}
+
 // SubmissionJSON is the API form of a submission.
 type SubmissionJSON struct {
 	ID       string `json:"id"`
 	Exercise string `json:"exercise"`
 	// Kind is "submission" (counted) or "check" (uncounted).
-	Kind            string              `json:"kind"`
-	User            string              `json:"user,omitempty"`
-	Status          string              `json:"status"`
-	Score           float64             `json:"score"`
-	MaxScore        float64             `json:"max_score"`
-	Message         string              `json:"message,omitempty"`
-	Profile         string              `json:"profile,omitempty"`
-	ExerciseVersion string              `json:"exercise_version"`
-	GraderVersion   string              `json:"grader_version,omitempty"`
-	EnvFingerprint  string              `json:"env_fingerprint,omitempty"`
-	CreatedAt       time.Time           `json:"created_at"`
-	StartedAt       *time.Time          `json:"started_at,omitempty"`
-	GradedAt        *time.Time          `json:"graded_at,omitempty"`
-	Cells           []domain.CellResult `json:"cells"`
+	Kind            string     `json:"kind"`
+	User            string     `json:"user,omitempty"`
+	Status          string     `json:"status"`
+	Score           float64    `json:"score"`
+	MaxScore        float64    `json:"max_score"`
+	Message         string     `json:"message,omitempty"`
+	Profile         string     `json:"profile,omitempty"`
+	ExerciseVersion string     `json:"exercise_version"`
+	GraderVersion   string     `json:"grader_version,omitempty"`
+	EnvFingerprint  string     `json:"env_fingerprint,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	StartedAt       *time.Time `json:"started_at,omitempty"`
+	GradedAt        *time.Time `json:"graded_at,omitempty"`
+	Cells           []CellJSON `json:"cells"`
 	// WaitingFor says what a queued submission waits for when no runner
 	// online can grade it (fleet.WaitingFor).
 	WaitingFor string `json:"waiting_for,omitempty"`
 }
 
-func toJSON(s domain.Submission) SubmissionJSON {
+// toJSON is the API form of s; for a reader who prefers Chinese
+// (Accept-Language, the page's language cookie) the grader's messages are
+// in the words the pages use.
+func (srv *Server) toJSON(c *gin.Context, s domain.Submission) SubmissionJSON {
+	ex, _ := srv.Catalog.Get(s.ExerciseID)
+	zh := web.PrefersChinese(c.Request)
+	if zh {
+		s.Message = web.ChineseFeedback(s.Message)
+	}
 	// Learner output is stored as printed, any bytes; it is shown with
 	// NUL, control characters and non-UTF-8 bytes as visible \xNN escapes.
-	cells := make([]domain.CellResult, len(s.Cells))
-	for i, c := range s.Cells {
-		c.Message, c.Observed, c.Expected, c.Diff = domain.Printable(c.Message), domain.Printable(c.Observed), domain.Printable(c.Expected), domain.Printable(c.Diff)
-		cells[i] = c
+	cells := make([]CellJSON, len(s.Cells))
+	for i, cr := range s.Cells {
+		if zh {
+			cr.Message = web.ChineseFeedback(cr.Message)
+		}
+		cr.Message, cr.Observed, cr.Expected, cr.Diff = domain.Printable(cr.Message), domain.Printable(cr.Observed), domain.Printable(cr.Expected), domain.Printable(cr.Diff)
+		cells[i] = CellJSON{CellResult: cr}
+		if ex != nil {
+			cells[i].Question, _ = ex.Question(cr.CellID)
+			cells[i].HiddenTest = ex.IsProbe(cr.CellID)
+		}
 	}
 	kind := "submission"
 	if s.Check {
@@ -160,7 +185,7 @@ func (s *Server) upload(c *gin.Context, check bool) {
 	}
 	// A replay carries the stored, possibly graded submission: it gets the
 	// same redaction as GET, or hidden questions' details would leak.
-	c.JSON(http.StatusAccepted, toJSON(s.policy().Redact(c.Request.Context(), u, sub)))
+	c.JSON(http.StatusAccepted, s.toJSON(c, s.policy().Redact(c.Request.Context(), u, sub)))
 }
 
 // visible returns the submission if the caller may read it (unredacted).
@@ -176,7 +201,7 @@ func (s *Server) visible(c *gin.Context) (domain.Submission, bool) {
 
 func (s *Server) getSubmission(c *gin.Context) {
 	if sub, ok := s.visible(c); ok {
-		j := toJSON(s.policy().Redact(c.Request.Context(), currentUser(c), sub))
+		j := s.toJSON(c, s.policy().Redact(c.Request.Context(), currentUser(c), sub))
 		j.WaitingFor = s.waitingFor(c.Request.Context(), sub, web.PrefersChinese(c.Request))
 		c.JSON(http.StatusOK, j)
 	}

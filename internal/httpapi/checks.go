@@ -30,7 +30,7 @@ func (s *Server) getCheck(c *gin.Context) {
 		s.problem(c, domain.Errorf(domain.ENOTFOUND, "check %s not found", c.Param("id")))
 		return
 	}
-	j := toJSON(s.policy().Redact(c.Request.Context(), currentUser(c), sub))
+	j := s.toJSON(c, s.policy().Redact(c.Request.Context(), currentUser(c), sub))
 	j.WaitingFor = s.waitingFor(c.Request.Context(), sub, web.PrefersChinese(c.Request))
 	c.JSON(http.StatusOK, j)
 }

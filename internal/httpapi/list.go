@@ -40,7 +40,7 @@ func (s *Server) list(c *gin.Context, checks bool) {
 	}
 	out := make([]SubmissionJSON, len(subs))
 	for i, sub := range subs {
-		out[i] = toJSON(sub)
+		out[i] = s.toJSON(c, sub)
 	}
 	if len(subs) == f.Limit {
 		next := c.Request.URL.Query()

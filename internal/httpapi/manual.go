@@ -66,7 +66,7 @@ func (s *Server) putManualGrade(c *gin.Context) {
 		s.problem(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, toJSON(out))
+	c.JSON(http.StatusOK, s.toJSON(c, out))
 }
 
 // manualGradeLog lists every manual decision on a submission (who, when,

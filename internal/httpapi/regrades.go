@@ -92,7 +92,7 @@ func (s *Server) scoreHistory(c *gin.Context) {
 		s.problem(c, err)
 		return
 	}
-	c.JSON(http.StatusOK, gin.H{"submission_id": sub.ID, "current": toJSON(s.policy().Redact(c.Request.Context(), currentUser(c), sub)), "history": h})
+	c.JSON(http.StatusOK, gin.H{"submission_id": sub.ID, "current": s.toJSON(c, s.policy().Redact(c.Request.Context(), currentUser(c), sub)), "history": h})
 }
 
 // CountedScoreJSON is the caller's score that counts for an exercise.

@@ -75,7 +75,7 @@ func TestGradingPolicyHTTP(t *testing.T) {
 				_ = json.NewDecoder(resp.Body).Decode(&s)
 				out := map[string]domain.CellResult{}
 				for _, c := range s.Cells {
-					out[c.CellID] = c
+					out[c.CellID] = c.CellResult
 				}
 				return out
 			}

@@ -14,7 +14,7 @@
 - ``configure(server=None, token=None)``：直接设置服务器和令牌
   （也读取环境变量 ``NPUGRADE_SERVER`` / ``NPUGRADE_TOKEN``）。
 - ``check(question=None, notebook=None, exercise=None)``：检查已保存的笔记本
-  （默认是当前笔记本）；``question="q3"`` 只显示该题。返回的对象有
+  （默认是当前笔记本）；``question=3``（题号）或 ``question="q3"``（单元格 id）只显示该题。返回的对象有
   ``.score``、``.max_score``、``.cells``。
 - ``submit(notebook=None, exercise=None)``：正式提交并等待评分结果。
 - ``status()``：各练习的截止时间、延期、剩余次数、最佳/最新得分。
@@ -36,7 +36,7 @@ Three lines in a notebook check and submit an exercise::
 - ``configure(server=None, token=None)`` sets both directly (also from
   ``NPUGRADE_SERVER`` / ``NPUGRADE_TOKEN``).
 - ``check(question=None, notebook=None, exercise=None)`` checks the saved
-  notebook (the current one by default); ``question="q3"`` shows only that
+  notebook (the current one by default); ``question=3`` (its number) or ``question="q3"`` (a cell id) shows only that
   question. The result has ``.score``, ``.max_score`` and ``.cells``.
 - ``submit(notebook=None, exercise=None)`` submits for a grade and waits.
 - ``status()`` shows deadlines, extensions, attempts left and scores.
@@ -336,10 +336,20 @@ class Result:
         self.message = doc.get("message") or ""
         cells = doc.get("cells") or []
         if question is not None:
-            cells = [c for c in cells if c.get("id") == question]
+            cells = [c for c in cells if question in (c.get("id"), c.get("question"))]
         self.cells = cells
         self.question = question
         self.attempts_left = left
+
+    @staticmethod
+    def _label(c):
+        """The question as the notebook numbers it (第 13 题), else the cell id."""
+        if not c.get("question"):
+            return str(c.get("id"))
+        label = "第 %d 题" % c["question"]
+        if c.get("hidden_test"):
+            label += " 隐藏测试"
+        return label
 
     def failing(self):
         """The ids of the questions that did not pass."""
@@ -360,7 +370,7 @@ class Result:
             lines.append("评分失败 / grading failed: " + self.message)
         for c in self.cells:
             first = ((c.get("message") or "").splitlines() or [""])[0]
-            lines.append("  %-12s %-18s %g/%g  %s" % (c.get("id"), _VERDICTS.get(c.get("verdict"), c.get("verdict")),
+            lines.append("  %-12s %-18s %g/%g  %s" % (self._label(c), _VERDICTS.get(c.get("verdict"), c.get("verdict")),
                                                       c.get("points", 0), c.get("max_points", 0), first))
         if self.question is not None and not self.cells:
             lines.append("  没有这道题 / no such question: %s" % self.question)
@@ -371,12 +381,12 @@ class Result:
         for c in self.cells:
             ok = c.get("verdict") == "pass"
             rows.append("<tr><td>%s</td><td style=\"color:%s\">%s</td><td>%g / %g</td><td style=\"text-align:left\">%s</td></tr>"
-                        % (html.escape(str(c.get("id"))), "#18794e" if ok else "#b42318",
+                        % (html.escape(self._label(c)), "#18794e" if ok else "#b42318",
                            html.escape(_VERDICTS.get(c.get("verdict"), str(c.get("verdict")))),
                            c.get("points", 0), c.get("max_points", 0),
                            html.escape(c.get("message") or "").replace("\n", "<br>")))
         if self.question is not None and not self.cells:
-            rows.append("<tr><td colspan=4>没有这道题 / no such question: %s</td></tr>" % html.escape(self.question))
+            rows.append("<tr><td colspan=4>没有这道题 / no such question: %s</td></tr>" % html.escape(str(self.question)))
         extra = ""
         if self.status == "failed":
             extra = "<p>评分失败 / grading failed: %s</p>" % html.escape(self.message)

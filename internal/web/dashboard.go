@@ -404,6 +404,7 @@ func (h *handler) staffSubmission(c *gin.Context) {
 	d := submissionPageData{Sub: sub, Final: final(sub.Status), Staff: true, ExerciseTitle: sub.ExerciseID}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)
+		d.Labels = questionLabels(ex, lang, sub.Cells, true)
 	}
 	raw, err := h.Policy.Executed(ctx, u, sub)
 	switch {
@@ -416,6 +417,7 @@ func (h *handler) staffSubmission(c *gin.Context) {
 		if d.Notebook, err = renderNotebook(raw, sub.Cells); err != nil {
 			d.NotebookError = err.Error()
 		}
+		d.ProbeSeed, d.HasProbeSeed = probeSeedOf(raw)
 	}
 	if d.Requests, err = h.Appeals.Of(ctx, u, sub.ID); err != nil {
 		h.fail(c, err)

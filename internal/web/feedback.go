@@ -139,6 +139,10 @@ var feedbackPatterns = []feedbackPattern{
 	fb(`the kernel stopped before the notebook finished \((.*)\)`, `笔记本完成之前内核已停止（${1}）`),
 }
 
+// ChineseFeedback is a grader message in the words the pages give a
+// zh-CN reader, for the API and the notebook client to give the same.
+func ChineseFeedback(msg string) string { return translateFeedback(langZH, msg) }
+
 // translateFeedback returns a grader message in lang. Clauses no pattern
 // matches stay English (the catalog test keeps that from happening).
 func translateFeedback(lang, msg string) string {

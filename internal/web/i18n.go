@@ -132,6 +132,8 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"submission.title":      {"Submission", "提交详情"},
 	"feedback":              {"Feedback per question", "逐题反馈"},
 	"question":              {"Question", "题目"},
+	"question.n":            {"Question %d", "第 %d 题"},
+	"question.hidden":       {"hidden test", "隐藏测试"},
 	"verdict":               {"Verdict", "结果"},
 	"points":                {"Points", "分数"},
 	"message":               {"Message", "说明"},
@@ -192,6 +194,7 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"sub.cell":              {"Cell", "单元格"},
 	"sub.runner":            {"Runner", "执行节点"},
 	"sub.version":           {"Exercise version", "练习版本"},
+	"sub.seed":              {"Probe seed", "隐藏测试种子"},
 	"users.title":           {"Users and tokens", "用户与令牌"},
 	"users.name":            {"Name", "名称"},
 	"users.role":            {"Role", "角色"},
@@ -329,6 +332,17 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"rg.decided":              {"Decided", "决定时间"},
 	"rg.none_yet":             {"No regrade yet.", "尚无重新评分。"},
 	"rg.state":                {"State", "状态"},
+	"rg.raised":               {"raised", "提高"},
+	"rg.lowered":              {"lowered", "降低"},
+	"rg.mode.recompare":       {"compare again", "重新比较"},
+	"rg.mode.reexecute":       {"run again", "重新运行"},
+	"rg.state.staged":         {"staged", "计算中"},
+	"rg.state.ready":          {"ready to apply", "可应用"},
+	"rg.state.applied":        {"applied", "已应用"},
+	"rg.state.discarded":      {"discarded", "已放弃"},
+	"rg.item.pending":         {"pending", "等待中"},
+	"rg.item.done":            {"done", "完成"},
+	"rg.item.failed":          {"failed", "失败"},
 	// Staged references (c14): outputs recorded by runners, reviewed before grading uses them.
 	"nav.references":           {"References", "参考输出"},
 	"ref.title":                {"References recorded by runners", "执行节点录制的参考输出"},
@@ -454,6 +468,8 @@ var pluralKeys = map[string][2]catalog.Message{ // key: {en, zh-CN}
 	"n.minutes":       {cldr.Selectf(1, "%d", "=1", "%d minute", "other", "%d minutes"), catalog.String("%d 分钟")},
 	"n.seconds":       {cldr.Selectf(1, "%d", "=1", "%d second", "other", "%d seconds"), catalog.String("%d 秒")},
 	"n.jobs":          {cldr.Selectf(1, "%d", "=1", "%d job", "other", "%d jobs"), catalog.String("%d 个任务")},
+	"n.changed":       {cldr.Selectf(1, "%d", "=1", "%d score changes", "other", "%d scores change"), catalog.String("%d 份分数变化")},
+	"n.unchanged":     {cldr.Selectf(1, "%d", "=1", "%d unchanged", "other", "%d unchanged"), catalog.String("%d 份不变")},
 }
 
 var pluralCatalog = func() *catalog.Builder {
@@ -484,6 +500,21 @@ func plural(lang, key string, n int) string {
 		p = printers[langEN]
 	}
 	return p.Sprintf(key, n)
+}
+
+// StatusName and VerdictName are a submission status and a cell verdict
+// in lang (en, zh-CN) as the pages say them, for the command line to say
+// the same; an unknown one is returned as it is.
+func StatusName(lang, status string) string { return known(lang, "st."+status, status) }
+
+// VerdictName: see StatusName.
+func VerdictName(lang, verdict string) string { return known(lang, "v."+verdict, verdict) }
+
+func known(lang, key, otherwise string) string {
+	if _, ok := messages[key]; !ok {
+		return otherwise
+	}
+	return translate(lang, key)
 }
 
 // translate returns key's message in lang.

@@ -236,6 +236,13 @@ type submissionPageData struct {
 	Notebook      []cellView
 	NotebookError string
 	Executed      bool
+	// ProbeSeed is the seed the hidden tests ran with (staff only): with it
+	// `npugrade check --seed` reproduces the grade.
+	ProbeSeed    int64
+	HasProbeSeed bool
+	// Labels name each graded cell as the notebook numbers its question
+	// ("第 13 题 · 隐藏测试"), by cell id.
+	Labels map[string]string
 	// Requests are the regrade requests on the submission, and
 	// Ask the request form as the learner filled it in when it came back
 	// with its problems.
@@ -249,6 +256,33 @@ type regradeAskForm struct {
 	Cell, Message string
 	Error         string
 	Problems      []string
+}
+
+// questionLabels names cells by their question's number; cells the
+// notebook numbers no question for keep their id, and two cells of one
+// question (other than its hidden test) add their id to tell them apart.
+// Staff also see the cell's id.
+func questionLabels(ex *exercise.Exercise, lang string, cells []domain.CellResult, staff bool) map[string]string {
+	out := map[string]string{}
+	count := map[string]int{}
+	for _, c := range cells {
+		n, ok := ex.Question(c.CellID)
+		if !ok {
+			continue
+		}
+		label := fmt.Sprintf(translate(lang, "question.n"), n)
+		if ex.IsProbe(c.CellID) {
+			label += " · " + translate(lang, "question.hidden")
+		}
+		out[c.CellID] = label
+		count[label]++
+	}
+	for id, label := range out {
+		if count[label] > 1 || staff {
+			out[id] = label + " (" + id + ")"
+		}
+	}
+	return out
 }
 
 func final(status string) bool {
@@ -271,6 +305,7 @@ func (h *handler) renderSubmission(c *gin.Context, status int, ask regradeAskFor
 	d := submissionPageData{Sub: sub, Final: final(sub.Status), ExerciseTitle: sub.ExerciseID, Ask: ask, WaitingFor: h.waitingFor(c, sub)}
 	if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
 		d.ExerciseTitle = exerciseTitle(ex, lang)
+		d.Labels = questionLabels(ex, lang, sub.Cells, false)
 	}
 	var err error
 	if d.Requests, err = h.Appeals.Of(c.Request.Context(), sessionOf(c).User, sub.ID); err != nil {

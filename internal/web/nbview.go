@@ -56,6 +56,15 @@ func clip(s string) string {
 
 // renderNotebook turns an executed notebook into cell views with each
 // graded cell's result attached.
+// probeSeedOf reads the probe seed an executed notebook recorded.
+func probeSeedOf(raw []byte) (int64, bool) {
+	var nb notebook.Notebook
+	if err := json.Unmarshal(raw, &nb); err != nil {
+		return 0, false
+	}
+	return nb.ProbeSeed()
+}
+
 func renderNotebook(raw []byte, results []domain.CellResult) ([]cellView, error) {
 	var nb notebook.Notebook
 	if err := json.Unmarshal(raw, &nb); err != nil {

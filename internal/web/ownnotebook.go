@@ -32,7 +32,11 @@ func (h *handler) ownNotebook(feedback bool) gin.HandlerFunc {
 		name := sub.ExerciseID + "-" + sub.ID + ".executed.ipynb"
 		if feedback {
 			sub = h.Policy.Redact(c.Request.Context(), sessionOf(c).User, sub)
-			nb = notebook.WithFeedback(nb, feedbackTexts(c.GetString(ctxLang), sub))
+			var labels map[string]string
+			if ex, err := h.Catalog.Get(sub.ExerciseID); err == nil {
+				labels = questionLabels(ex, c.GetString(ctxLang), sub.Cells, false)
+			}
+			nb = notebook.WithFeedback(nb, feedbackTexts(c.GetString(ctxLang), sub, labels))
 			name = sub.ExerciseID + "-" + sub.ID + ".feedback.ipynb"
 		}
 		raw, err := notebook.Encode(nb)
@@ -46,12 +50,17 @@ func (h *handler) ownNotebook(feedback bool) gin.HandlerFunc {
 	}
 }
 
-// feedbackTexts writes one Markdown paragraph per graded cell.
-func feedbackTexts(lang string, sub domain.Submission) map[string]string {
+// feedbackTexts writes one Markdown paragraph per graded cell, named by
+// its label ("第 2 题") where the notebook numbers its question.
+func feedbackTexts(lang string, sub domain.Submission, labels map[string]string) map[string]string {
 	out := map[string]string{}
 	for _, cr := range sub.Cells {
 		var b strings.Builder
-		fmt.Fprintf(&b, "**%s · %s · %s %s / %s**", translate(lang, "feedback.cell"), cr.CellID, translate(lang, "v."+cr.Verdict),
+		name := labels[cr.CellID]
+		if name == "" {
+			name = translate(lang, "feedback.cell") + " · " + cr.CellID
+		}
+		fmt.Fprintf(&b, "**%s · %s %s / %s**", mdEscape(name), translate(lang, "v."+cr.Verdict),
 			trimFloat(cr.Points), trimFloat(cr.MaxPoints))
 		if !cr.Counted {
 			fmt.Fprintf(&b, " (%s)", translate(lang, "not_counted"))

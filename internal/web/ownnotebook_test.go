@@ -19,7 +19,8 @@ import (
 
 // TestLearnerDownloadsOwnNotebook: a learner downloads their own executed
 // notebook and a feedback notebook; neither has the probe cells, the probe
-// seed or the output of a hidden question, and another learner gets 404.
+// seed or the output of a hidden question, and another learner gets 404;
+// staff see the seed on the submission page.
 // The exercise page shows the deadline, the late-penalty schedule and
 // the attempts left, times to the second.
 func TestLearnerDownloadsOwnNotebook(t *testing.T) {
@@ -76,6 +77,7 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 				return tx.SaveGrade(store.Grade{Status: domain.StatusGraded, SubmissionID: sub.ID, Score: 1, MaxScore: 2, Executed: executed, Cells: []domain.CellResult{
 					{CellID: "q1", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "SECRET-MESSAGE", Observed: "SECRET"},
 					{CellID: "q2", Verdict: domain.VerdictMismatch, MaxPoints: 1, Counted: true, Message: "output differs from the expected output at line 2 (column 5)"},
+					{CellID: "q13-probe", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true, Message: "hidden test passes"},
 				}})
 			})
 			if err != nil {
@@ -106,7 +108,7 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 					i := indexOfGrader(got, "q2")
 					if i < 0 || i+1 >= len(got.Cells) || got.Cells[i+1].CellType != "markdown" ||
 						!strings.Contains(string(got.Cells[i+1].Source), "输出第 2 行（第 5 列）与期望输出不同") ||
-						!strings.Contains(string(got.Cells[i+1].Source), "输出不符") {
+						!strings.Contains(string(got.Cells[i+1].Source), "**第 2 题 · 输出不符 0 / 1**") {
 						t.Errorf("no Chinese feedback cell after q2: %+v", got.Cells[min(i+1, len(got.Cells)-1)])
 					}
 					if c := got.Cells[indexOfGrader(got, "q1")+1]; !strings.Contains(string(c.Source), "本题的详细信息已隐藏") {
@@ -132,6 +134,30 @@ func TestLearnerDownloadsOwnNotebook(t *testing.T) {
 			if !strings.Contains(page, `href="/submissions/`+sub.ID+`/feedback"`) ||
 				!strings.Contains(page, sub.CreatedAt.UTC().Format(time.RFC3339)) {
 				t.Errorf("submission page lacks the downloads or the exact time")
+			}
+			if strings.Contains(page, "424242") {
+				t.Error("the learner's submission page shows the probe seed")
+			}
+			// Feedback names questions as the notebook numbers them.
+			_, page = do(t, ac, "GET", e.srv.URL+"/submissions/"+sub.ID+"?lang=zh-CN", nil, nil)
+			for _, want := range []string{`<th scope="row">第 2 题</th>`, `<th scope="row">第 13 题 · 隐藏测试</th>`, `<option value="q2">第 2 题</option>`} {
+				if !strings.Contains(page, want) {
+					t.Errorf("the learner's feedback lacks %q", want)
+				}
+			}
+			if strings.Contains(page, ">q13-probe<") {
+				t.Error("the learner's feedback still labels a row by its cell id")
+			}
+			// Staff see the seed, with which check reproduces the grade.
+			teacher := e.user(t, "teacher", domain.RoleInstructor)
+			tc := client()
+			e.signIn(t, tc, teacher)
+			if _, page = do(t, tc, "GET", e.srv.URL+"/dashboard/submissions/"+sub.ID, nil, nil); !strings.Contains(page, `<code id="probe-seed">424242</code>`) ||
+				!strings.Contains(page, "--seed 424242") {
+				t.Errorf("the staff submission page does not show the probe seed")
+			}
+			if !strings.Contains(page, `<th scope="row">Question 13 · hidden test (q13-probe)</th>`) {
+				t.Errorf("the staff page does not name the question and the cell")
 			}
 		})
 	}

@@ -23,6 +23,29 @@ type regradeData struct {
 	Open      bool // staged or ready: may still be applied or discarded
 	Ready     bool
 	Past      []domain.RegradeSummary
+	// Changed are the items whose score changes, listed first; Unchanged
+	// the rest, folded away: at class scale most rows do not move.
+	Changed, Unchanged []domain.RegradeItem
+	Raised, Lowered    int
+}
+
+// splitItems sorts a regrade's items into those whose score moves (a
+// failed submission that gets one counts as moved) and the rest.
+func (d *regradeData) splitItems() {
+	for _, it := range d.Regrade.Items {
+		switch {
+		case it.Change > 0 || (it.OldStatus == domain.StatusFailed && it.State == domain.RegradeItemDone):
+			d.Raised++
+			d.Changed = append(d.Changed, it)
+		case it.Change < 0:
+			d.Lowered++
+			d.Changed = append(d.Changed, it)
+		case it.State != domain.RegradeItemDone:
+			d.Changed = append(d.Changed, it) // pending or failed: not yet known, keep in sight
+		default:
+			d.Unchanged = append(d.Unchanged, it)
+		}
+	}
 }
 
 func (h *handler) regradePage(c *gin.Context) {
@@ -77,8 +100,10 @@ func (h *handler) showRegrade(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	h.renderRegrade(c, http.StatusOK, regradeData{Regrade: &r, Ready: r.State == domain.RegradeReady,
-		Open: r.State == domain.RegradeStaged || r.State == domain.RegradeReady})
+	d := regradeData{Regrade: &r, Ready: r.State == domain.RegradeReady,
+		Open: r.State == domain.RegradeStaged || r.State == domain.RegradeReady}
+	d.splitItems()
+	h.renderRegrade(c, http.StatusOK, d)
 }
 
 func (h *handler) decideRegrade(apply bool) gin.HandlerFunc {

@@ -37,6 +37,7 @@ func mustParse() map[string]map[string]*template.Template {
 			"staff":     func(r domain.Role) bool { return r.CanSeeAll() },
 			"latesteps": func(raw json.RawMessage) []string { return lateSchedule(lang, lateSteps(raw)) },
 			"pair":      func(a, b string) [2]string { return [2]string{a, b} },
+			"pair2":     func(a string, b any) []any { return []any{a, b} },
 			"scored":    domain.Scored,
 			"size":      domain.FormatSize,
 			"pct": func(a, b float64) string {
