@@ -81,6 +81,14 @@ func TestWebCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 			if body := ad.text("main"); strings.Contains(body, "ada-spring") || !strings.Contains(body, "bob-autumn") {
 				t.Errorf("the admin's autumn gradebook: want bob-autumn only:\n%s", body)
 			}
+			// The pick follows the header's links.
+			ad.do("dashboard", chromedp.Click(chromedp.CSS(`header nav a[href^="/dashboard?"]`)), chromedp.WaitVisible(chromedp.CSS("main h1")))
+			if loc := ad.location(); loc != "/dashboard?cohort=autumn" {
+				t.Errorf("the dashboard link went to %s", loc)
+			}
+			if body := ad.text("main"); strings.Contains(body, "ada-spring") || !strings.Contains(body, "bob-autumn") {
+				t.Errorf("the admin's autumn dashboard: want bob-autumn only:\n%s", body)
+			}
 		})
 	}
 }

@@ -125,6 +125,12 @@ func TestCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 			e.sees(t, "inb", e.inb, "/api/v1/events", []string{e.bobSub}, []string{e.adaSub})
 			e.sees(t, "admin", e.admin, "/api/v1/events", []string{e.adaSub, e.bobSub}, nil)
 
+			e.sees(t, "ina", e.ina, "/api/v1/exercises/pol/similarity?threshold=0.01", nil, []string{"bob", e.bobSub})
+			e.sees(t, "ina", e.ina, "/api/v1/submissions/"+e.adaSub+"/history", nil, nil)
+			if st, _ := e.get(t, e.ina, "/api/v1/submissions/"+e.bobSub+"/history"); st != http.StatusNotFound {
+				t.Errorf("ina reads bob's score history: %d, want 404", st)
+			}
+
 			const ext = "/api/v1/exercises/pol/extensions"
 			if st, body := e.call(t, http.MethodPost, ext, e.ina, `{"learner": "bob", "deadline": "2026-04-01T00:00:00Z"}`); st != http.StatusUnprocessableEntity || !strings.Contains(body, "not found") {
 				t.Errorf("ina extends bob: %d %s, want 422 (not found)", st, body)
@@ -151,6 +157,23 @@ func TestCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 			}
 			e.sees(t, "ina", e.ina, "/api/v1/regrade-requests", nil, []string{e.bobSub})
 			e.sees(t, "inb", e.inb, "/api/v1/regrade-requests", []string{e.bobSub}, nil)
+			// A regrade ina stages covers her cohort's submissions only,
+			// and inb can neither read nor discard it.
+			st, body := e.call(t, http.MethodPost, "/api/v1/regrades", e.ina, `{"exercise": "pol", "mode": "reexecute", "all": true}`)
+			if st/100 != 2 || !strings.Contains(body, e.adaSub) || strings.Contains(body, e.bobSub) {
+				t.Errorf("ina stages a regrade: %d %s, want ada's submission only", st, body)
+			}
+			if rid := between(body, `"id":`, `,`); rid != "" {
+				for _, p := range []string{"", "/discard"} {
+					method := map[string]string{"": http.MethodGet, "/discard": http.MethodPost}[p]
+					if st, body := e.call(t, method, "/api/v1/regrades/"+rid+p, e.inb, ""); st != http.StatusNotFound {
+						t.Errorf("inb %s regrade %s%s: %d %s, want 404", method, rid, p, st, body)
+					}
+				}
+				if st, _ := e.call(t, http.MethodGet, "/api/v1/regrades/"+rid, e.admin, ""); st != http.StatusOK {
+					t.Errorf("admin reads the regrade: %d", st)
+				}
+			}
 			e.sees(t, "ina", e.ina, "/api/v1/cohorts", []string{`"slug":"spring"`}, []string{"autumn", `"default"`})
 			e.sees(t, "admin", e.admin, "/api/v1/cohorts", []string{`"slug":"default"`, `"slug":"spring"`, `"slug":"autumn"`}, nil)
 			// The instructor of the default cohort sees neither.
@@ -200,6 +223,14 @@ func TestCohortsManagementAPI(t *testing.T) {
 					t.Errorf("bob's %s submission to the other instructor: %d, want 404", c.cohort, st)
 				}
 			}
+			// ada's standing shows her cohort's own deadline, not the
+			// exercise's.
+			spring, _ := e.db.CohortBySlug(context.Background(), "spring")
+			due := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+			if err := e.db.OfferExercise(context.Background(), spring.ID, "pol", &due); err != nil {
+				t.Fatal(err)
+			}
+			e.sees(t, "ada", e.ada, "/api/v1/status", []string{`"deadline":"2026-05-01T00:00:00Z"`}, []string{"2026-03-01T12:00:00Z"})
 			// A cohort bob is not in is ignored: his latest offering it.
 			if id := e.submitIn(t, e.ada, "autumn"); true {
 				if st, _ := e.get(t, e.inb, "/api/v1/submissions/"+id); st != http.StatusNotFound {

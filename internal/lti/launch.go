@@ -30,7 +30,7 @@ type Store interface {
 	PutLoginState(ctx context.Context, state, data string, ttl time.Duration) error
 	TakeLoginState(ctx context.Context, state string) (string, error)
 	UseLTINonce(ctx context.Context, nonce string, expires time.Time) error
-	ExternalUser(ctx context.Context, issuer, subject, login string, role domain.Role) (domain.User, error)
+	ExternalUserIn(ctx context.Context, issuer, subject, login string, role domain.Role, cohortID int64) (domain.User, error)
 	LTIContext(ctx context.Context, platformID int64, contextID string) (domain.LTIContext, error)
 	SaveLTIContext(ctx context.Context, c domain.LTIContext) (domain.LTIContext, error)
 	SetLTILineItem(ctx context.Context, contextPK int64, exerciseID, url string) error
@@ -283,14 +283,11 @@ func (t *Tool) verify(ctx context.Context, p domain.LTIPlatform, tok *jwt.JSONWe
 func (t *Tool) accept(ctx context.Context, p domain.LTIPlatform, c launchClaims) (Launch, error) {
 	role := Role(c.Roles)
 	l := Launch{Role: role, Platform: p, Message: c.MessageType, DeepLink: c.DeepLinking, DeploymentID: c.DeploymentID}
-	u, err := t.DB.ExternalUser(ctx, p.Issuer, c.Subject, c.login(), role)
-	if err != nil {
-		return l, err
-	}
-	l.User = u
 	lc := domain.LTIContext{PlatformID: p.ID, ContextID: c.Context.ID, Title: contextTitle(c),
 		LineItemsURL: c.AGS.LineItems, MembershipsURL: c.NRPS.MembershipsURL}
-	if _, err := t.DB.LTIContext(ctx, p.ID, c.Context.ID); domain.ErrorCode(err) == domain.ENOTFOUND {
+	if known, err := t.DB.LTIContext(ctx, p.ID, c.Context.ID); err == nil {
+		lc.CohortID = known.CohortID
+	} else if domain.ErrorCode(err) == domain.ENOTFOUND {
 		if role != domain.RoleInstructor {
 			return l, &Error{Reason: "unlinked", Err: domain.Errorf(domain.EFORBIDDEN,
 				"course %q is not set up in npugrade yet: an instructor of it must open npugrade from it first", lc.Title)}
@@ -303,6 +300,12 @@ func (t *Tool) accept(ctx context.Context, p domain.LTIPlatform, c launchClaims)
 	} else if err != nil {
 		return l, err
 	}
+	// A user first seen here joins the course's cohort only.
+	u, err := t.DB.ExternalUserIn(ctx, p.Issuer, c.Subject, c.login(), role, lc.CohortID)
+	if err != nil {
+		return l, err
+	}
+	l.User = u
 	if l.Context, err = t.DB.SaveLTIContext(ctx, lc); err != nil {
 		return l, err
 	}

@@ -17,7 +17,7 @@ type RosterStore interface {
 	LTIPlatformByID(ctx context.Context, id int64) (domain.LTIPlatform, error)
 	UsersByName(ctx context.Context, names []string) (map[string]domain.User, error)
 	ImportRoster(ctx context.Context, actor domain.User, entries []domain.RosterEntry) (domain.RosterResult, error)
-	ExternalUser(ctx context.Context, issuer, subject, login string, role domain.Role) (domain.User, error)
+	ExternalUserIn(ctx context.Context, issuer, subject, login string, role domain.Role, cohortID int64) (domain.User, error)
 	AddCohortMember(ctx context.Context, cohortID, userID int64, role domain.Role) error
 	RemoveCohortMember(ctx context.Context, cohortID, userID int64) error
 }
@@ -114,7 +114,7 @@ func active(m member) bool { return m.Status == "" || strings.EqualFold(m.Status
 // apply links one member and sets their place in the cohort.
 func (r *Roster) apply(ctx context.Context, p domain.LTIPlatform, lc domain.LTIContext, m member, login string, out *RosterSync) {
 	role := Role(m.Roles)
-	u, err := r.DB.ExternalUser(ctx, p.Issuer, m.UserID, login, role)
+	u, err := r.DB.ExternalUserIn(ctx, p.Issuer, m.UserID, login, role, lc.CohortID)
 	if err != nil {
 		out.Skipped = append(out.Skipped, login+": "+domain.ErrorMessage(err))
 		return

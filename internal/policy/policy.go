@@ -55,6 +55,9 @@ type Service struct {
 	// Scopes computes a staff member's scope: the cohorts whose
 	// submissions they read. Nil: every staff member reads all.
 	Scopes Scopes
+	// Placement finds the cohort a learner submits in, whose deadline
+	// their standing shows (ForLearner). Nil: the exercise's.
+	Placement Placement
 }
 
 // Releases reads feedback releases (package store's *DB implements it).

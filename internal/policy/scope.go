@@ -144,3 +144,28 @@ func (p *Service) inScope(ctx context.Context, u domain.User, learnerID int64) b
 	}
 	return false
 }
+
+// Placement decides which cohort a learner's next submission of an
+// exercise is in (package store's *DB implements it).
+type Placement interface {
+	SubmissionCohort(ctx context.Context, userID int64, exerciseID, slug string) (int64, error)
+}
+
+// ForLearner is ex as it applies to u's next submission: with the
+// deadline of the cohort it would be made in (ForCohort). It is ex when
+// that cannot be told (no Placement, or a database error: the pages
+// still show the exercise's own deadline).
+func (p *Service) ForLearner(ctx context.Context, u domain.User, ex *exercise.Exercise) *exercise.Exercise {
+	if p.Placement == nil || p.Deadlines == nil {
+		return ex
+	}
+	cohort, err := p.Placement.SubmissionCohort(ctx, u.ID, ex.ID, "")
+	if err != nil {
+		return ex
+	}
+	own, err := ForCohort(ctx, p.Deadlines, ex, cohort)
+	if err != nil {
+		return ex
+	}
+	return own
+}

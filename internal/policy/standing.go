@@ -37,7 +37,7 @@ func (p *Service) StandingsOf(ctx context.Context, u domain.User) ([]Standing, e
 	}
 	var out []Standing
 	for _, ex := range p.Catalog.List() {
-		st := Standing{Exercise: ex, Deadline: ex.Deadline, Counted: counted[ex.ID]}
+		st := Standing{Exercise: ex, Deadline: p.ForLearner(ctx, u, ex).Deadline, Counted: counted[ex.ID]}
 		if st.Counted.Exercise == "" {
 			st.Counted = Counted{Exercise: ex.ID, Policy: ex.Counts}
 			if st.Counted.Policy == "" {

@@ -347,3 +347,16 @@ func (db *DB) UserInScope(ctx context.Context, userID int64) (bool, error) {
 	}
 	return n > 0, nil
 }
+
+// regradesInScope is the condition keeping the regrades (col, their id)
+// whose every submission is in the request's staff scope: a regrade that
+// reaches another cohort is not an instructor's to see or decide. ""
+// when unrestricted.
+func regradesInScope(ctx context.Context, col string) (string, []any) {
+	cond, args := inScope(ctx, "s.cohort_id")
+	if args == nil && cond == "1 = 1" {
+		return "", nil
+	}
+	return "NOT EXISTS (SELECT 1 FROM regrade_items i JOIN submissions s ON s.id = i.submission_id WHERE i.regrade_id = " + col +
+		" AND NOT (" + cond + "))", args
+}

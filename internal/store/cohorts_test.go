@@ -194,3 +194,62 @@ func TestCohortsMigrationBackfill(t *testing.T) {
 		}
 	})
 }
+
+// TestCohortsScopeInStore: a context carrying a staff scope restricts
+// the store's staff reads to its cohorts (listings, by id, gradebook,
+// users in scope); none, or every cohort, restricts nothing; an empty
+// scope reads nothing.
+func TestCohortsScopeInStore(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := db.EnsureCohort(ctx, "a", "")
+		b, _ := db.EnsureCohort(ctx, "b", "")
+		ada, _, _ := db.CreateUserIn(ctx, "ada", domain.RoleLearner, a.ID)
+		bob, _, _ := db.CreateUserIn(ctx, "bob", domain.RoleLearner, b.ID)
+		subs := map[int64]string{}
+		for _, u := range []domain.User{ada, bob} {
+			c, _ := db.SubmissionCohort(ctx, u.ID, "ch1", "")
+			sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: "ch1", ExerciseVersion: "v",
+				Upload: []byte(`{"u":` + u.Name[:1] + `}`), Rebuilt: []byte(`{}`), Job: jobs.New(db, nil).GradeJob("ch1", domain.Requirement{}, 1), CohortID: c})
+			if err != nil || sub.CohortID != c {
+				t.Fatalf("submit as %s: %+v %v", u.Name, sub, err)
+			}
+			subs[u.ID] = sub.ID
+		}
+		inA := domain.WithScope(ctx, domain.Scope{Cohorts: []int64{a.ID}})
+		list, err := db.Submissions(inA, domain.SubmissionFilter{})
+		if err != nil || len(list) != 1 || list[0].UserID != ada.ID {
+			t.Fatalf("scoped listing: %+v %v", list, err)
+		}
+		if _, err := db.Submission(inA, subs[bob.ID]); domain.ErrorCode(err) != domain.ENOTFOUND {
+			t.Fatalf("another cohort's submission by id: %v", err)
+		}
+		if _, err := db.Submission(inA, subs[ada.ID]); err != nil {
+			t.Fatalf("own cohort's submission: %v", err)
+		}
+		for _, c := range []struct {
+			ctx  context.Context
+			want int
+		}{{ctx, 2}, {domain.WithScope(ctx, domain.Scope{All: true}), 2}, {domain.WithScope(ctx, domain.Scope{}), 0}} {
+			if list, _ := db.Submissions(c.ctx, domain.SubmissionFilter{}); len(list) != c.want {
+				t.Errorf("listing: %d, want %d", len(list), c.want)
+			}
+		}
+		var names []string
+		// Asking for every learner, a scoped reader still gets one cohort's.
+		err = db.Gradebook(inA, domain.GradebookFilter{Exercises: []string{"ch1"}}, func(r domain.GradebookRow) error {
+			names = append(names, r.Learner)
+			return nil
+		})
+		if err != nil || len(names) != 1 || names[0] != "ada" {
+			t.Fatalf("scoped gradebook: %v %v", names, err)
+		}
+		if ok, err := db.UserInScope(inA, bob.ID); err != nil || ok {
+			t.Errorf("bob in a's scope: %v %v", ok, err)
+		}
+		if ok, _ := db.UserInScope(inA, ada.ID); !ok {
+			t.Error("ada not in a's scope")
+		}
+	})
+}

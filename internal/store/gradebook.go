@@ -30,6 +30,13 @@ func (db *DB) Gradebook(ctx context.Context, f domain.GradebookFilter, emit func
 	if len(exercises) == 0 {
 		return nil
 	}
+	if sc, ok := domain.ScopeOf(ctx); ok && !sc.All && !sc.Has(f.Cohort) {
+		// A scoped reader lists one of their cohorts, never everyone.
+		if len(sc.Cohorts) == 0 {
+			return nil
+		}
+		f.Cohort = sc.Cohorts[0]
+	}
 	q, args := gradebookQuery(f, db.Dialect == "postgres")
 	rows, err := db.gorm.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {

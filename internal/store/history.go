@@ -14,7 +14,11 @@ func (db *DB) Regrades(ctx context.Context, limit int) ([]domain.RegradeSummary,
 		limit = 50
 	}
 	var rows []regradeRow
-	if err := db.gorm.WithContext(ctx).Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
+	q := db.gorm.WithContext(ctx)
+	if cond, args := regradesInScope(ctx, "regrades.id"); cond != "" {
+		q = q.Where(cond, args...)
+	}
+	if err := q.Order("created_at DESC, id DESC").Limit(limit).Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("list regrades: %w", err)
 	}
 	out := make([]domain.RegradeSummary, len(rows))

@@ -33,6 +33,13 @@ func (identityRow) TableName() string { return "external_identities" }
 // (ECONFLICT): two providers' "alice" are not one person. The role of
 // an existing user is not changed here.
 func (db *DB) ExternalUser(ctx context.Context, issuer, subject, login string, role domain.Role) (domain.User, error) {
+	return db.ExternalUserIn(ctx, issuer, subject, login, role, defaultCohortID)
+}
+
+// ExternalUserIn is ExternalUser for a sign-in that comes from a cohort's
+// course (an LTI launch, its roster): a user it creates joins that cohort,
+// not the default one, so they appear in their course's gradebook only.
+func (db *DB) ExternalUserIn(ctx context.Context, issuer, subject, login string, role domain.Role, cohortID int64) (domain.User, error) {
 	if issuer == "" || subject == "" || login == "" {
 		return domain.User{}, domain.Errorf(domain.EINVALID, "an outside sign-in needs an issuer, a subject and a login name")
 	}
@@ -52,7 +59,7 @@ func (db *DB) ExternalUser(ctx context.Context, issuer, subject, login string, r
 		case !errors.Is(err, gorm.ErrRecordNotFound):
 			return fmt.Errorf("find identity at %s: %w", issuer, err)
 		}
-		return db.linkNew(tx, &u, issuer, subject, login, role)
+		return db.linkNew(tx, &u, issuer, subject, login, role, cohortID)
 	})
 	if err != nil {
 		if errors.Is(err, gorm.ErrDuplicatedKey) {
@@ -76,8 +83,8 @@ func (db *DB) ExternalUser(ctx context.Context, issuer, subject, login string, r
 }
 
 // linkNew links a first-seen identity to the user named login, created
-// with role when there is none.
-func (db *DB) linkNew(tx *gorm.DB, u *userRow, issuer, subject, login string, role domain.Role) error {
+// with role in cohortID when there is none.
+func (db *DB) linkNew(tx *gorm.DB, u *userRow, issuer, subject, login string, role domain.Role, cohortID int64) error {
 	err := tx.Where("name = ?", login).Take(u).Error
 	switch {
 	case errors.Is(err, gorm.ErrRecordNotFound):
@@ -85,7 +92,7 @@ func (db *DB) linkNew(tx *gorm.DB, u *userRow, issuer, subject, login string, ro
 		if err := tx.Create(u).Error; err != nil {
 			return fmt.Errorf("insert user %q: %w", login, err)
 		}
-		if err := db.joinCohort(tx, defaultCohortID, u.ID, role); err != nil {
+		if err := db.joinCohort(tx, cohortID, u.ID, role); err != nil {
 			return err
 		}
 		// A session lasts while its user holds a live token (revoking

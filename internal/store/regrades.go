@@ -174,7 +174,11 @@ func (db *DB) saveRegradeResult(tx *gorm.DB, jobID int64, g Grade) error {
 // that failed for good are reported failed (and the regrade ready).
 func (db *DB) RegradeByID(ctx context.Context, id int64) (domain.Regrade, error) {
 	var row regradeRow
-	err := db.gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error
+	q := db.gorm.WithContext(ctx).Where("id = ?", id)
+	if cond, args := regradesInScope(ctx, "regrades.id"); cond != "" {
+		q = q.Where(cond, args...)
+	}
+	err := q.Take(&row).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return domain.Regrade{}, domain.Errorf(domain.ENOTFOUND, "regrade %d not found", id)
 	}
@@ -292,6 +296,10 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 
 // DiscardRegrade drops a regrade that is not applied; scores stay as they are.
 func (db *DB) DiscardRegrade(ctx context.Context, id int64) (domain.Regrade, error) {
+	// A regrade outside the request's scope is not found, not discarded.
+	if _, err := db.RegradeByID(ctx, id); err != nil {
+		return domain.Regrade{}, err
+	}
 	res := db.gorm.WithContext(ctx).Model(&regradeRow{}).Where("id = ? AND state IN ?", id, []string{domain.RegradeStaged, domain.RegradeReady}).
 		Updates(map[string]any{"state": domain.RegradeDiscarded, "decided_at": db.Now()})
 	if res.Error != nil {

@@ -100,6 +100,8 @@ func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
 		h.fail(c, err)
 		return
 	}
+	// The learner's cohort may set its own deadline for the exercise.
+	ex = h.Policy.ForLearner(ctx, u, ex)
 	d := exercisePageData{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil), Questions: len(ex.Graded), History: hist,
 		Deadline: ex.Deadline, Late: lateSchedule(lang, ex.LatePenalty)}
 	if h.Extensions != nil {

@@ -109,7 +109,7 @@ func Server(c Config) *httpapi.Server {
 
 // services builds the use cases the API and the pages call.
 func services(db *store.DB, q *jobs.Queue, cat *exercise.Catalog, manual *grade.Manual) httpapi.Services {
-	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db, Deadlines: db, Scopes: db}
+	pol := &policy.Service{DB: db, Now: db.Now, Catalog: cat, Extensions: db, Releases: db, Deadlines: db, Scopes: db, Placement: db}
 	return httpapi.Services{
 		Policy:     pol,
 		Releases:   &policy.FeedbackReleases{DB: db, Catalog: cat},

@@ -223,6 +223,11 @@ func TestLaunchGradeAndPassBack(t *testing.T) {
 			if err != nil || cohort.ID == 0 || cohort.Title != "TorchAir 101" {
 				t.Fatalf("the learner is not a learner of the course's cohort: %+v %v", ms, err)
 			}
+			// First seen in the course, they are in its cohort only: not
+			// a scoreless row of the default cohort's gradebook.
+			if len(ms) != 1 {
+				t.Errorf("the learner's cohorts: %+v, want the course's only", ms)
+			}
 
 			// The learner uploads on the exercise page the launch opened.
 			sub := e.uploadOnPage(t, learner, l.Body)
