@@ -2,20 +2,23 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/npugrade/npugrade/internal/accounts"
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/grade"
+	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
 const cohortUsage = `usage: npugrade cohort create SLUG [--title T] [--db URL]
        npugrade cohort add SLUG USER [--role learner|instructor] [--db URL]
        npugrade cohort list [--db URL]
-       npugrade cohort offer SLUG EXERCISE [--deadline RFC3339] [--db URL]
+       npugrade cohort offer SLUG EXERCISE [--deadline RFC3339] [--late-penalty JSON] [--max-submissions N] [--db URL]
 
 Manage cohorts (course instances such as torchair-2027-spring): the learners
 and instructors in each, the exercises offered and their deadlines. An
@@ -40,7 +43,7 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		"create": "Create a cohort (an existing one is left as it is).",
 		"add":    "Put a user into a cohort as a learner or an instructor (again: change the role).",
 		"list":   "List cohorts: slug, title, members.",
-		"offer":  "Offer an exercise in a cohort, with the cohort's own deadline (none: the exercise's).",
+		"offer":  "Offer an exercise in a cohort, with the cohort's own deadline, late penalty and cap on submissions (each left out: the exercise's).",
 	}
 	argNames := map[string]string{"create": "SLUG", "add": "SLUG USER", "list": "", "offer": "SLUG EXERCISE"}
 	nArgs := map[string]int{"create": 1, "add": 2, "list": 0, "offer": 2}
@@ -54,14 +57,15 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	fs := newCommand("cohort "+sub, argNames[sub], about[sub], envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
-	var title, role, deadline *string
+	var title, role *string
+	var offer func() (domain.CohortExercise, []string)
 	switch sub {
 	case "create":
 		title = fs.String("title", "", "the cohort's title, shown on the pages")
 	case "add":
 		role = fs.Choice("role", string(domain.RoleLearner), []string{string(domain.RoleLearner), string(domain.RoleInstructor)}, "learner or instructor")
 	case "offer":
-		deadline = fs.String("deadline", "", "the cohort's own deadline, RFC 3339 (2027-04-01T18:00:00+08:00); empty: the exercise's")
+		offer = offerFlags(fs)
 	}
 	pos, code, ok := fs.parse(args[1:], nArgs[sub], nArgs[sub], stdout, stderr)
 	if !ok {
@@ -70,13 +74,13 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if *dbURL == "" {
 		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
 	}
-	var due *time.Time
-	if deadline != nil && *deadline != "" {
-		d, err := grade.ParseDeadline(*deadline)
-		if err != nil {
-			return fs.usageError(stderr, "--deadline: "+err.Error())
+	var o domain.CohortExercise
+	if offer != nil {
+		var problems []string
+		if o, problems = offer(); len(problems) > 0 {
+			return fs.usageError(stderr, problems...)
 		}
-		due = &d
+		o.ExerciseID = pos[1]
 	}
 	db, err := store.OpenExisting(ctx, *dbURL)
 	if err != nil {
@@ -96,10 +100,10 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case "list":
 		err = cohortList(ctx, db, svc, stdout)
 	case "offer":
-		if err = svc.Offer(ctx, domain.User{}, pos[0], pos[1], due); err == nil {
+		if err = svc.Offer(ctx, domain.User{}, pos[0], o); err == nil {
 			when := "the exercise's deadline"
-			if due != nil {
-				when = "due " + due.UTC().Format(time.RFC3339)
+			if o.Deadline != nil {
+				when = "due " + o.Deadline.UTC().Format(time.RFC3339)
 			}
 			fmt.Fprintf(stdout, "%s offers %s, %s\n", pos[0], pos[1], when)
 		}
@@ -109,6 +113,40 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitError
 	}
 	return exitOK
+}
+
+// offerFlags declares cohort offer's policy flags; the function it returns
+// reads them into an offer, with every problem.
+func offerFlags(fs *command) func() (domain.CohortExercise, []string) {
+	deadline := fs.String("deadline", "", "the cohort's own deadline, RFC 3339 (2027-04-01T18:00:00+08:00); empty: the exercise's")
+	late := fs.String("late-penalty", "", `the cohort's own late-penalty steps, as exercise.json's late_penalty ('[{"after": "24h", "multiplier": 0.5}]'; '[]': none); empty: the exercise's`)
+	maxSubs := fs.String("max-submissions", "", "the cohort's own cap on graded submissions per learner (0: none); empty: the exercise's")
+	return func() (domain.CohortExercise, []string) {
+		var o domain.CohortExercise
+		var problems []string
+		if *deadline != "" {
+			d, err := grade.ParseDeadline(*deadline)
+			if err != nil {
+				problems = append(problems, "--deadline: "+err.Error())
+			}
+			o.Deadline = &d
+		}
+		if *late != "" {
+			if _, err := policy.CohortLatePenalty(json.RawMessage(*late)); err != nil {
+				problems = append(problems, "--late-penalty: "+domain.ErrorMessage(err))
+				problems = append(problems, domain.ErrorProblems(err)...)
+			}
+			o.LatePenalty = json.RawMessage(*late)
+		}
+		if *maxSubs != "" {
+			n, err := strconv.Atoi(*maxSubs)
+			if err != nil || n < 0 {
+				problems = append(problems, fmt.Sprintf("--max-submissions: %q is not a count (0 or more)", *maxSubs))
+			}
+			o.MaxSubmissions = &n
+		}
+		return o, problems
+	}
 }
 
 func cohortCreate(ctx context.Context, svc *accounts.Cohorts, slug, title string, stdout io.Writer) error {

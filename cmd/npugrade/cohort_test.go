@@ -71,6 +71,20 @@ func TestCohortCLI(t *testing.T) {
 			if _, err := db.UserByName(ctx, "S3"); err == nil {
 				t.Error("a roster naming a missing cohort imported someone")
 			}
+			// The cohort's own late penalty and cap; bad ones are refused,
+			// every problem named.
+			out = cli(2, "cohort", "offer", "autumn", "ch2", "--late-penalty", `[{"after": "1h", "multiplier": 3}]`, "--max-submissions", "-1")
+			for _, want := range []string{"late penalty step 1", `--max-submissions: "-1"`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("a bad offer's error lacks %q:\n%s", want, out)
+				}
+			}
+			cli(0, "cohort", "offer", "autumn", "ch2", "--late-penalty", `[{"after": "24h", "multiplier": 0.5}]`, "--max-submissions", "3")
+			a, _ := db.CohortBySlug(ctx, "autumn")
+			if o, err := db.CohortOffer(ctx, a.ID, "ch2"); err != nil || o == nil || o.MaxSubmissions == nil || *o.MaxSubmissions != 3 ||
+				!strings.Contains(string(o.LatePenalty), `"multiplier": 0.5`) || o.Deadline != nil {
+				t.Errorf("autumn's ch2: %+v %v", o, err)
+			}
 		})
 	}
 }

@@ -22,7 +22,7 @@ type CohortStore interface {
 	AddCohortMember(ctx context.Context, cohortID, userID int64, role domain.Role) error
 	RemoveCohortMember(ctx context.Context, cohortID, userID int64) error
 	CohortMembers(ctx context.Context, cohortID int64) ([]domain.CohortMember, error)
-	OfferExercise(ctx context.Context, cohortID int64, exerciseID string, deadline *time.Time) error
+	OfferExercise(ctx context.Context, o domain.CohortExercise) error
 	UserByName(ctx context.Context, name string) (domain.User, error)
 	Audit(ctx context.Context, actor domain.User, action, subject, detail string) error
 }
@@ -102,17 +102,24 @@ func (s *Cohorts) RemoveMember(ctx context.Context, actor domain.User, slug, use
 
 // Offer offers exerciseID in cohort slug, due at deadline (nil: the
 // exercise's own deadline).
-func (s *Cohorts) Offer(ctx context.Context, actor domain.User, slug, exerciseID string, deadline *time.Time) error {
+func (s *Cohorts) Offer(ctx context.Context, actor domain.User, slug string, o domain.CohortExercise) error {
 	c, err := s.Cohort(ctx, slug)
 	if err != nil {
 		return err
 	}
-	if err := s.DB.OfferExercise(ctx, c.ID, exerciseID, deadline); err != nil {
+	o.CohortID = c.ID
+	if err := s.DB.OfferExercise(ctx, o); err != nil {
 		return err
 	}
-	detail := exerciseID
-	if deadline != nil {
-		detail += " due " + deadline.UTC().Format(time.RFC3339)
+	detail := o.ExerciseID
+	if o.Deadline != nil {
+		detail += " due " + o.Deadline.UTC().Format(time.RFC3339)
+	}
+	if o.LatePenalty != nil {
+		detail += " late penalty " + string(o.LatePenalty)
+	}
+	if o.MaxSubmissions != nil {
+		detail += fmt.Sprintf(" at most %d submissions", *o.MaxSubmissions)
 	}
 	s.audit(ctx, actor, "cohort.offer", slug, detail)
 	return nil

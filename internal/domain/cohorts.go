@@ -2,6 +2,7 @@ package domain
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -33,12 +34,18 @@ type Membership struct {
 	Role   Role // RoleLearner or RoleInstructor
 }
 
-// CohortExercise is an exercise as one cohort offers it: with the
-// cohort's own deadline, nil for the exercise's.
+// CohortExercise is an exercise as one cohort offers it, with the
+// cohort's own policy where it sets one (nil: the exercise's).
 type CohortExercise struct {
 	CohortID   int64
 	ExerciseID string
 	Deadline   *time.Time
+	// LatePenalty is the cohort's late-penalty steps, as exercise.json's
+	// late_penalty (JSON; nil: the exercise's; [] none).
+	LatePenalty json.RawMessage
+	// MaxSubmissions is the cohort's cap on graded submissions per
+	// learner (nil: the exercise's; 0 none).
+	MaxSubmissions *int
 }
 
 // Scope is which cohorts' submissions and learners a user may read as

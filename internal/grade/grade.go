@@ -92,9 +92,9 @@ type SubmissionStore interface {
 	ManualGrades(ctx context.Context, submissionID string) (map[string]domain.ManualGrade, error)
 	Reference(ctx context.Context, exerciseID, profile string) (store.StoredReference, error)
 	SubmissionIntegrity(ctx context.Context, id string) ([]byte, error)
-	// CohortDeadline is a cohort's own deadline for an exercise (nil:
-	// the exercise's).
-	CohortDeadline(ctx context.Context, cohortID int64, exerciseID string) (*time.Time, error)
+	// CohortOffer is how a cohort offers an exercise (nil: with the
+	// exercise's own policy).
+	CohortOffer(ctx context.Context, cohortID int64, exerciseID string) (*domain.CohortExercise, error)
 }
 
 // Submissions grades the server's submissions: it reads what intake

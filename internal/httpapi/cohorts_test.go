@@ -227,7 +227,7 @@ func TestCohortsManagementAPI(t *testing.T) {
 			// exercise's.
 			spring, _ := e.db.CohortBySlug(context.Background(), "spring")
 			due := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
-			if err := e.db.OfferExercise(context.Background(), spring.ID, "pol", &due); err != nil {
+			if err := e.db.OfferExercise(context.Background(), domain.CohortExercise{CohortID: spring.ID, ExerciseID: "pol", Deadline: &due}); err != nil {
 				t.Fatal(err)
 			}
 			e.sees(t, "ada", e.ada, "/api/v1/status", []string{`"deadline":"2026-05-01T00:00:00Z"`}, []string{"2026-03-01T12:00:00Z"})

@@ -19,6 +19,7 @@ import (
 	"github.com/npugrade/npugrade/internal/exercise"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/notebook"
+	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/store"
 )
 
@@ -33,6 +34,9 @@ type Store interface {
 	// SubmissionCohort decides the cohort of a new submission (see
 	// store.DB.SubmissionCohort).
 	SubmissionCohort(ctx context.Context, userID int64, exerciseID, slug string) (int64, error)
+	// CohortOffer is how a cohort offers an exercise: its own cap on
+	// submissions, among others (policy.ForCohort).
+	CohortOffer(ctx context.Context, cohortID int64, exerciseID string) (*domain.CohortExercise, error)
 }
 
 // Service accepts submissions.
@@ -210,9 +214,18 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 		}
 		return domain.Submission{}, false, problems("the submission is not valid", all)
 	}
+	cohort, err := s.DB.SubmissionCohort(ctx, r.User.ID, ex.ID, r.Cohort)
+	if err != nil {
+		return domain.Submission{}, false, err
+	}
+	// The cohort may cap submissions its own way.
+	own, err := policy.ForCohort(ctx, s.DB, ex, cohort)
+	if err != nil {
+		return domain.Submission{}, false, err
+	}
 	if r.Check {
 		// A check uses no attempt, so max_submissions does not stop it.
-	} else if err := s.admit(ctx, ex, r.User); err != nil {
+	} else if err := s.admit(ctx, own, r.User); err != nil {
 		return domain.Submission{}, false, err
 	}
 	// The probe seed is drawn per job from the exercise's pool; the rebuilt
@@ -234,15 +247,11 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 	if err != nil {
 		return domain.Submission{}, false, fmt.Errorf("encode integrity findings: %w", err)
 	}
-	cohort, err := s.DB.SubmissionCohort(ctx, r.User.ID, ex.ID, r.Cohort)
-	if err != nil {
-		return domain.Submission{}, false, err
-	}
 	job := s.Queue.GradeJob(ex.ID, ex.Requires, ex.MaxAttempts)
 	sub, created, err = s.DB.CreateSubmission(ctx, store.NewSubmission{
 		UserID: r.User.ID, ExerciseID: ex.ID, ExerciseVersion: ex.Version, Upload: r.Notebook,
 		Rebuilt: payload, Integrity: integrity, IdempotencyKey: r.IdempotencyKey, Job: job,
-		MaxSubmissions: maxSubmissions(ex, r.User), RecordAttempt: record, Check: r.Check, CohortID: cohort,
+		MaxSubmissions: maxSubmissions(own, r.User), RecordAttempt: record, Check: r.Check, CohortID: cohort,
 	})
 	if err != nil {
 		return domain.Submission{}, false, err

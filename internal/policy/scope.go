@@ -2,37 +2,71 @@ package policy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/exercise"
 )
 
-// Deadlines reads cohorts' own deadlines (package store's *DB implements
-// it).
+// Deadlines reads cohorts' own policies for the exercises they offer
+// (package store's *DB implements it).
 type Deadlines interface {
-	// CohortDeadline is cohortID's own deadline for exerciseID (nil: the
-	// exercise's).
-	CohortDeadline(ctx context.Context, cohortID int64, exerciseID string) (*time.Time, error)
+	// CohortOffer is how cohortID offers exerciseID (nil: with the
+	// exercise's own policy).
+	CohortOffer(ctx context.Context, cohortID int64, exerciseID string) (*domain.CohortExercise, error)
 }
 
-// ForCohort is ex as cohortID offers it: with the cohort's own deadline
-// when it sets one (cohort_exercises.deadline), which a learner's
-// extension still moves. ex itself is not changed; a nil db or cohort 0
-// is ex.
+// ForCohort is ex as cohortID offers it: with the cohort's own deadline,
+// late penalty and cap on submissions where it sets them
+// (cohort_exercises), which a learner's extension still moves. ex itself
+// is not changed; a nil db or cohort 0 is ex.
 func ForCohort(ctx context.Context, db Deadlines, ex *exercise.Exercise, cohortID int64) (*exercise.Exercise, error) {
 	if db == nil || cohortID == 0 || ex == nil {
 		return ex, nil
 	}
-	d, err := db.CohortDeadline(ctx, cohortID, ex.ID)
-	if err != nil || d == nil {
+	o, err := db.CohortOffer(ctx, cohortID, ex.ID)
+	if err != nil || o == nil {
 		return ex, err
 	}
 	own := *ex
-	own.Deadline = d
+	if o.Deadline != nil {
+		own.Deadline = o.Deadline
+	}
+	if o.LatePenalty != nil {
+		steps, err := CohortLatePenalty(o.LatePenalty)
+		if err != nil {
+			return ex, fmt.Errorf("cohort %d's late penalty of %s: %w", cohortID, ex.ID, err)
+		}
+		own.LatePenalty = steps
+	}
+	if o.MaxSubmissions != nil {
+		own.MaxSubmissions = *o.MaxSubmissions
+	}
 	return &own, nil
+}
+
+// CohortLatePenalty reads a cohort's late-penalty steps (exercise.json's
+// late_penalty form), every bad step named.
+func CohortLatePenalty(raw json.RawMessage) ([]exercise.LateStep, error) {
+	var steps []exercise.LateStep
+	if err := json.Unmarshal(raw, &steps); err != nil {
+		return nil, domain.Errorf(domain.EINVALID, "late penalty: want a list of {\"after\": \"24h\", \"multiplier\": 0.5}: %v", err)
+	}
+	var bad []string
+	for i, st := range steps {
+		if st.Multiplier < 0 || st.Multiplier > 1 || st.After < 0 {
+			bad = append(bad, fmt.Sprintf("late penalty step %d: after must be >= 0 and multiplier in [0, 1]", i+1))
+		}
+	}
+	if len(bad) > 0 {
+		return nil, &domain.Error{Code: domain.EINVALID, Message: "the late penalty is not valid", Problems: bad}
+	}
+	if steps == nil {
+		steps = []exercise.LateStep{}
+	}
+	return steps, nil
 }
 
 // Scopes computes a user's staff scope (package store's *DB implements

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -36,9 +37,19 @@ type cohortMemberRow struct {
 func (cohortMemberRow) TableName() string { return "cohort_members" }
 
 type cohortExerciseRow struct {
-	CohortID   int64  `gorm:"primaryKey"`
-	ExerciseID string `gorm:"primaryKey"`
-	Deadline   *time.Time
+	CohortID       int64  `gorm:"primaryKey"`
+	ExerciseID     string `gorm:"primaryKey"`
+	Deadline       *time.Time
+	LatePenalty    *string
+	MaxSubmissions *int
+}
+
+func (r cohortExerciseRow) offer() domain.CohortExercise {
+	o := domain.CohortExercise{CohortID: r.CohortID, ExerciseID: r.ExerciseID, Deadline: r.Deadline, MaxSubmissions: r.MaxSubmissions}
+	if r.LatePenalty != nil {
+		o.LatePenalty = json.RawMessage(*r.LatePenalty)
+	}
+	return o
 }
 
 func (cohortExerciseRow) TableName() string { return "cohort_exercises" }
@@ -175,16 +186,22 @@ func (db *DB) CohortsOf(ctx context.Context, userID int64) ([]domain.Membership,
 	return out, nil
 }
 
-// OfferExercise offers exerciseID in cohortID, with the cohort's own
-// deadline (nil: the exercise's); offering it again sets the deadline.
-func (db *DB) OfferExercise(ctx context.Context, cohortID int64, exerciseID string, deadline *time.Time) error {
+// OfferExercise offers o.ExerciseID in o.CohortID with the cohort's own
+// policy (each nil: the exercise's); offering it again replaces it. The
+// late penalty is stored as given: package policy checks it.
+func (db *DB) OfferExercise(ctx context.Context, o domain.CohortExercise) error {
+	cohortID, exerciseID := o.CohortID, o.ExerciseID
 	if exerciseID == "" {
 		return domain.Errorf(domain.EINVALID, "an offered exercise needs an id")
 	}
-	row := cohortExerciseRow{CohortID: cohortID, ExerciseID: exerciseID, Deadline: deadline}
+	row := cohortExerciseRow{CohortID: cohortID, ExerciseID: exerciseID, Deadline: o.Deadline, MaxSubmissions: o.MaxSubmissions}
+	if o.LatePenalty != nil {
+		lp := string(o.LatePenalty)
+		row.LatePenalty = &lp
+	}
 	err := db.gorm.WithContext(ctx).Clauses(clause.OnConflict{
 		Columns:   []clause.Column{{Name: "cohort_id"}, {Name: "exercise_id"}},
-		DoUpdates: clause.AssignmentColumns([]string{"deadline"}),
+		DoUpdates: clause.AssignmentColumns([]string{"deadline", "late_penalty", "max_submissions"}),
 	}).Create(&row).Error
 	if err != nil {
 		if errors.Is(err, gorm.ErrForeignKeyViolated) {
@@ -203,23 +220,34 @@ func (db *DB) CohortExercises(ctx context.Context, cohortID int64) ([]domain.Coh
 	}
 	out := make([]domain.CohortExercise, len(rows))
 	for i, r := range rows {
-		out[i] = domain.CohortExercise{CohortID: r.CohortID, ExerciseID: r.ExerciseID, Deadline: r.Deadline}
+		out[i] = r.offer()
 	}
 	return out, nil
+}
+
+// CohortOffer is how cohortID offers exerciseID: nil when it sets
+// nothing of its own.
+func (db *DB) CohortOffer(ctx context.Context, cohortID int64, exerciseID string) (*domain.CohortExercise, error) {
+	var rows []cohortExerciseRow
+	err := db.gorm.WithContext(ctx).Where("cohort_id = ? AND exercise_id = ?", cohortID, exerciseID).Limit(1).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("policy of %s in cohort %d: %w", exerciseID, cohortID, translate(err))
+	}
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	o := rows[0].offer()
+	return &o, nil
 }
 
 // CohortDeadline is cohortID's own deadline for exerciseID: nil when the
 // cohort does not override the exercise's.
 func (db *DB) CohortDeadline(ctx context.Context, cohortID int64, exerciseID string) (*time.Time, error) {
-	var rows []cohortExerciseRow
-	err := db.gorm.WithContext(ctx).Where("cohort_id = ? AND exercise_id = ?", cohortID, exerciseID).Limit(1).Find(&rows).Error
-	if err != nil {
-		return nil, fmt.Errorf("deadline of %s in cohort %d: %w", exerciseID, cohortID, translate(err))
+	o, err := db.CohortOffer(ctx, cohortID, exerciseID)
+	if err != nil || o == nil {
+		return nil, err
 	}
-	if len(rows) == 0 {
-		return nil, nil
-	}
-	return rows[0].Deadline, nil
+	return o.Deadline, nil
 }
 
 // SubmissionCohort decides the cohort of userID's new submission of

@@ -93,7 +93,7 @@ func TestCohortsStore(t *testing.T) {
 		}
 		// Once spring offers only ch2, ch1 goes to default.
 		due := time.Date(2027, 5, 1, 12, 0, 0, 0, time.UTC)
-		if err := db.OfferExercise(ctx, spring.ID, "ch2", &due); err != nil {
+		if err := db.OfferExercise(ctx, domain.CohortExercise{CohortID: spring.ID, ExerciseID: "ch2", Deadline: &due}); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := db.SubmissionCohort(ctx, ada.ID, "ch1", ""); got != def.ID {
@@ -112,7 +112,7 @@ func TestCohortsStore(t *testing.T) {
 		if d, err := db.CohortDeadline(ctx, spring.ID, "ch1"); err != nil || d != nil {
 			t.Fatalf("no override: %v %v", d, err)
 		}
-		if err := db.OfferExercise(ctx, spring.ID, "ch2", nil); err != nil {
+		if err := db.OfferExercise(ctx, domain.CohortExercise{CohortID: spring.ID, ExerciseID: "ch2"}); err != nil {
 			t.Fatal(err)
 		}
 		if xs, err := db.CohortExercises(ctx, spring.ID); err != nil || len(xs) != 1 || xs[0].Deadline != nil {
