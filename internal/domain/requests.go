@@ -5,8 +5,12 @@ import "time"
 // FeedbackRelease is an exercise's feedback released by an instructor, to
 // every learner (All) or to one (policy feedback "on_release").
 type FeedbackRelease struct {
-	Exercise   string    `json:"exercise"`
-	All        bool      `json:"all"`
+	Exercise string `json:"exercise"`
+	All      bool   `json:"all"`
+	// Cohort is the cohort a release to everyone is for (its slug): an
+	// instructor's release reaches the cohorts they teach; "" is every
+	// cohort (an admin's, or one from the command line).
+	Cohort     string    `json:"cohort,omitempty"`
 	Learner    string    `json:"learner,omitempty"`
 	ReleasedBy string    `json:"released_by"`
 	ReleasedAt time.Time `json:"released_at"`

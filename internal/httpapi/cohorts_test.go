@@ -26,10 +26,17 @@ type cohortsEnv struct {
 
 func newCohortsEnv(t *testing.T, d string) *cohortsEnv {
 	t.Helper()
+	return newCohortsEnvWith(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb",
+		"deadline": "2026-03-01T12:00:00Z"}`)
+}
+
+// newCohortsEnvWith is newCohortsEnv over the exercise "pol" configured
+// by exerciseJSON.
+func newCohortsEnvWith(t *testing.T, d, exerciseJSON string) *cohortsEnv {
+	t.Helper()
 	ctx := context.Background()
 	due := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	e := &cohortsEnv{policyEnv: newPolicyEnv(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb",
-		"deadline": "2026-03-01T12:00:00Z"}`)}
+	e := &cohortsEnv{policyEnv: newPolicyEnv(t, d, exerciseJSON)}
 	e.db.Clock = func() time.Time { return due.Add(48 * time.Hour) }
 	_, e.admin, _ = e.db.CreateUser(ctx, "root", domain.RoleAdmin)
 	for _, slug := range []string{"spring", "autumn"} {
@@ -261,4 +268,46 @@ func (e *cohortsEnv) submitIn(t *testing.T, token, cohort string) string {
 		t.Fatalf("submit in %s: %d %s", cohort, st, out)
 	}
 	return between(out, `"id":"`, `"`)
+}
+
+// TestCohortsFeedbackReleaseToTheirCohort: under feedback "on_release",
+// an instructor's release to everyone reaches their cohort's learners
+// only (it used to open every cohort's feedback); the admin's reaches
+// every cohort; each instructor lists the releases of their cohorts.
+func TestCohortsFeedbackReleaseToTheirCohort(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			e := newCohortsEnvWith(t, d, `{"id": "pol", "title": "p", "starter": "s.ipynb", "answer": "a.ipynb",
+				"deadline": "2026-03-01T12:00:00Z", "feedback": "on_release"}`)
+			closed := "shown once your instructor releases"
+			opened := func(who, token, sub string) bool {
+				t.Helper()
+				st, body := e.get(t, token, "/api/v1/submissions/"+sub)
+				if st != http.StatusOK {
+					t.Fatalf("%s reads their submission: %d %s", who, st, body)
+				}
+				return !strings.Contains(body, closed)
+			}
+			if opened("ada", e.ada, e.adaSub) || opened("bob", e.bob, e.bobSub) {
+				t.Fatal("feedback is open before any release")
+			}
+			st, body := e.call(t, http.MethodPost, "/api/v1/exercises/pol/feedback/release", e.ina, `{}`)
+			if st != http.StatusOK || !strings.Contains(body, `"cohort":"spring"`) {
+				t.Fatalf("ina releases to everyone: %d %s", st, body)
+			}
+			if !opened("ada", e.ada, e.adaSub) || opened("bob", e.bob, e.bobSub) {
+				t.Errorf("after ina's release: ada open %v, bob open %v; want only spring's ada", opened("ada", e.ada, e.adaSub), opened("bob", e.bob, e.bobSub))
+			}
+			e.sees(t, "inb", e.inb, "/api/v1/exercises/pol/feedback/releases", nil, []string{"spring"})
+			e.sees(t, "ina", e.ina, "/api/v1/exercises/pol/feedback/releases", []string{`"cohort":"spring"`}, nil)
+			if st, body := e.call(t, http.MethodPost, "/api/v1/exercises/pol/feedback/release", e.admin, `{}`); st != http.StatusOK || strings.Contains(body, `"cohort"`) {
+				t.Fatalf("the admin releases to everyone: %d %s", st, body)
+			}
+			if !opened("bob", e.bob, e.bobSub) {
+				t.Error("the admin's release did not reach autumn")
+			}
+		})
+	}
 }

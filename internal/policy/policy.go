@@ -62,7 +62,7 @@ type Service struct {
 
 // Releases reads feedback releases (package store's *DB implements it).
 type Releases interface {
-	FeedbackReleased(ctx context.Context, exerciseID string, userID int64) (bool, error)
+	FeedbackReleased(ctx context.Context, exerciseID string, userID, cohortID int64) (bool, error)
 }
 
 // view is what one learner may see of one submission's details, decided
@@ -91,7 +91,7 @@ func (p *Service) viewOf(ctx context.Context, sub domain.Submission) view {
 	}
 	v := view{ex: ex, now: p.now()}
 	if p.Releases != nil {
-		ok, err := p.Releases.FeedbackReleased(ctx, ex.ID, sub.UserID)
+		ok, err := p.Releases.FeedbackReleased(ctx, ex.ID, sub.UserID, sub.CohortID)
 		v.released = err == nil && ok
 	}
 	switch ex.Feedback {

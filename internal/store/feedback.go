@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -25,10 +26,25 @@ type feedbackReleaseRow struct {
 
 func (feedbackReleaseRow) TableName() string { return "feedback_releases" }
 
+type cohortReleaseRow struct {
+	ExerciseID   string `gorm:"primaryKey"`
+	CohortID     int64  `gorm:"primaryKey"`
+	ReleasedByID *int64
+	ReleasedBy   string
+	ReleasedAt   time.Time
+}
+
+func (cohortReleaseRow) TableName() string { return "cohort_feedback_releases" }
+
 // ReleaseFeedback releases an exercise's feedback to one learner (userID)
 // or to everyone (0), with its audit entry, in one transaction. Releasing
-// again keeps the first release.
+// again keeps the first release. Under a staff scope that is not every
+// cohort, "everyone" is everyone in the scope's cohorts: one release per
+// cohort.
 func (db *DB) ReleaseFeedback(ctx context.Context, exerciseID string, userID int64, learner string, actor domain.User) (domain.FeedbackRelease, error) {
+	if sc, ok := domain.ScopeOf(ctx); ok && !sc.All && userID == 0 {
+		return db.releaseToCohorts(ctx, exerciseID, sc.Cohorts, actor)
+	}
 	row := feedbackReleaseRow{ExerciseID: exerciseID, UserID: userID, ReleasedBy: actor.Name, ReleasedAt: db.Now()}
 	if actor.ID != 0 {
 		id := actor.ID
@@ -57,16 +73,54 @@ func (db *DB) ReleaseFeedback(ctx context.Context, exerciseID string, userID int
 	return domain.FeedbackRelease{Exercise: exerciseID, Learner: learner, All: userID == 0, ReleasedBy: got.ReleasedBy, ReleasedAt: got.ReleasedAt}, nil
 }
 
+// releaseToCohorts releases an exercise's feedback to everyone in each
+// of cohorts, with one audit entry.
+func (db *DB) releaseToCohorts(ctx context.Context, exerciseID string, cohorts []int64, actor domain.User) (domain.FeedbackRelease, error) {
+	if len(cohorts) == 0 {
+		return domain.FeedbackRelease{}, domain.Errorf(domain.EFORBIDDEN, "you teach no cohort to release feedback to")
+	}
+	by := actor.Name
+	if by == "" {
+		by = "cli"
+	}
+	var byID *int64
+	if actor.ID != 0 {
+		id := actor.ID
+		byID = &id
+	}
+	var slugs []string
+	err := db.gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for _, c := range cohorts {
+			row := cohortReleaseRow{ExerciseID: exerciseID, CohortID: c, ReleasedByID: byID, ReleasedBy: by, ReleasedAt: db.Now()}
+			if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&row).Error; err != nil {
+				return fmt.Errorf("release feedback of %s to cohort %d: %w", exerciseID, c, err)
+			}
+		}
+		if err := tx.Model(&cohortRow{}).Where("id IN ?", cohorts).Order("slug").Pluck("slug", &slugs).Error; err != nil {
+			return fmt.Errorf("name the cohorts of a release: %w", err)
+		}
+		return db.audit(tx, actor, domain.AuditFeedbackRelease, exerciseID+" to everyone in "+strings.Join(slugs, ", "), "cohorts "+strings.Join(slugs, ", "))
+	})
+	if err != nil {
+		return domain.FeedbackRelease{}, translate(err)
+	}
+	return domain.FeedbackRelease{Exercise: exerciseID, All: true, Cohort: strings.Join(slugs, ", "), ReleasedBy: by, ReleasedAt: db.Now()}, nil
+}
+
 // FeedbackReleased reports whether an exercise's feedback is released to
-// userID (to them, or to everyone).
-func (db *DB) FeedbackReleased(ctx context.Context, exerciseID string, userID int64) (bool, error) {
-	var n int64
-	err := db.gorm.WithContext(ctx).Model(&feedbackReleaseRow{}).
-		Where("exercise_id = ? AND user_id IN ?", exerciseID, []int64{0, userID}).Count(&n).Error
+// userID, whose submission is in cohortID: to them, to everyone in that
+// cohort, or to everyone.
+func (db *DB) FeedbackReleased(ctx context.Context, exerciseID string, userID, cohortID int64) (bool, error) {
+	var n, m int64
+	g := db.gorm.WithContext(ctx)
+	err := g.Model(&feedbackReleaseRow{}).Where("exercise_id = ? AND user_id IN ?", exerciseID, []int64{0, userID}).Count(&n).Error
+	if err == nil && n == 0 {
+		err = g.Model(&cohortReleaseRow{}).Where("exercise_id = ? AND cohort_id = ?", exerciseID, cohortID).Count(&m).Error
+	}
 	if err != nil {
 		return false, fmt.Errorf("read feedback releases of %s: %w", exerciseID, translate(err))
 	}
-	return n > 0, nil
+	return n+m > 0, nil
 }
 
 // FeedbackReleases lists an exercise's releases, oldest first.
@@ -87,6 +141,21 @@ func (db *DB) FeedbackReleases(ctx context.Context, exerciseID string) ([]domain
 			_ = db.gorm.WithContext(ctx).Where("id = ?", r.UserID).Take(&u).Error // a name is cosmetic
 			out[i].Learner = u.Name
 		}
+	}
+	// Releases to a cohort's everyone, of the cohorts in scope.
+	var crs []struct {
+		cohortReleaseRow
+		Slug string
+	}
+	cond, args := inScope(ctx, "r.cohort_id")
+	err := db.gorm.WithContext(ctx).Table("cohort_feedback_releases r").Select("r.*, c.slug").
+		Joins("JOIN cohorts c ON c.id = r.cohort_id").Where("r.exercise_id = ?", exerciseID).Where(cond, args...).
+		Order("r.released_at, c.slug").Scan(&crs).Error
+	if err != nil {
+		return nil, fmt.Errorf("read cohort feedback releases of %s: %w", exerciseID, translate(err))
+	}
+	for _, r := range crs {
+		out = append(out, domain.FeedbackRelease{Exercise: r.ExerciseID, All: true, Cohort: r.Slug, ReleasedBy: r.ReleasedBy, ReleasedAt: r.ReleasedAt})
 	}
 	return out, nil
 }
