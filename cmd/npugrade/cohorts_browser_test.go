@@ -72,8 +72,11 @@ func TestWebCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 			if body := ad.text("main"); !strings.Contains(body, "ada-spring") || !strings.Contains(body, "bob-autumn") {
 				t.Errorf("the admin's gradebook: want both learners:\n%s", body)
 			}
+			// The new page is the one whose picker has autumn selected
+			// (an attribute the old page's changed value does not set).
 			ad.do("pick autumn", chromedp.SetValue(chromedp.CSS("#cohort-pick"), "autumn"),
-				chromedp.Click(chromedp.CSS("form.cohort-pick button[type=submit]")), chromedp.WaitVisible(chromedp.CSS("main table")))
+				chromedp.Click(chromedp.CSS("form.cohort-pick button[type=submit]")),
+				chromedp.WaitReady(chromedp.CSS(`#cohort-pick option[value="autumn"][selected]`)), chromedp.WaitVisible(chromedp.CSS("main table")))
 			ad.shot("cohorts-02-gradebook-admin-autumn")
 			if loc := ad.location(); !strings.Contains(loc, "cohort=autumn") {
 				t.Errorf("after picking: %s", loc)

@@ -301,7 +301,7 @@ func TestCohortsFeedbackReleaseToTheirCohort(t *testing.T) {
 				t.Errorf("after ina's release: ada open %v, bob open %v; want only spring's ada", opened("ada", e.ada, e.adaSub), opened("bob", e.bob, e.bobSub))
 			}
 			e.sees(t, "inb", e.inb, "/api/v1/exercises/pol/feedback/releases", nil, []string{"spring"})
-			e.sees(t, "ina", e.ina, "/api/v1/exercises/pol/feedback/releases", []string{`"cohort":"spring"`}, nil)
+			e.sees(t, "ina", e.ina, "/api/v1/exercises/pol/feedback/releases", []string{`"cohort":"spring"`, `"released_by":"ina"`}, []string{`"released_at":"0001`})
 			if st, body := e.call(t, http.MethodPost, "/api/v1/exercises/pol/feedback/release", e.admin, `{}`); st != http.StatusOK || strings.Contains(body, `"cohort"`) {
 				t.Fatalf("the admin releases to everyone: %d %s", st, body)
 			}

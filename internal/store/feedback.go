@@ -144,11 +144,13 @@ func (db *DB) FeedbackReleases(ctx context.Context, exerciseID string) ([]domain
 	}
 	// Releases to a cohort's everyone, of the cohorts in scope.
 	var crs []struct {
-		cohortReleaseRow
-		Slug string
+		ExerciseID string
+		ReleasedBy string
+		ReleasedAt time.Time
+		Slug       string
 	}
 	cond, args := inScope(ctx, "r.cohort_id")
-	err := db.gorm.WithContext(ctx).Table("cohort_feedback_releases r").Select("r.*, c.slug").
+	err := db.gorm.WithContext(ctx).Table("cohort_feedback_releases r").Select("r.exercise_id, r.released_by, r.released_at, c.slug").
 		Joins("JOIN cohorts c ON c.id = r.cohort_id").Where("r.exercise_id = ?", exerciseID).Where(cond, args...).
 		Order("r.released_at, c.slug").Scan(&crs).Error
 	if err != nil {
