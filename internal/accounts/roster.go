@@ -173,7 +173,8 @@ func (p *parser) row(line int, rec []string) {
 	if len(rec) != p.width {
 		bad("%d fields, the header has %d", len(rec), p.width)
 	}
-	e := domain.RosterEntry{FullName: p.field(rec, "name"), Section: p.field(rec, "section"), Cohort: p.field(rec, "cohort")}
+	e := domain.RosterEntry{FullName: p.field(rec, "name"), Section: p.field(rec, "section"), Cohort: p.field(rec, "cohort"),
+		KeepFullName: !hasCol(p.index, "name"), KeepSection: !hasCol(p.index, "section"), KeepRole: !hasCol(p.index, "role")}
 	if e.Cohort != "" && !cohortSlug.MatchString(e.Cohort) {
 		bad("cohort %q: lower-case letters, digits, '.', '_' or '-', at most 64", e.Cohort)
 	}
@@ -271,7 +272,7 @@ func (s *Rosters) ImportInto(ctx context.Context, actor domain.User, r io.Reader
 		case !ok || len(problems) >= maxProblems:
 		case u.Role == domain.RoleRunner:
 			problems = append(problems, fmt.Sprintf("%s is a runner account; a roster cannot change it", e.Name))
-		case actor.ID != 0 && u.ID == actor.ID && u.Role != e.Role:
+		case actor.ID != 0 && u.ID == actor.ID && !e.KeepRole && u.Role != e.Role:
 			// An admin's own roster must not lock them out.
 			problems = append(problems, fmt.Sprintf("%s is you: a roster cannot change your own role (%s → %s)", e.Name, u.Role, e.Role))
 		}

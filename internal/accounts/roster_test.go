@@ -175,6 +175,43 @@ func TestRosterBadRowsAllAtOnce(t *testing.T) {
 			if _, err := svc.Import(ctx, boss, strings.NewReader("student_number,role,section\nboss,admin,Staff\n")); err != nil {
 				t.Errorf("an admin's own row keeping the role: %v", err)
 			}
+			if _, err := svc.Import(ctx, boss, strings.NewReader("student_number\nboss\n")); err != nil {
+				t.Errorf("an admin's own row in a roster without roles: %v", err)
+			}
+		})
+	}
+}
+
+// TestRosterKeepsColumnsItDoesNotHave: a roster without a section, name
+// or role column leaves those of the learners it lists as they are (it
+// used to clear every section and make everyone a learner); a column the
+// file has, even empty, is what it says.
+func TestRosterKeepsColumnsItDoesNotHave(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db := storetest.Open(t, d)
+			svc := &accounts.Rosters{DB: db}
+			if _, err := svc.Import(ctx, domain.User{}, strings.NewReader("name,student_number,section,role\nAda Li,S1,Red,learner\nTan,T1,Staff,instructor\n")); err != nil {
+				t.Fatal(err)
+			}
+			res, err := svc.Import(ctx, domain.User{}, strings.NewReader("student_number,email\nS1,s1@example.edu\nT1,t1@example.edu\nS2,s2@example.edu\n"))
+			if err != nil || len(res.Created) != 1 || res.Unchanged != 2 || len(res.Updated) != 0 {
+				t.Fatalf("a roster of logins only: %+v %v, want S2 created and the others unchanged", res, err)
+			}
+			ada, _ := db.UserByName(ctx, "S1")
+			tan, _ := db.UserByName(ctx, "T1")
+			if ada.Section != "Red" || ada.FullName != "Ada Li" || tan.Role != domain.RoleInstructor || tan.Section != "Staff" {
+				t.Errorf("kept columns changed: ada %+v, tan %+v", ada, tan)
+			}
+			if _, err := svc.Import(ctx, domain.User{}, strings.NewReader("student_number,section\nS1,\n")); err != nil {
+				t.Fatal(err)
+			}
+			if ada, _ = db.UserByName(ctx, "S1"); ada.Section != "" || ada.FullName != "Ada Li" {
+				t.Errorf("an empty section cell: %+v, want the section cleared and the name kept", ada)
+			}
 		})
 	}
 }

@@ -33,8 +33,11 @@ type GradebookFilter struct {
 
 // GradebookRow is one learner × exercise.
 type GradebookRow struct {
-	UserID     int64
-	Learner    string
+	UserID  int64
+	Learner string
+	// FullName is the learner's name as the roster gives it ("" when
+	// none was imported); Learner is the login.
+	FullName   string
 	ExerciseID string
 	Policy     string
 	// Section is the learner's section (from a roster import; may be empty).

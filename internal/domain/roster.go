@@ -12,6 +12,10 @@ type RosterEntry struct {
 	// ("": a new user joins the default cohort, an existing one keeps
 	// theirs).
 	Cohort string
+	// KeepFullName, KeepSection and KeepRole leave an existing user's
+	// value as it is: the roster has no such column (a file without a
+	// section column must not clear everyone's section).
+	KeepFullName, KeepSection, KeepRole bool
 }
 
 // RosterResult is what a roster import did. Created carries each new

@@ -94,12 +94,12 @@ func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 		scored += " AND s.cohort_id = ?"
 		scoredArgs = append(scoredArgs, f.Cohort)
 	}
-	const cols = "SELECT u.id, u.name, u.section, s.id, s.exercise_id, s.status, s.score, s.max_score, s.graded_at FROM "
+	const cols = "SELECT u.id, u.name, u.full_name, u.section, s.id, s.exercise_id, s.status, s.score, s.max_score, s.graded_at FROM "
 	const order = " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"
 	if f.MaxLearners <= 0 {
 		return cols + "users u LEFT JOIN submissions s ON " + scored + " WHERE " + where + order, append(scoredArgs, whereArgs...)
 	}
-	page := "(SELECT u.id, u.name, u.section FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ?) u "
+	page := "(SELECT u.id, u.name, u.full_name, u.section FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ?) u "
 	args := append(append(whereArgs, f.MaxLearners), scoredArgs...)
 	if !postgres {
 		return cols + page + "LEFT JOIN submissions s ON " + scored + order, args
@@ -122,7 +122,7 @@ func scanGradebookRow(rows *sql.Rows) (domain.GradebookRow, error) {
 		score, maxScore sql.NullFloat64
 		graded          sql.NullTime
 	)
-	if err := rows.Scan(&r.UserID, &r.Learner, &r.Section, &sid, &exID, &st, &score, &maxScore, &graded); err != nil {
+	if err := rows.Scan(&r.UserID, &r.Learner, &r.FullName, &r.Section, &sid, &exID, &st, &score, &maxScore, &graded); err != nil {
 		return r, fmt.Errorf("gradebook row: %w", err)
 	}
 	r.ExerciseID, r.SubmissionID, r.Status = exID.String, sid.String, st.String
@@ -142,6 +142,7 @@ type gradebookLearner struct {
 	emit      func(domain.GradebookRow) error
 	id        int64 // the current learner, -1 before the first
 	name      string
+	fullName  string
 	section   string
 	acc       map[string]*gradeAcc
 }
@@ -151,7 +152,7 @@ func (g *gradebookLearner) add(r domain.GradebookRow) error {
 		if err := g.flush(); err != nil {
 			return err
 		}
-		g.id, g.name, g.section = r.UserID, r.Learner, r.Section
+		g.id, g.name, g.fullName, g.section = r.UserID, r.Learner, r.FullName, r.Section
 	}
 	if r.SubmissionID == "" {
 		return nil
@@ -180,7 +181,7 @@ func (g *gradebookLearner) flush() error {
 		if g.counts != nil && g.counts(ex) == domain.CountLatest {
 			policy = domain.CountLatest
 		}
-		row := domain.GradebookRow{UserID: g.id, Learner: g.name, Section: g.section, ExerciseID: ex, Policy: policy}
+		row := domain.GradebookRow{UserID: g.id, Learner: g.name, FullName: g.fullName, Section: g.section, ExerciseID: ex, Policy: policy}
 		if a := g.acc[ex]; a != nil {
 			if policy == domain.CountLatest {
 				row = a.latest

@@ -33,8 +33,24 @@ func (db *DB) UsersByName(ctx context.Context, names []string) (map[string]domai
 	return out, nil
 }
 
+// kept is e with the values it keeps (the roster's missing columns)
+// taken from the user's row.
+func kept(e domain.RosterEntry, old userRow) domain.RosterEntry {
+	if e.KeepFullName {
+		e.FullName = old.FullName
+	}
+	if e.KeepSection {
+		e.Section = old.Section
+	}
+	if e.KeepRole {
+		e.Role = domain.Role(old.Role)
+	}
+	return e
+}
+
 // ImportRoster creates the roster's new users (each with a token) and
-// updates the full name, section and role of existing ones, all in one
+// updates the full name, section and role of existing ones (those the
+// roster has columns for), all in one
 // transaction with batched inserts, and records every creation and
 // change in the audit log. Importing the same roster again changes
 // nothing. Runner accounts are never touched (ECONFLICT).
@@ -61,6 +77,9 @@ func (db *DB) ImportRoster(ctx context.Context, actor domain.User, entries []dom
 		var audits []auditRow
 		for _, e := range entries {
 			old, ok := existing[e.Name]
+			if ok {
+				e = kept(e, old)
+			}
 			switch {
 			case !ok:
 				fresh = append(fresh, userRow{Name: e.Name, Role: string(e.Role), CreatedAt: now, FullName: e.FullName, Section: e.Section})
@@ -141,6 +160,9 @@ func rosterCohorts(g *gorm.DB, entries []domain.RosterEntry, existing map[string
 	slugs := map[string]int64{}
 	var rows []cohortMemberRow
 	for _, e := range entries {
+		if old, ok := existing[e.Name]; ok {
+			e = kept(e, old)
+		}
 		if e.Role != domain.RoleLearner && e.Role != domain.RoleInstructor || e.Cohort == "" && !isNew[e.Name] {
 			continue
 		}

@@ -355,11 +355,12 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 	// earlier columns keep their places; status is needs-manual while the
 	// counted score is the automatic part's and a manual question waits for
 	// a person; manual_waiting counts the learner's submissions that wait.
-	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at", "section", "status", "manual_waiting"})
+	// name (the roster's full name) is last, for the same reason.
+	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at", "section", "status", "manual_waiting", "name"})
 	n := 0
 	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
 		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, "", csvSafe(r.Section), r.Status,
-			strconv.Itoa(r.ManualWaiting)}
+			strconv.Itoa(r.ManualWaiting), csvSafe(r.FullName)}
 		if r.Attempts > 0 {
 			rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
 			rec[4] = strconv.FormatFloat(r.MaxScore, 'f', -1, 64)

@@ -59,7 +59,7 @@ func TestGradebookShowsManualPending(t *testing.T) {
 			teacher := e.user(t, "teacher", domain.RoleInstructor)
 			ada := e.user(t, "ada", domain.RoleLearner)
 			e.user(t, "bob", domain.RoleLearner)
-			if err := e.db.RawExec(ctx, "UPDATE users SET section = CASE name WHEN 'ada' THEN 'Red' ELSE 'Blue' END WHERE role = 'learner'"); err != nil {
+			if err := e.db.RawExec(ctx, "UPDATE users SET section = CASE name WHEN 'ada' THEN 'Red' ELSE 'Blue' END, full_name = CASE name WHEN 'ada' THEN '李雅' ELSE '' END WHERE role = 'learner'"); err != nil {
 				t.Fatal(err)
 			}
 			adaSub := scoreCh1(t, e.db, "ada", true, true)
@@ -72,24 +72,24 @@ func TestGradebookShowsManualPending(t *testing.T) {
 			if err != nil || len(recs) != 3 {
 				t.Fatalf("csv: %v %q", err, body)
 			}
-			if h := strings.Join(recs[0], ","); h != "learner,exercise,policy,score,max_score,attempts,submission_id,graded_at,section,status,manual_waiting" {
+			if h := strings.Join(recs[0], ","); h != "learner,exercise,policy,score,max_score,attempts,submission_id,graded_at,section,status,manual_waiting,name" {
 				t.Errorf("header %s", h)
 			}
 			rows := map[string][]string{}
 			for _, r := range recs[1:] {
 				rows[r[0]] = r
 			}
-			if r := rows["ada"]; r[3] != "1" || r[4] != "3" || r[5] != "1" || r[6] != adaSub || r[7] == "" || r[8] != "Red" || r[9] != domain.StatusNeedsManual {
+			if r := rows["ada"]; r[3] != "1" || r[4] != "3" || r[5] != "1" || r[6] != adaSub || r[7] == "" || r[8] != "Red" || r[9] != domain.StatusNeedsManual || r[11] != "李雅" {
 				t.Errorf("ada's pending row: %v", r)
 			}
-			if r := rows["bob"]; r[3] != "0" || r[8] != "Blue" || r[9] != domain.StatusGraded {
+			if r := rows["bob"]; r[3] != "0" || r[8] != "Blue" || r[9] != domain.StatusGraded || r[11] != "" {
 				t.Errorf("bob's row: %v", r)
 			}
 
 			for lang, marker := range map[string]string{"en": "manual grading pending", "zh-CN": "待人工评分"} {
 				_, body = do(t, c, "GET", e.srv.URL+"/dashboard/gradebook?exercise=ch1&lang="+lang, nil, nil)
 				table := between(body, `id="gradebook"`, "</table>")
-				adaRow := between(table, `<tr class="manual-pending"><th scope="row">ada</th>`, "</tr>")
+				adaRow := between(table, `<tr class="manual-pending"><th scope="row">ada <span class="muted gb-name">李雅</span></th>`, "</tr>")
 				if !strings.Contains(adaRow, "1 / 3") || !strings.Contains(adaRow, `mg-pending`) || !strings.Contains(adaRow, marker) || !strings.Contains(adaRow, "<td>Red</td>") {
 					t.Errorf("%s: ada's row %q", lang, adaRow)
 				}
