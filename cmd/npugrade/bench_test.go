@@ -57,7 +57,7 @@ func BenchmarkIntake(b *testing.B) {
 	}
 	dbURL := storetest.URL(b, dialect)
 	token := addUserTB(b, dbURL, "bench", "learner")
-	s := startServerTB(b, dbURL, "--local-runner", "0", "--upload-limit", "0")
+	s := startServerTB(b, dbURL, "--local-runner", "0", "--upload-limit", "0", "--max-active", "0")
 	defer s.stop()
 	nb := padded(b, 100<<10)
 	var mu sync.Mutex
@@ -130,7 +130,7 @@ func gradingLatency(b *testing.B, ch string, warm bool) float64 {
 	answer := readFileTB(b, paths[0])
 	dbURL := storetest.URL(b, "sqlite")
 	token := addUserTB(b, dbURL, "bench", "learner")
-	s := startServerTB(b, dbURL, "--local-runner", "1", "--upload-limit", "0", fmt.Sprintf("--warm=%v", warm))
+	s := startServerTB(b, dbURL, "--local-runner", "1", "--upload-limit", "0", "--max-active", "0", fmt.Sprintf("--warm=%v", warm))
 	defer s.stop()
 	// One untimed submission: the server's caches, the database and the
 	// pool's first kernel are ready after it.
@@ -188,7 +188,7 @@ func BenchmarkGradingThroughput(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/slots=%d", mode, slots), func(b *testing.B) {
 				dbURL := storetest.URL(b, "sqlite")
 				token := addUserTB(b, dbURL, "bench", "learner")
-				s := startServerTB(b, dbURL, "--local-runner", fmt.Sprint(slots), "--upload-limit", "0", fmt.Sprintf("--warm=%v", mode == "warm"))
+				s := startServerTB(b, dbURL, "--local-runner", fmt.Sprint(slots), "--upload-limit", "0", "--max-active", "0", fmt.Sprintf("--warm=%v", mode == "warm"))
 				defer s.stop()
 				waitGradedPoll(b, s, token, submitTB(b, s, token, "ch1", answers[0]), 20*time.Millisecond)
 				time.Sleep(3 * time.Second) // every slot's first kernel is ready

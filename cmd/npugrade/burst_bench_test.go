@@ -103,7 +103,7 @@ func burstServer(b *testing.B, dir string, answers [][]byte, slots, spares, roun
 	dbURL := storetest.URL(b, "sqlite")
 	token := addUserTB(b, dbURL, "bench", "learner")
 	admin := addUserTB(b, dbURL, "bench-admin", "admin")
-	s := startServerTB(b, dbURL, "--local-runner", fmt.Sprint(slots), "--upload-limit", "0",
+	s := startServerTB(b, dbURL, "--local-runner", fmt.Sprint(slots), "--upload-limit", "0", "--max-active", "0",
 		"--warm-spares", fmt.Sprint(spares), "--env", filepath.Base(dir), "--envs-dir", filepath.Dir(dir))
 	defer s.stop()
 	waitGradedPoll(b, s, token, submitTB(b, s, token, "ch1", answers[0]), 20*time.Millisecond)

@@ -119,7 +119,7 @@ func intakeServer(b *testing.B, dbURL string, clients int, nb, marker []byte, n 
 		tokens[i] = addUserTB(b, dbURL, fmt.Sprintf("bench%02d", i), "learner")
 	}
 	// serve's GC settings as the npugrade process has them by default.
-	url, stop := startServerDirect(b, dbURL, "--local-runner", "0", "--upload-limit", "0",
+	url, stop := startServerDirect(b, dbURL, "--local-runner", "0", "--upload-limit", "0", "--max-active", "0",
 		"--gc-percent", strconv.Itoa(defaultGCPercent), "--gc-memory-limit", defaultMemoryLimit)
 	defer stop()
 	return postUploads(b, dbURL, url, tokens, nb, marker, n, 0)

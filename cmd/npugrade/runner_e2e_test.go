@@ -38,7 +38,7 @@ func TestRunnersGradeEachSubmissionOnce(t *testing.T) {
 			tokA := addUser(t, dbURL, "runner-a", "runner")
 			tokB := addUser(t, dbURL, "runner-b", "runner")
 			// 50 uploads from one learner: the per-learner upload limit is not what this test is about.
-			s := runnerServer(t, dbURL, "--lease-ttl", "4s", "--upload-limit", "0")
+			s := runnerServer(t, dbURL, "--lease-ttl", "4s", "--upload-limit", "0", "--max-active", "0")
 			t.Cleanup(s.stop) // after the runners' cleanups: no long poll holds the shutdown
 			db := openDB(t, dbURL)
 

@@ -29,6 +29,7 @@ import (
 	"github.com/npugrade/npugrade/internal/fleet"
 	"github.com/npugrade/npugrade/internal/grade"
 	"github.com/npugrade/npugrade/internal/httpapi"
+	"github.com/npugrade/npugrade/internal/intake"
 	"github.com/npugrade/npugrade/internal/jobs"
 	"github.com/npugrade/npugrade/internal/runner"
 	"github.com/npugrade/npugrade/internal/runnerproto"
@@ -57,6 +58,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.publicURL = fs.String("public-url", envOr("NPUGRADE_PUBLIC_URL", ""), "the server's URL as users reach it, e.g. https://grade.example.edu: the device sign-in's verification_uri (default: the request's scheme and host, X-Forwarded-Proto/Host from trusted proxies)")
 	o.lti = fs.Bool("lti", true, "serve the LTI 1.3 tool (/lti/login, /lti/launch, /lti/jwks) and send scores to the LMS gradebooks when a platform is registered (npugrade lti platform add); needs --public-url")
 	o.uploadLimit = fs.String("upload-limit", "30/10m", "each learner's uploads per interval, refused ones included, over all exercises (COUNT/DURATION; 0 = none)")
+	o.maxActive = fs.Int("max-active", intake.DefaultMaxActive, "each learner's submissions and checks waiting for or in grading at once; more are refused (429) until one is graded (0 = no cap)")
 	printAdmin := fs.Bool("print-admin-token", false, "ensure an 'admin' user exists and print a fresh token for it")
 	cpuProfile := fs.String("cpu-profile", "", "write a CPU profile (pprof) of the whole run to this file when serve stops (make bench)")
 	logLevel := fs.LogLevel()
@@ -127,7 +129,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 type serveOptions struct {
 	dbURL, exDir, ansDir, uploadLimit, jupyter *string
 	metricsAddr, metricsToken                  *string
-	local, dbConns                             *int
+	local, dbConns, maxActive                  *int
 	leaseTTL, cellTimeout, jobTimeout          *time.Duration
 	maxUpload                                  *int64
 	trustedProxies                             []netip.Prefix
@@ -204,7 +206,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	disp := &jobs.Dispatcher{DB: db, Queue: q, Catalog: cat, LeaseTTL: *o.leaseTTL, JobTimeout: *o.jobTimeout,
 		CellTimeout: *o.cellTimeout, Log: o.log, OnGraded: metrics.Observe}
 	cfg := compose.Config{DB: db, Queue: q, Catalog: cat, Log: o.log, Dispatch: disp, Metrics: metrics,
-		MaxUpload: *o.maxUpload, UploadLimit: uploadWindow, Manual: manual, Hub: o.hub, OIDC: o.oidc}
+		MaxUpload: *o.maxUpload, UploadLimit: uploadWindow, MaxActive: activeCap(*o.maxActive), Manual: manual, Hub: o.hub, OIDC: o.oidc}
 	parts, err := ltiParts(ctx, o, db, cat, &cfg)
 	if err != nil {
 		return nil, err
@@ -384,6 +386,15 @@ func registerLocalRunner(ctx context.Context, db *store.DB, id, host string, slo
 		log.Warn("register the local runner", "err", err)
 	}
 	return rep
+}
+
+// activeCap is --max-active as intake takes it: 0 (no cap) is negative
+// there, where 0 is the default.
+func activeCap(n int) int {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // parseUploadLimit reads COUNT/DURATION ("30/10m"); "0" turns the limit off.

@@ -34,6 +34,8 @@ type Store interface {
 	// SubmissionCohort decides the cohort of a new submission (see
 	// store.DB.SubmissionCohort).
 	SubmissionCohort(ctx context.Context, userID int64, exerciseID, slug string) (int64, error)
+	// ActiveJobs counts a learner's jobs queued or running.
+	ActiveJobs(ctx context.Context, userID int64) (int64, error)
 	// CohortOffer is how a cohort offers an exercise: its own cap on
 	// submissions, among others (policy.ForCohort).
 	CohortOffer(ctx context.Context, cohortID int64, exerciseID string) (*domain.CohortExercise, error)
@@ -45,6 +47,10 @@ type Service struct {
 	Queue   *jobs.Queue
 	Catalog *exercise.Catalog
 	Limits  notebook.Limits
+	// MaxActive caps a learner's submissions and checks waiting for or in
+	// grading at once (0: DefaultMaxActive; negative: none), so one
+	// learner cannot fill the queue and every runner slot.
+	MaxActive int
 	// UploadLimit bounds each learner's uploads over all exercises,
 	// refused ones included (zero: DefaultUploadLimit; a negative Count:
 	// none).
@@ -104,6 +110,29 @@ func (s *Service) template(ex *exercise.Exercise) (*notebook.Template, error) {
 	}
 	s.templates.Store(ex.ID, t)
 	return t, nil
+}
+
+// DefaultMaxActive is a learner's default cap on submissions and checks
+// queued or in grading at once.
+const DefaultMaxActive = 10
+
+// busy refuses an upload of a learner who already has the cap of
+// submissions and checks waiting for or in grading (staff are not
+// limited). Concurrent uploads may pass it together, by a few.
+func (s *Service) busy(ctx context.Context, u domain.User) error {
+	max := s.MaxActive
+	if max == 0 {
+		max = DefaultMaxActive
+	}
+	if max < 0 || u.Role.CanSeeAll() {
+		return nil
+	}
+	n, err := s.DB.ActiveJobs(ctx, u.ID)
+	if err != nil || n < int64(max) {
+		return err
+	}
+	return &RateLimitError{Err: domain.Errorf(domain.ERATELIMIT, "%d of your uploads are waiting to be graded, the most at once; send this one when one of them is graded", n),
+		RetryAfter: 30 * time.Second}
 }
 
 // DefaultUploadLimit is a learner's limit on uploads, refused ones
@@ -226,6 +255,9 @@ func (s *Service) submit(ctx context.Context, r Request, ex *exercise.Exercise, 
 	if r.Check {
 		// A check uses no attempt, so max_submissions does not stop it.
 	} else if err := s.admit(ctx, own, r.User); err != nil {
+		return domain.Submission{}, false, err
+	}
+	if err := s.busy(ctx, r.User); err != nil {
 		return domain.Submission{}, false, err
 	}
 	// The probe seed is drawn per job from the exercise's pool; the rebuilt

@@ -30,6 +30,16 @@ func (db *DB) CountSubmissions(ctx context.Context, userID int64, exerciseID str
 	return n, nil
 }
 
+// ActiveJobs counts userID's jobs still waiting for a runner or running
+// (the jobs_active_by_user index serves it).
+func (db *DB) ActiveJobs(ctx context.Context, userID int64) (int64, error) {
+	var n int64
+	if err := db.gorm.WithContext(ctx).Model(&jobRow{}).Where("user_id = ? AND state IN ?", userID, []string{domain.JobQueued, domain.JobLeased}).Count(&n).Error; err != nil {
+		return 0, fmt.Errorf("count active jobs of user %d: %w", userID, err)
+	}
+	return n, nil
+}
+
 // attempts narrows q (on submissions) to the learner's attempts, what
 // max_submissions caps: a submission whose grading failed is none, and
 // stays none when a regrade later scores it (its score history then

@@ -43,6 +43,9 @@ type Config struct {
 	MaxUpload int64
 	// UploadLimit is how many uploads a learner may make per window.
 	UploadLimit store.UploadWindow
+	// MaxActive caps a learner's uploads waiting for or in grading
+	// (intake.Service.MaxActive).
+	MaxActive int
 	// Manual grades manual cells; serve builds it first to re-apply
 	// changed rubrics at start (nil: built here).
 	Manual *grade.Manual
@@ -100,7 +103,7 @@ func Server(c Config) *httpapi.Server {
 		v.JupyterHub = &sso.Exchange{Hub: c.Hub, DB: db, Throttle: c.Auth, Log: c.Log}
 	}
 	subs := &intake.Service{DB: db, Queue: c.Queue, Catalog: c.Catalog, Limits: notebook.Limits{MaxBytes: c.MaxUpload},
-		UploadLimit: c.UploadLimit, References: &grade.Submissions{DB: db}}
+		UploadLimit: c.UploadLimit, MaxActive: c.MaxActive, References: &grade.Submissions{DB: db}}
 	s := &httpapi.Server{DB: db, Queue: c.Queue, Catalog: c.Catalog, Submissions: subs, Dispatch: c.Dispatch,
 		Log: c.Log, Metrics: c.Metrics, MaxUpload: c.MaxUpload, Auth: c.Auth, Services: v}
 	s.Pages = web.New(pages(c, v, subs))
