@@ -143,6 +143,7 @@ class Client(ExecutePreprocessor):
         self.current = None  # (index, cell) running now
         self.interrupted = None  # monotonic time of the timeout interrupt
         self.killer = None
+        self.unconfirmed = 0  # interrupt requests the kernel has not answered
 
     def output(self, outs, msg, display_id, cell_index):
         out = super().output(outs, msg, display_id, cell_index)
@@ -213,7 +214,35 @@ class Client(ExecutePreprocessor):
             if cell is not None:
                 note(cell, timed_out=True, timeout=timeout)
             self.killer = asyncio.ensure_future(self._kill_if_ignored())
-        return await super()._async_handle_timeout(timeout, cell)
+        # As nbclient does with interrupt_on_timeout, through interrupt().
+        await self.interrupt()
+        if self.error_on_timeout:
+            return {"content": {**self.error_on_timeout, "status": "error"}}
+        return None
+
+    async def interrupt(self):
+        # With interrupt_mode "message" (the sandbox's kernels) the kernel's
+        # control thread raises the signal when it reads the request, which
+        # on a starved host can be after the cell ended and the next one
+        # began: settle_interrupts waits for its reply before the next cell.
+        if getattr(self.km.kernel_spec, "interrupt_mode", "signal") == "message":
+            self.unconfirmed += 1
+        await ensure(self.km.interrupt_kernel())
+
+    async def settle_interrupts(self, timeout):
+        """Waits up to timeout seconds for the kernel to confirm every
+        interrupt sent, so none is raised in the cell that runs next."""
+        sock = getattr(self.km, "_control_socket", None)
+        deadline = time.monotonic() + timeout
+        while self.unconfirmed > 0 and sock is not None:
+            _, msg = self.km.session.recv(sock)
+            if msg is None:
+                if time.monotonic() >= deadline:
+                    break
+                await asyncio.sleep(0.01)
+            elif msg.get("msg_type") == "interrupt_reply":
+                self.unconfirmed -= 1
+        self.unconfirmed = 0
 
     async def _kill_if_ignored(self):
         # The interrupt is sent again each second of the grace, as a user
@@ -228,7 +257,7 @@ class Client(ExecutePreprocessor):
             await asyncio.sleep(min(1.0, left))
             if self.current is not None and deadline - time.monotonic() > 0.05:
                 try:
-                    await ensure(self.km.interrupt_kernel())
+                    await self.interrupt()
                 except Exception:
                     traceback.print_exc()
         if self.current is not None:
@@ -362,6 +391,8 @@ async def execute(client, cfg, nb, language_info):
                 if client.killer is not None:
                     client.killer.cancel()
                     client.killer = None
+            if client.unconfirmed and not cell.get("metadata", {}).get(META, {}).get("interrupt_ignored"):
+                await client.settle_interrupts(client.limits["interrupt_grace"])
             if solution or not guard.installed:
                 guard.clean = False
             elif not cell.get("metadata", {}).get(META, {}).get("interrupt_ignored"):
