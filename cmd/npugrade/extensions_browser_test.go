@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/npugrade/npugrade/internal/exercise/exercisetest"
@@ -31,14 +34,28 @@ func TestWebGrantExtension(t *testing.T) {
 			defer s.stop()
 
 			in := newTab(t, s.url)
+			// The instructor works in Beijing time: the pages write every
+			// time in it, and the deadline typed is read in it.
+			in.do("zone", chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+				_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Shanghai"})
+				return err
+			}))
 			in.signIn("/dashboard/exercises/ch1", teacherTok)
 			in.do("open extensions", chromedp.Click(chromedp.CSS("#ext-link")), chromedp.WaitVisible(chromedp.CSS("#ext-form")))
+			if z := in.text("#ext-zone"); z != "(UTC+8)" {
+				t.Errorf("the deadline's zone %q, want (UTC+8)", z)
+			}
+			if n := eval[int](in, `document.querySelectorAll('#ext-learners option[value="ada"]').length`); n != 1 {
+				t.Errorf("the learner picker offers ada %d times", n)
+			}
 			in.shot("01-extensions-empty")
 			// datetime-local takes its value as typed digits in the
 			// browser's locale; setting it is what a date picker does.
 			in.do("fill the form", chromedp.SendKeys(chromedp.CSS("#ext-learner"), "ada"),
-				chromedp.SetValue(chromedp.CSS("#ext-deadline"), "2026-03-09T08:30"),
-				chromedp.SendKeys(chromedp.CSS("#ext-late"), `[{"after": "24h", "multiplier": 0.8}]`))
+				chromedp.SetValue(chromedp.CSS("#ext-deadline"), "2026-03-09T16:30"),
+				chromedp.Click(chromedp.CSS(`input[name=late_mode][value=steps]`)),
+				chromedp.SendKeys(chromedp.CSS(`.late-steps tbody tr:first-child input[name=late_after]`), "24"),
+				chromedp.SendKeys(chromedp.CSS(`.late-steps tbody tr:first-child input[name=late_multiplier]`), "0.8"))
 			in.do("grant", chromedp.Click(chromedp.CSS("#ext-form button[type=submit]")), chromedp.WaitVisible(chromedp.CSS("#ext-done")))
 			in.shot("02-extension-granted")
 			row := in.text("#ext-list tbody tr")
@@ -49,8 +66,8 @@ func TestWebGrantExtension(t *testing.T) {
 				t.Errorf("%d revoke buttons, want 1", n)
 			}
 			when := eval[string](in, `document.querySelector('#ext-list tbody tr td time').getAttribute('datetime')`)
-			if when != "2026-03-09T08:30:00Z" {
-				t.Errorf("deadline shown %q, want 2026-03-09T08:30:00Z", when)
+			if when != "2026-03-09T08:30:00Z" || !strings.Contains(row, "2026-03-09 16:30:00 UTC+8") {
+				t.Errorf("deadline shown %q (%q), want 2026-03-09T08:30:00Z written in UTC+8", when, row)
 			}
 
 			l := newTab(t, s.url)

@@ -49,7 +49,7 @@ type AuditLog interface {
 // per-question statistics and the gradebook over every learner. Callers
 // check that the reader is staff; the reports are not redacted.
 type ReportService interface {
-	SubmissionsPerDay(ctx context.Context, days int) ([]DayCount, error)
+	SubmissionsPerDay(ctx context.Context, days int, loc *time.Location) ([]DayCount, error)
 	// QueueHistory samples the queue depth every step over window.
 	QueueHistory(ctx context.Context, window, step time.Duration) ([]QueuePoint, error)
 	GradingLatency(ctx context.Context, n int) (Latency, error)

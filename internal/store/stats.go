@@ -14,15 +14,11 @@ import (
 // Postgres write differently (dates, percentiles) are done in Go over
 // streamed rows, so both dialects give the same answer.
 
-// SubmissionsPerDay counts submissions per UTC day over the last days days
-// (today included), oldest first; days without submissions count 0.
-func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]domain.DayCount, error) {
-	today := db.Now().UTC().Truncate(24 * time.Hour)
-	start := today.AddDate(0, 0, -(days - 1))
-	out := make([]domain.DayCount, days)
-	for i := range out {
-		out[i].Day = start.AddDate(0, 0, i)
-	}
+// SubmissionsPerDay counts submissions per day of zone loc over the last
+// days days (today included), oldest first; days without submissions
+// count 0.
+func (db *DB) SubmissionsPerDay(ctx context.Context, days int, loc *time.Location) ([]domain.DayCount, error) {
+	out := dayBuckets(db.Now(), days, loc)
 	// One count per day, each an index-only range of submissions_created:
 	// grouping by a day computed per row would read and sort every row.
 	var q strings.Builder
@@ -33,7 +29,7 @@ func (db *DB) SubmissionsPerDay(ctx context.Context, days int) ([]domain.DayCoun
 			q.WriteString(", ")
 		}
 		q.WriteString("(SELECT COUNT(*) FROM submissions WHERE created_at >= ? AND created_at < ?)")
-		args = append(args, out[i].Day, out[i].Day.AddDate(0, 0, 1))
+		args = append(args, out[i].Day.UTC(), out[i].Day.AddDate(0, 0, 1).UTC())
 	}
 	counts := make([]any, days)
 	for i := range out {
@@ -243,4 +239,18 @@ func (db *DB) RecentSubmissions(ctx context.Context, limit int) ([]domain.Submis
 		out[i] = toSubmission(r, names[r.UserID])
 	}
 	return out, nil
+}
+
+// dayBuckets are the days days of loc up to now's, oldest first, each
+// starting at its midnight in loc (a day with a DST change is 23 or 25 h).
+func dayBuckets(now time.Time, days int, loc *time.Location) []domain.DayCount {
+	if loc == nil {
+		loc = time.UTC
+	}
+	y, m, d := now.In(loc).Date()
+	out := make([]domain.DayCount, days)
+	for i := range out {
+		out[i].Day = time.Date(y, m, d-(days-1)+i, 0, 0, 0, 0, loc)
+	}
+	return out
 }

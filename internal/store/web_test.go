@@ -182,9 +182,18 @@ func TestGradebookAndStats(t *testing.T) {
 		}
 
 		// Dashboard statistics.
-		days, err := db.SubmissionsPerDay(ctx, 14)
+		days, err := db.SubmissionsPerDay(ctx, 14, time.UTC)
 		if err != nil || len(days) != 14 || days[13].Count != 5 {
 			t.Errorf("per day: %+v %v", days, err)
+		}
+		// Days of the viewer's zone: today's bucket opens at its midnight.
+		for _, z := range []string{"Asia/Shanghai", "America/Los_Angeles"} {
+			loc, _ := time.LoadLocation(z)
+			days, err := db.SubmissionsPerDay(ctx, 14, loc)
+			y, m, d := time.Now().In(loc).Date()
+			if err != nil || len(days) != 14 || days[13].Count != 5 || !days[13].Day.Equal(time.Date(y, m, d, 0, 0, 0, 0, loc)) {
+				t.Errorf("per day in %s: %+v %v", z, days, err)
+			}
 		}
 		lat, err := db.GradingLatency(ctx, 100)
 		if err != nil || lat.N != 5 || lat.P50 < 0 || lat.P99 < lat.P50 || lat.Max < lat.P99 {

@@ -46,7 +46,8 @@ func (h *handler) dashboard(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	if d.PerDay, err = h.Sections.SectionSubmissionsPerDay(ctx, 14, d.Section); err != nil {
+	loc := viewerZone(c.Request)
+	if d.PerDay, err = h.Sections.SectionSubmissionsPerDay(ctx, 14, d.Section, loc); err != nil {
 		h.fail(c, err)
 		return
 	}
@@ -54,7 +55,7 @@ func (h *handler) dashboard(c *gin.Context) {
 	for _, dc := range d.PerDay {
 		days = append(days, bar{Label: dc.Day.Format("01-02"), Value: float64(dc.Count)})
 	}
-	d.PerDaySVG = columnChart(chart{Title: translate(lang, "dash.per_day"), XLabel: translate(lang, "axis.day"),
+	d.PerDaySVG = columnChart(chart{Title: translate(lang, "dash.per_day"), XLabel: translate(lang, "axis.day") + " (" + zoneLabel(time.Now().In(loc)) + ")",
 		YLabel: translate(lang, "axis.submissions"), Bars: days, Fill: "#2f6fb0"})
 	depth, err := h.Queue.PendingDepth(ctx)
 	if err != nil {
@@ -71,9 +72,9 @@ func (h *handler) dashboard(c *gin.Context) {
 	}
 	var points []bar
 	for _, p := range hist {
-		points = append(points, bar{Label: p.At.UTC().Format("15:04"), Value: float64(p.Waiting)})
+		points = append(points, bar{Label: p.At.In(loc).Format("15:04"), Value: float64(p.Waiting)})
 	}
-	d.QueueSVG = columnChart(chart{Title: translate(lang, "dash.queue24"), XLabel: translate(lang, "axis.hour"),
+	d.QueueSVG = columnChart(chart{Title: translate(lang, "dash.queue24"), XLabel: translate(lang, "axis.hour") + " (" + zoneLabel(time.Now().In(loc)) + ")",
 		YLabel: translate(lang, "axis.waiting"), Bars: points, Fill: "#7a5cb0"})
 	if d.Latency, err = h.Reports.GradingLatency(ctx, 500); err != nil {
 		h.fail(c, err)

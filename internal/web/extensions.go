@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,9 +34,22 @@ type extensionsData struct {
 	Message   string
 	Problems  []string
 	// The form's values, kept when it is shown again with its problems.
-	Learner, NewDeadline, LatePenalty string
-	Done                              string // what was just done, for the notice
+	Learner, NewDeadline string
+	LateMode             string // same (the exercise's schedule), none or steps
+	Steps                []lateRow
+	Done                 string // what was just done, for the notice
+	// Learners are the picker's choices; Zone names the zone the deadline
+	// is entered in (the viewer's).
+	Learners []domain.User
+	Zone     string
 }
+
+// lateRow is one step of the form's late penalty: after Hours hours late,
+// the score is multiplied by Multiplier.
+type lateRow struct{ Hours, Multiplier string }
+
+// lateRows is how many steps the form offers.
+const lateRows = 3
 
 func (h *handler) extensionsPage(c *gin.Context) {
 	h.renderExtensions(c, http.StatusOK, extensionsData{Done: c.Query("done")})
@@ -52,6 +67,17 @@ func (h *handler) renderExtensions(c *gin.Context, status int, d extensionsData)
 		return
 	}
 	d.ID, d.Title, d.Deadline = ex.ID, exerciseTitle(ex, lang), ex.Deadline
+	if d.Learners, err = h.Sections.Learners(c.Request.Context()); err != nil {
+		h.fail(c, err)
+		return
+	}
+	d.Zone = zoneLabel(time.Now().In(viewerZone(c.Request)))
+	if d.LateMode == "" {
+		d.LateMode = "same"
+	}
+	for len(d.Steps) < lateRows {
+		d.Steps = append(d.Steps, lateRow{})
+	}
 	switch d.Done {
 	case "granted", "revoked":
 		d.Done = translate(lang, "ext.done."+d.Done)
@@ -62,18 +88,29 @@ func (h *handler) renderExtensions(c *gin.Context, status int, d extensionsData)
 }
 
 func (h *handler) grantExtension(c *gin.Context) {
-	d := extensionsData{Learner: c.PostForm("learner"), NewDeadline: c.PostForm("deadline"), LatePenalty: strings.TrimSpace(c.PostForm("late_penalty"))}
-	req := grade.ExtensionRequest{Learner: d.Learner, Deadline: d.NewDeadline}
-	if d.LatePenalty != "" {
-		var steps []exercise.LateStep
-		if err := json.Unmarshal([]byte(d.LatePenalty), &steps); err != nil {
-			d.Message = translate(c.GetString(ctxLang), "ext.invalid")
-			d.Problems = []string{`late_penalty: ` + err.Error() + ` (JSON such as [{"after": "24h", "multiplier": 0.5}])`}
-			h.renderExtensions(c, http.StatusUnprocessableEntity, d)
-			return
+	lang := c.GetString(ctxLang)
+	d := extensionsData{Learner: strings.TrimSpace(c.PostForm("learner")), NewDeadline: c.PostForm("deadline"), LateMode: c.PostForm("late_mode")}
+	after, mult := c.PostFormArray("late_after"), c.PostFormArray("late_multiplier")
+	for i := 0; i < lateRows && (i < len(after) || i < len(mult)); i++ {
+		var r lateRow
+		if i < len(after) {
+			r.Hours = strings.TrimSpace(after[i])
 		}
-		req.LatePenalty = &steps
+		if i < len(mult) {
+			r.Multiplier = strings.TrimSpace(mult[i])
+		}
+		d.Steps = append(d.Steps, r)
 	}
+	// A zone-less time (the datetime-local field) is in the viewer's zone,
+	// the one the page shows.
+	req := grade.ExtensionRequest{Learner: d.Learner, Deadline: inZone(d.NewDeadline, viewerZone(c.Request))}
+	steps, problems := lateFromForm(lang, d.LateMode, d.Steps, strings.TrimSpace(c.PostForm("late_penalty")))
+	if len(problems) > 0 {
+		d.Message, d.Problems = translate(lang, "ext.invalid"), problems
+		h.renderExtensions(c, http.StatusUnprocessableEntity, d)
+		return
+	}
+	req.LatePenalty = steps
 	if _, err := h.Extensions.Grant(c.Request.Context(), sessionOf(c).User, c.Param("id"), req); err != nil {
 		if code := domain.ErrorCode(err); code != domain.EINVALID {
 			h.fail(c, err)
@@ -122,4 +159,60 @@ func (h *handler) extendedDeadlines(ctx context.Context, exerciseID string) (map
 		}
 	}
 	return out, nil
+}
+
+// inZone writes a zone-less "2006-01-02T15:04" as RFC 3339 in loc; any
+// other text is passed on for grade.ParseDeadline to judge.
+func inZone(s string, loc *time.Location) string {
+	s = strings.TrimSpace(s)
+	for _, layout := range []string{"2006-01-02T15:04", "2006-01-02T15:04:05"} {
+		if t, err := time.ParseInLocation(layout, s, loc); err == nil {
+			return t.Format(time.RFC3339)
+		}
+	}
+	return s
+}
+
+// lateFromForm reads the form's late penalty: the exercise's (nil), none,
+// or the filled steps. A JSON schedule in late_penalty (the form before
+// it had fields; scripts) still counts when given.
+func lateFromForm(lang, mode string, rows []lateRow, raw string) (*[]exercise.LateStep, []string) {
+	if raw != "" {
+		var steps []exercise.LateStep
+		if err := json.Unmarshal([]byte(raw), &steps); err != nil {
+			return nil, []string{"late_penalty: " + err.Error()}
+		}
+		return &steps, nil
+	}
+	switch mode {
+	case "", "same":
+		return nil, nil
+	case "none":
+		return &[]exercise.LateStep{}, nil
+	case "steps":
+	default:
+		return nil, []string{fmt.Sprintf(translate(lang, "ext.bad_mode"), mode)}
+	}
+	steps := []exercise.LateStep{}
+	var problems []string
+	for i, r := range rows {
+		if r.Hours == "" && r.Multiplier == "" {
+			continue
+		}
+		h, errH := strconv.ParseFloat(r.Hours, 64)
+		m, errM := strconv.ParseFloat(r.Multiplier, 64)
+		if errH != nil || h < 0 || h > 24*366 {
+			problems = append(problems, fmt.Sprintf(translate(lang, "ext.bad_hours"), i+1, r.Hours))
+		}
+		if errM != nil {
+			problems = append(problems, fmt.Sprintf(translate(lang, "ext.bad_mult"), i+1, r.Multiplier))
+		}
+		if errH == nil && errM == nil {
+			steps = append(steps, exercise.LateStep{After: exercise.Duration(time.Duration(h * float64(time.Hour))), Multiplier: m})
+		}
+	}
+	if len(problems) == 0 && len(steps) == 0 {
+		problems = append(problems, translate(lang, "ext.no_steps"))
+	}
+	return &steps, problems
 }

@@ -26,8 +26,10 @@ type Rosters interface {
 // one; "" is everyone.
 type Sections interface {
 	Sections(ctx context.Context) ([]string, error)
-	SectionSubmissionsPerDay(ctx context.Context, days int, section string) ([]domain.DayCount, error)
+	SectionSubmissionsPerDay(ctx context.Context, days int, section string, loc *time.Location) ([]domain.DayCount, error)
 	SectionRecentSubmissions(ctx context.Context, limit int, section string) ([]domain.Submission, error)
+	// Learners are the learners in the staff member's scope (pickers).
+	Learners(ctx context.Context) ([]domain.User, error)
 }
 
 // importRoster takes the admin page's roster upload. New users' tokens

@@ -19,8 +19,8 @@ var pageNames = []string{"login", "logout", "error", "exercises", "exercise", "s
 }
 
 // mustParse builds every page once per language, each with its own
-// translation function, from the embedded templates.
-func mustParse() map[string]map[string]*template.Template {
+// translation function and its times in loc, from the embedded templates.
+func mustParse(loc *time.Location) map[string]map[string]*template.Template {
 	out := map[string]map[string]*template.Template{}
 	for _, lang := range []string{langEN, langZH} {
 		out[lang] = map[string]*template.Template{}
@@ -29,9 +29,9 @@ func mustParse() map[string]map[string]*template.Template {
 			"st":        func(status string) string { return translate(lang, "st."+status) },
 			"vd":        func(verdict string) string { return translate(lang, "v."+verdict) },
 			"role":      func(r domain.Role) string { return translate(lang, "role."+string(r)) },
-			"fbk":       func(msg string) string { return translateFeedback(lang, msg) },
+			"fbk":       func(msg string) string { return zonedText(translateFeedback(lang, msg), loc) },
 			"plural":    func(key string, n int) string { return plural(lang, key, n) },
-			"when":      whenHTML,
+			"when":      whenIn(loc),
 			"num":       trimFloat,
 			"dur":       fmtDuration,
 			"verdict":   verdictClass,
@@ -67,27 +67,6 @@ func timeOf(v any) time.Time {
 		}
 	}
 	return time.Time{}
-}
-
-// fmtTime writes a time in UTC to the second (two attempts a minute apart
-// must not look alike); nil and zero are "–".
-func fmtTime(v any) string {
-	t := timeOf(v)
-	if t.IsZero() {
-		return "–"
-	}
-	return t.UTC().Format("2006-01-02 15:04:05 UTC")
-}
-
-// whenHTML is fmtTime in a <time> element; app.js rewrites its text in
-// the viewer's time zone (still to the second), so without script the
-// page shows UTC.
-func whenHTML(v any) template.HTML {
-	t := timeOf(v)
-	if t.IsZero() {
-		return "–"
-	}
-	return template.HTML(`<time datetime="` + t.UTC().Format(time.RFC3339) + `">` + fmtTime(t) + `</time>`) //nolint:gosec // digits and punctuation only
 }
 
 func fmtDuration(d time.Duration) string {

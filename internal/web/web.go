@@ -15,7 +15,6 @@ package web
 import (
 	"context"
 	"embed"
-	"html/template"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -125,7 +124,7 @@ func (h *handler) userByToken(c *gin.Context, token string) (domain.User, error)
 
 type handler struct {
 	Deps
-	pages map[string]map[string]*template.Template // lang → page → template
+	pages *pageSets
 }
 
 // Pages are the browser pages, built once by the composition root and
@@ -153,7 +152,7 @@ func mount(r gin.IRouter, d Deps) {
 	if d.MaxUpload <= 0 {
 		d.MaxUpload = 8 << 20
 	}
-	h := &handler{Deps: d, pages: mustParse()}
+	h := &handler{Deps: d, pages: newPageSets()}
 
 	static, _ := fs.Sub(staticFS, "static")
 	r.GET("/static/*file", h.headers(), h.static(static))
@@ -299,6 +298,10 @@ type page struct {
 	Cohorts []domain.Cohort
 	Cohort  string
 	Path    string
+	// Zone is the IANA zone the page's times are written in (app.js
+	// reloads a page written in another zone than the browser's).
+	Zone       string
+	Reloadable bool // got by GET: reloading it posts nothing again
 }
 
 func (h *handler) render(c *gin.Context, status int, name, title, nav string, data any) {
@@ -306,7 +309,8 @@ func (h *handler) render(c *gin.Context, status int, name, title, nav string, da
 	if lang == "" {
 		lang = langEN
 	}
-	p := page{Lang: lang, Title: title, Nav: nav, Data: data, LangEN: langURL(c.Request.URL, langEN), LangZH: langURL(c.Request.URL, langZH)}
+	loc := viewerZone(c.Request)
+	p := page{Lang: lang, Title: title, Nav: nav, Data: data, LangEN: langURL(c.Request.URL, langEN), LangZH: langURL(c.Request.URL, langZH), Zone: loc.String(), Reloadable: c.Request.Method == http.MethodGet}
 	if s, ok := c.Get(ctxSession); ok {
 		ws := s.(domain.WebSession)
 		p.User, p.CSRF = &ws.User, ws.CSRFToken
@@ -316,7 +320,7 @@ func (h *handler) render(c *gin.Context, status int, name, title, nav string, da
 			p.Cohort, p.Path = c.Query("cohort"), c.Request.URL.Path
 		}
 	}
-	t := h.pages[lang][name]
+	t := h.pages.page(lang, name, loc)
 	c.Header("Content-Type", "text/html; charset=utf-8")
 	c.Header("Cache-Control", "no-store")
 	c.Status(status)

@@ -117,7 +117,7 @@ func TestSignInSessionsAndCSRF(t *testing.T) {
 				}
 			}
 			resp, body := do(t, c, "GET", e.srv.URL+"/login", nil, map[string]string{"Accept-Language": "zh-CN,zh;q=0.9,en;q=0.5"})
-			if resp.StatusCode != 200 || !strings.Contains(body, `<html lang="zh-CN">`) || !strings.Contains(body, "登录") {
+			if resp.StatusCode != 200 || !strings.Contains(body, `<html lang="zh-CN"`) || !strings.Contains(body, "登录") {
 				t.Errorf("Chinese sign-in page: %d", resp.StatusCode)
 			}
 			if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "script-src 'self'") || strings.Contains(csp, "unsafe") {

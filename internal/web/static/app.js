@@ -1,25 +1,28 @@
-// Times: every <time datetime> is written by the server in UTC; show it
-// in the viewer's time zone, to the second, with the zone's name.
+// Times: the server writes every time on a page in the zone it was told
+// (the npugrade_tz cookie, else UTC) and names it in <html data-tz>. Tell
+// it the browser's zone, and reload a page written in another zone once,
+// so no page mixes zones. (sessionStorage stops a loop where cookies are
+// refused; the page then stays in UTC throughout.)
 (function () {
   "use strict";
-  var lang = document.documentElement.lang || undefined;
-  var fmt;
-  try {
-    fmt = new Intl.DateTimeFormat(lang, { year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit",
-      minute: "2-digit", second: "2-digit", hour12: false, timeZoneName: "short" });
-  } catch (e) { return; }
-  document.querySelectorAll("time[datetime]").forEach(function (el) {
-    var d = new Date(el.getAttribute("datetime"));
-    if (isNaN(d.getTime())) { return; }
-    el.setAttribute("title", el.textContent);
-    el.textContent = fmt.format(d);
-    el.classList.add("local");
-  });
+  var zone;
+  try { zone = Intl.DateTimeFormat().resolvedOptions().timeZone; } catch (e) { return; }
+  var page = document.documentElement.getAttribute("data-tz");
+  if (!zone || !page || zone === page || !/^[A-Za-z0-9_+\/-]{1,64}$/.test(zone)) { return; }
+  document.cookie = "npugrade_tz=" + zone + "; path=/; max-age=31536000; SameSite=Lax" +
+    (location.protocol === "https:" ? "; Secure" : "");
+  var key = "npugrade_tz_reload:" + zone;
+  // Only a page got by GET is reloaded: a form's answer would be posted again.
+  if (document.documentElement.hasAttribute("data-tz-reload") &&
+      document.querySelector("time[datetime], svg.chart, [data-zoned]") && !sessionStorage.getItem(key)) {
+    sessionStorage.setItem(key, "1");
+    location.reload();
+  }
 })();
 
 // Live status of a queued or running submission: poll the status endpoint
 // and reload once it is graded or failed, so the feedback appears. The
-// only script on any page; it writes text only (textContent), never HTML.
+// script writes text only (textContent), never HTML.
 (function () {
   "use strict";
   var el = document.querySelector("[data-poll]");
