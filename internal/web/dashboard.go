@@ -428,26 +428,7 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 	_ = w.Write(append(header, questions...))
 	n := 0
 	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
-		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, "", csvSafe(r.Section), r.Status,
-			strconv.Itoa(r.ManualWaiting), csvSafe(r.FullName), ""}
-		if r.Attempts > 0 {
-			rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
-			rec[4] = strconv.FormatFloat(r.MaxScore, 'f', -1, 64)
-			rec[12] = strconv.FormatFloat(r.RawScore, 'f', -1, 64)
-		}
-		if r.GradedAt != nil {
-			rec[7] = r.GradedAt.UTC().Format(time.RFC3339)
-		}
-		for _, col := range questions {
-			v := ""
-			if ex, cell, _ := strings.Cut(col, "/"); ex == r.ExerciseID {
-				if p, ok := r.Points[cell]; ok {
-					v = strconv.FormatFloat(p, 'f', -1, 64)
-				}
-			}
-			rec = append(rec, v)
-		}
-		if err := w.Write(rec); err != nil {
+		if err := w.Write(gradebookRecord(r, questions)); err != nil {
 			return err
 		}
 		if n++; n%1000 == 0 {
@@ -464,6 +445,31 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 		panic(http.ErrAbortHandler)
 	}
 	w.Flush()
+}
+
+// gradebookRecord is r's line of the CSV, with the points of each of the
+// question columns that is r's exercise's.
+func gradebookRecord(r domain.GradebookRow, questions []string) []string {
+	rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, "", csvSafe(r.Section), r.Status,
+		strconv.Itoa(r.ManualWaiting), csvSafe(r.FullName), ""}
+	if r.Attempts > 0 {
+		rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
+		rec[4] = strconv.FormatFloat(r.MaxScore, 'f', -1, 64)
+		rec[12] = strconv.FormatFloat(r.RawScore, 'f', -1, 64)
+	}
+	if r.GradedAt != nil {
+		rec[7] = r.GradedAt.UTC().Format(time.RFC3339)
+	}
+	for _, col := range questions {
+		v := ""
+		if ex, cell, _ := strings.Cut(col, "/"); ex == r.ExerciseID {
+			if p, ok := r.Points[cell]; ok {
+				v = strconv.FormatFloat(p, 'f', -1, 64)
+			}
+		}
+		rec = append(rec, v)
+	}
+	return rec
 }
 
 // gradebookQuestions names the export's question columns: each question
