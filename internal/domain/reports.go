@@ -15,7 +15,8 @@ type GradebookFilter struct {
 	Exercises []string
 	// ExerciseID keeps one exercise ("" = all of Exercises).
 	ExerciseID string
-	// Learner keeps learners whose name contains it (case-insensitive).
+	// Learner keeps learners whose login or full name contains it
+	// (case-insensitive).
 	Learner string
 	// Section keeps the learners of one section ("" = all).
 	Section string
@@ -29,6 +30,12 @@ type GradebookFilter struct {
 	// name) and the database reads only their submissions: a page of
 	// the gradebook costs its learners, not the whole class.
 	MaxLearners int
+	// Offset, with MaxLearners, skips the first learners: a later page.
+	Offset int
+	// Questions fills each row's Points (the counted submission's points
+	// per question); the store reads them a bounded batch of learners at
+	// a time.
+	Questions bool
 }
 
 // GradebookRow is one learner × exercise.
@@ -46,6 +53,8 @@ type GradebookRow struct {
 	// automatic part and waiting for manual grading); 0 means no score yet.
 	Attempts int
 	Score    float64
+	// RawScore is Score before the late penalty (equal when on time).
+	RawScore float64
 	MaxScore float64
 	// SubmissionID is the submission that counts, and Status its status:
 	// StatusGraded, or StatusNeedsManual while a manual cell waits for a
@@ -56,7 +65,14 @@ type GradebookRow struct {
 	// ManualWaiting counts the learner's scored submissions to the
 	// exercise (the counted one included) that wait for manual grading.
 	ManualWaiting int
+	// Points are the counted submission's points by question (cell id),
+	// of its counted cells; filled only when the filter asks for them.
+	Points map[string]float64
 }
+
+// Late reports whether the counted score is less than the points got: a
+// late penalty applied.
+func (r GradebookRow) Late() bool { return r.Attempts > 0 && r.RawScore-r.Score > 1e-9 }
 
 // ManualPending reports whether the counted submission still waits for
 // manual grading (its score is the automatic part's).

@@ -57,6 +57,9 @@ type ReportService interface {
 	// Gradebook streams one row per learner × exercise to emit; an error
 	// from emit stops it and is returned.
 	Gradebook(ctx context.Context, f GradebookFilter, emit func(GradebookRow) error) error
+	// GradebookLearners counts the learners Gradebook lists for f (its
+	// paging aside): what a page of the gradebook is out of.
+	GradebookLearners(ctx context.Context, f GradebookFilter) (int, error)
 	// QuestionStats and CommonFailures cover the scored submissions of an
 	// exercise, of one section's learners when section is not "".
 	QuestionStats(ctx context.Context, exerciseID, section string) ([]QuestionStat, error)

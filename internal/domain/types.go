@@ -82,16 +82,18 @@ type Submission struct {
 	NotebookSHA256  string
 	Status          string
 	Score           float64
-	MaxScore        float64
-	Message         string
-	Profile         string
-	RunnerID        string
-	EnvFingerprint  string
-	GraderVersion   string
-	CreatedAt       time.Time
-	StartedAt       *time.Time
-	GradedAt        *time.Time
-	Cells           []CellResult
+	// RawScore is Score before the late penalty (equal when on time).
+	RawScore       float64
+	MaxScore       float64
+	Message        string
+	Profile        string
+	RunnerID       string
+	EnvFingerprint string
+	GraderVersion  string
+	CreatedAt      time.Time
+	StartedAt      *time.Time
+	GradedAt       *time.Time
+	Cells          []CellResult
 	// Check is true for an uncounted check: graded like a submission but
 	// no attempt, not in the gradebook, no score event.
 	Check bool

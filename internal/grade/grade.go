@@ -156,7 +156,7 @@ func (s *Submissions) Grade(ctx context.Context, ex *exercise.Exercise, sub doma
 		status = domain.StatusGraded
 	}
 	return store.Grade{
-		SubmissionID: sub.ID, Score: sc.Score, MaxScore: sc.MaxScore, Message: sc.Message,
+		SubmissionID: sub.ID, Score: sc.Score, RawScore: scoring.Points(sc.Cells), MaxScore: sc.MaxScore, Message: sc.Message,
 		Profile: sc.Profile, EnvFingerprint: res.EnvFingerprint, GraderVersion: sc.GraderVersion,
 		Executed: res.Notebook, Cells: sc.Cells, Status: status, Check: sub.Check,
 	}, nil

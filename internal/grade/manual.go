@@ -309,7 +309,7 @@ func (s Manual) change(ex *exercise.Exercise, sub domain.Submission, g domain.Ma
 	cells := append([]domain.CellResult(nil), sub.Cells...)
 	ApplyManual(ex, cells, map[string]domain.ManualGrade{g.CellID: g})
 	score, msg := scoring.Total(cells, mult, "")
-	return store.ManualChange{Grade: g, Cells: cells, Score: score, Message: msg, Status: scoring.Status(cells), History: history, Reason: scoreReason(g.Kind, answer),
+	return store.ManualChange{Grade: g, Cells: cells, Score: score, RawScore: scoring.Points(cells), Message: msg, Status: scoring.Status(cells), History: history, Reason: scoreReason(g.Kind, answer),
 		AuditAction: action, AuditDetail: detail, Answer: answer}, nil
 }
 

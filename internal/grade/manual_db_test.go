@@ -42,7 +42,8 @@ func TestManualGradesKeptAndRubricChangeReapplied(t *testing.T) {
 				t.Fatal(err)
 			}
 			s, err := m.Grade(ctx, ex, sub.ID, "why", grade.ManualInput{Items: []string{"a", "b"}, Comment: "good"}, teacher)
-			if err != nil || s.Status != domain.StatusGraded || s.Score != 3 {
+			// No deadline: the score before the penalty follows the points.
+			if err != nil || s.Status != domain.StatusGraded || s.Score != 3 || s.RawScore != 3 {
 				t.Fatalf("after grading by hand: %v %+v", err, s)
 			}
 			run() // a regrade's new run keeps the grade in force
@@ -53,7 +54,7 @@ func TestManualGradesKeptAndRubricChangeReapplied(t *testing.T) {
 			if err := m.SyncRubrics(ctx, changed); err != nil {
 				t.Fatal(err)
 			}
-			if s, _ := db.Submission(ctx, sub.ID); s.Score != 2.5 || s.Cells[1].Points != 1.5 {
+			if s, _ := db.Submission(ctx, sub.ID); s.Score != 2.5 || s.RawScore != 2.5 || s.Cells[1].Points != 1.5 {
 				t.Errorf("after the rubric change: %g %+v", s.Score, s.Cells)
 			}
 			if err := m.SyncRubrics(ctx, changed); err != nil { // seen: nothing again

@@ -144,6 +144,11 @@ func TestRegradePreviewApplyDiscard(t *testing.T) {
 			if a2.Score != 2 || b2.Score != 1 || a2.GraderVersion != scoring.GraderVersion(ex2) || a2.ExerciseVersion != ex2.Version {
 				t.Errorf("after apply: alice %g (%s), bob %g", a2.Score, a2.GraderVersion, b2.Score)
 			}
+			// Without a deadline the score before the penalty is the score,
+			// the regrade's new one.
+			if a2.RawScore != 2 || b2.RawScore != 1 {
+				t.Errorf("after apply, before the penalty: alice %g, bob %g", a2.RawScore, b2.RawScore)
+			}
 			if a2.EnvFingerprint != "fp-1" || a2.Profile != "cpu" {
 				t.Errorf("a recompare keeps the run's profile and fingerprint: %q %q", a2.Profile, a2.EnvFingerprint)
 			}

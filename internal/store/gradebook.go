@@ -16,27 +16,67 @@ type gradeAcc struct {
 
 // Gradebook streams one row per learner × exercise, learners by name, to
 // emit. It reads the joined rows one at a time and holds only the current
-// learner's exercises, so 10,000 learners cost no more memory than one.
+// learner's exercises, so 10,000 learners cost no more memory than one;
+// with f.Questions, a batch of gradebookPointsBatch learners.
 func (db *DB) Gradebook(ctx context.Context, f domain.GradebookFilter, emit func(domain.GradebookRow) error) error {
-	exercises := f.Exercises
-	if f.ExerciseID != "" {
-		exercises = nil
-		for _, id := range f.Exercises {
-			if id == f.ExerciseID {
-				exercises = []string{id}
-			}
-		}
-	}
+	exercises := gradebookExercises(f)
 	if len(exercises) == 0 {
 		return nil
 	}
+	f, ok := gradebookScope(ctx, f)
+	if !ok {
+		return nil
+	}
+	if f.Questions {
+		return db.gradebookWithPoints(ctx, f, exercises, emit)
+	}
+	return db.gradebookRows(ctx, f, exercises, emit)
+}
+
+// GradebookLearners counts the learners Gradebook lists for f, every page.
+func (db *DB) GradebookLearners(ctx context.Context, f domain.GradebookFilter) (int, error) {
+	if len(gradebookExercises(f)) == 0 {
+		return 0, nil
+	}
+	f, ok := gradebookScope(ctx, f)
+	if !ok {
+		return 0, nil
+	}
+	where, args := gradebookWhere(f)
+	var n int
+	if err := db.gorm.WithContext(ctx).Raw("SELECT COUNT(*) FROM users u WHERE "+where, args...).Row().Scan(&n); err != nil {
+		return 0, fmt.Errorf("count gradebook learners: %w", err)
+	}
+	return n, nil
+}
+
+// gradebookExercises are the exercises a learner gets a row for.
+func gradebookExercises(f domain.GradebookFilter) []string {
+	if f.ExerciseID == "" {
+		return f.Exercises
+	}
+	for _, id := range f.Exercises {
+		if id == f.ExerciseID {
+			return []string{id}
+		}
+	}
+	return nil
+}
+
+// gradebookScope narrows f to the reader's cohort; false when the reader
+// sees no learner at all.
+func gradebookScope(ctx context.Context, f domain.GradebookFilter) (domain.GradebookFilter, bool) {
 	if sc, ok := domain.ScopeOf(ctx); ok && !sc.All && !sc.Has(f.Cohort) {
 		// A scoped reader lists one of their cohorts, never everyone.
 		if len(sc.Cohorts) == 0 {
-			return nil
+			return f, false
 		}
 		f.Cohort = sc.Cohorts[0]
 	}
+	return f, true
+}
+
+func (db *DB) gradebookRows(ctx context.Context, f domain.GradebookFilter, exercises []string, emit func(domain.GradebookRow) error) error {
 	q, args := gradebookQuery(f, db.Dialect == "postgres")
 	rows, err := db.gorm.WithContext(ctx).Raw(q, args...).Rows()
 	if err != nil {
@@ -59,14 +99,96 @@ func (db *DB) Gradebook(ctx context.Context, f domain.GradebookFilter, emit func
 	return gb.flush()
 }
 
-// gradebookQuery selects every learner (filtered by name and section; the
-// first MaxLearners when set) with their scored submissions (of one exercise,
-// when filtered), a learner's rows together, in submission order.
-func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
+// gradebookPointsBatch is how many learners' rows wait for their points:
+// the cells are read once the batch's rows are (SQLite has one connection,
+// so not while they stream).
+const gradebookPointsBatch = 200
+
+// gradebookWithPoints streams f's rows a batch of learners at a time, each
+// row with its counted submission's points.
+func (db *DB) gradebookWithPoints(ctx context.Context, f domain.GradebookFilter, exercises []string, emit func(domain.GradebookRow) error) error {
+	first, limit := f.Offset, f.MaxLearners
+	if limit <= 0 {
+		first = 0
+	}
+	var batch []domain.GradebookRow
+	for done := 0; limit <= 0 || done < limit; {
+		b := f
+		b.Offset, b.MaxLearners = first+done, gradebookPointsBatch
+		if limit > 0 {
+			b.MaxLearners = min(b.MaxLearners, limit-done)
+		}
+		batch = batch[:0]
+		learners, last := 0, int64(-1)
+		err := db.gradebookRows(ctx, b, exercises, func(r domain.GradebookRow) error {
+			if r.UserID != last {
+				learners, last = learners+1, r.UserID
+			}
+			batch = append(batch, r)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if err := db.fillPoints(ctx, batch); err != nil {
+			return err
+		}
+		for _, r := range batch {
+			if err := emit(r); err != nil {
+				return err
+			}
+		}
+		if learners < b.MaxLearners {
+			return nil
+		}
+		done += learners
+	}
+	return nil
+}
+
+// fillPoints sets each row's Points from its counted submission's counted
+// cells.
+func (db *DB) fillPoints(ctx context.Context, rows []domain.GradebookRow) error {
+	at := map[string]int{}
+	for i, r := range rows {
+		if r.SubmissionID != "" {
+			at[r.SubmissionID] = i
+		}
+	}
+	if len(at) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(at))
+	for id := range at {
+		ids = append(ids, id)
+	}
+	var cells []struct {
+		SubmissionID string
+		CellID       string
+		Points       float64
+	}
+	if err := db.gorm.WithContext(ctx).Raw("SELECT submission_id, cell_id, points FROM cell_results WHERE counted = ? AND submission_id IN ?", true, ids).
+		Scan(&cells).Error; err != nil {
+		return fmt.Errorf("gradebook points: %w", err)
+	}
+	for _, c := range cells {
+		r := &rows[at[c.SubmissionID]]
+		if r.Points == nil {
+			r.Points = map[string]float64{}
+		}
+		r.Points[c.CellID] = c.Points
+	}
+	return nil
+}
+
+// gradebookWhere selects the learners of f: by login or full name, section
+// and cohort.
+func gradebookWhere(f domain.GradebookFilter) (string, []any) {
 	where, whereArgs := "u.role = ?", []any{string(domain.RoleLearner)}
 	if f.Learner != "" {
-		where += ` AND LOWER(u.name) LIKE ? ESCAPE '\'`
-		whereArgs = append(whereArgs, "%"+likeEscape(strings.ToLower(f.Learner))+"%")
+		like := "%" + likeEscape(strings.ToLower(f.Learner)) + "%"
+		where += ` AND (LOWER(u.name) LIKE ? ESCAPE '\' OR LOWER(u.full_name) LIKE ? ESCAPE '\')`
+		whereArgs = append(whereArgs, like, like)
 	}
 	if f.Section != "" {
 		where += " AND u.section = ?"
@@ -82,6 +204,14 @@ func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 		where += " AND " + member
 		whereArgs = append(whereArgs, f.Cohort, string(domain.RoleLearner))
 	}
+	return where, whereArgs
+}
+
+// gradebookQuery selects every learner of gradebookWhere (a page of
+// MaxLearners from Offset when set) with their scored submissions (of one
+// exercise, when filtered), a learner's rows together, in submission order.
+func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
+	where, whereArgs := gradebookWhere(f)
 	// Scored submissions: graded, and those graded for their automatic
 	// part that wait for manual grading (marked so by their status); never
 	// a check.
@@ -94,13 +224,13 @@ func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 		scored += " AND s.cohort_id = ?"
 		scoredArgs = append(scoredArgs, f.Cohort)
 	}
-	const cols = "SELECT u.id, u.name, u.full_name, u.section, s.id, s.exercise_id, s.status, s.score, s.max_score, s.graded_at FROM "
+	const cols = "SELECT u.id, u.name, u.full_name, u.section, s.id, s.exercise_id, s.status, s.score, s.raw_score, s.max_score, s.graded_at FROM "
 	const order = " ORDER BY u.name, u.id, s.exercise_id, s.created_at, s.id"
 	if f.MaxLearners <= 0 {
 		return cols + "users u LEFT JOIN submissions s ON " + scored + " WHERE " + where + order, append(scoredArgs, whereArgs...)
 	}
-	page := "(SELECT u.id, u.name, u.full_name, u.section FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ?) u "
-	args := append(append(whereArgs, f.MaxLearners), scoredArgs...)
+	page := "(SELECT u.id, u.name, u.full_name, u.section FROM users u WHERE " + where + " ORDER BY u.name, u.id LIMIT ? OFFSET ?) u "
+	args := append(append(whereArgs, f.MaxLearners, max(f.Offset, 0)), scoredArgs...)
 	if !postgres {
 		return cols + page + "LEFT JOIN submissions s ON " + scored + order, args
 	}
@@ -109,7 +239,7 @@ func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 	// hash all of them (a scan of every submission: 0.5-0.65 s at
 	// 500,000, the page's 130 ms otherwise); OFFSET 0 keeps it from
 	// pulling the subquery up into that join.
-	return cols + page + "LEFT JOIN LATERAL (SELECT s.id, s.exercise_id, s.status, s.score, s.max_score, s.graded_at, s.created_at FROM submissions s WHERE " +
+	return cols + page + "LEFT JOIN LATERAL (SELECT s.id, s.exercise_id, s.status, s.score, s.raw_score, s.max_score, s.graded_at, s.created_at FROM submissions s WHERE " +
 		scored + " OFFSET 0) s ON TRUE" + order, args
 }
 
@@ -117,16 +247,16 @@ func gradebookQuery(f domain.GradebookFilter, postgres bool) (string, []any) {
 // empty SubmissionID.
 func scanGradebookRow(rows *sql.Rows) (domain.GradebookRow, error) {
 	var (
-		r               domain.GradebookRow
-		sid, exID, st   sql.NullString
-		score, maxScore sql.NullFloat64
-		graded          sql.NullTime
+		r                    domain.GradebookRow
+		sid, exID, st        sql.NullString
+		score, raw, maxScore sql.NullFloat64
+		graded               sql.NullTime
 	)
-	if err := rows.Scan(&r.UserID, &r.Learner, &r.FullName, &r.Section, &sid, &exID, &st, &score, &maxScore, &graded); err != nil {
+	if err := rows.Scan(&r.UserID, &r.Learner, &r.FullName, &r.Section, &sid, &exID, &st, &score, &raw, &maxScore, &graded); err != nil {
 		return r, fmt.Errorf("gradebook row: %w", err)
 	}
 	r.ExerciseID, r.SubmissionID, r.Status = exID.String, sid.String, st.String
-	r.Score, r.MaxScore = score.Float64, maxScore.Float64
+	r.Score, r.RawScore, r.MaxScore = score.Float64, raw.Float64, maxScore.Float64
 	if graded.Valid {
 		t := graded.Time
 		r.GradedAt = &t

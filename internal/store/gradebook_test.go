@@ -2,7 +2,9 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/store"
@@ -151,5 +153,85 @@ func TestGradebookMarksUncountedManualPending(t *testing.T) {
 				t.Errorf("%s: ada counts %s (pending %v, uncounted pending %v), want %s", policy, a.SubmissionID, a.ManualPending(), a.UncountedManualPending(), wantSub)
 			}
 		}
+	})
+}
+
+// TestGradebookPagesAndQuestionPoints: the store pages the gradebook
+// (Offset with MaxLearners) and counts the learners of a filter; with
+// Questions every row, across the batches it reads them in, has its
+// counted submission's points by counted question, and the score before
+// the late penalty beside the penalised one.
+func TestGradebookPagesAndQuestionPoints(t *testing.T) {
+	t.Parallel()
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		now := time.Now().UTC().Add(-time.Hour)
+		if err := db.InTx(ctx, func(tx *store.Tx) error {
+			if err := tx.RawExec("INSERT INTO blobs (sha256, size, data, created_at) VALUES ('seed', 2, ?, ?)", []byte("{}"), now); err != nil {
+				return err
+			}
+			var users, subs, cells []map[string]any
+			for i := range 450 {
+				id := int64(1000 + i)
+				users = append(users, map[string]any{"id": id, "name": fmt.Sprintf("p%03d", i), "role": "learner", "created_at": now})
+				sid := fmt.Sprintf("s%d", id)
+				subs = append(subs, map[string]any{"id": sid, "user_id": id, "exercise_id": "lab", "exercise_version": "v", "notebook_sha256": "seed",
+					"status": "graded", "score": 1.5, "raw_score": 3.0, "max_score": 4.0, "created_at": now, "graded_at": now})
+				for j, c := range []struct {
+					id      string
+					points  float64
+					counted bool
+				}{{"q1", 1, true}, {"q2", 2, true}, {"skipped", 0, false}} {
+					cells = append(cells, map[string]any{"submission_id": sid, "position": j, "cell_id": c.id, "verdict": "pass",
+						"points": c.points, "max_points": 1.0, "counted": c.counted, "message": "", "observed": "", "expected": "", "diff": ""})
+				}
+			}
+			if err := tx.RawInsert("users", users); err != nil {
+				return err
+			}
+			if err := tx.RawInsert("submissions", subs); err != nil {
+				return err
+			}
+			return tx.RawInsert("cell_results", cells)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		collect := func(f domain.GradebookFilter) []domain.GradebookRow {
+			t.Helper()
+			f.Exercises = []string{"lab"}
+			var out []domain.GradebookRow
+			if err := db.Gradebook(ctx, f, func(r domain.GradebookRow) error { out = append(out, r); return nil }); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		for _, tc := range []struct {
+			learner string
+			want    int
+		}{{"", 450}, {"P04", 10}, {"nobody", 0}} {
+			if n, err := db.GradebookLearners(ctx, domain.GradebookFilter{Exercises: []string{"lab"}, Learner: tc.learner}); err != nil || n != tc.want {
+				t.Errorf("learners matching %q: %d %v, want %d", tc.learner, n, err, tc.want)
+			}
+		}
+		if page := collect(domain.GradebookFilter{MaxLearners: 50, Offset: 400}); len(page) != 50 || page[0].Learner != "p400" || page[49].Learner != "p449" || page[0].Points != nil {
+			t.Errorf("last page: %d rows", len(page))
+		}
+		check := func(name string, rows []domain.GradebookRow, n int, first string) {
+			t.Helper()
+			if len(rows) != n || rows[0].Learner != first {
+				t.Fatalf("%s: %d rows from %s, want %d from %s", name, len(rows), rows[0].Learner, n, first)
+			}
+			for i, r := range rows {
+				if len(r.Points) != 2 || r.Points["q1"] != 1 || r.Points["q2"] != 2 || r.Score != 1.5 || r.RawScore != 3 || !r.Late() {
+					t.Fatalf("%s: row %d (%s): %+v", name, i, r.Learner, r)
+				}
+				if i > 0 && rows[i-1].Learner >= r.Learner {
+					t.Fatalf("%s: %s after %s", name, r.Learner, rows[i-1].Learner)
+				}
+			}
+		}
+		check("every learner", collect(domain.GradebookFilter{Questions: true}), 450, "p000")
+		check("250 learners", collect(domain.GradebookFilter{Questions: true, MaxLearners: 250}), 250, "p000")
+		check("a page", collect(domain.GradebookFilter{Questions: true, MaxLearners: 20, Offset: 190}), 20, "p190")
 	})
 }

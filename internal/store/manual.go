@@ -101,11 +101,13 @@ func (db *DB) ManualGradedSubmissions(ctx context.Context, exerciseID, cellID st
 type ManualChange struct {
 	// Grade is the decision, recorded in manual_grades.
 	Grade domain.ManualGrade
-	// Cells, Score and Message are the submission's new result.
-	Cells   []domain.CellResult
-	Score   float64
-	Message string
-	Status  string
+	// Cells, Score and Message are the submission's new result; RawScore
+	// is Score before the late penalty.
+	Cells    []domain.CellResult
+	Score    float64
+	RawScore float64
+	Message  string
+	Status   string
 	// History, when set, keeps the old score in score_history with this reason.
 	History string
 	// Reason is the door (domain.ScoreReason*) the score-changed event names.
@@ -171,7 +173,7 @@ func (db *DB) writeRescore(tx *gorm.DB, row submissionRow, old domain.Submission
 		return fmt.Errorf("record manual grade of %s/%s: %w", row.ID, g.CellID, err)
 	}
 	if err := db.changeScore(tx, row, old.Cells, ScoreChange{Reason: rs.Reason, Note: rs.History, Actor: actor,
-		Score: rs.Score, Message: rs.Message, Cells: rs.Cells, Status: rs.Status}); err != nil {
+		Score: rs.Score, RawScore: rs.RawScore, Message: rs.Message, Cells: rs.Cells, Status: rs.Status}); err != nil {
 		return err
 	}
 	if rs.Status == domain.StatusGraded && row.Status != domain.StatusGraded {

@@ -47,6 +47,7 @@ type submissionRow struct {
 	ExecutedSHA256  *string `gorm:"column:executed_sha256"`
 	Status          string
 	Score           float64
+	RawScore        float64 // before the late penalty (migration 00033)
 	MaxScore        float64
 	Message         string
 	Profile         string

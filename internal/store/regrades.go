@@ -40,6 +40,7 @@ type regradeItemRow struct {
 	OldMaxScore    float64
 	OldVersion     string
 	NewScore       float64
+	NewRawScore    float64 // migration 00033
 	NewMaxScore    float64
 	NewStatus      string // migration 00024
 	Message        string
@@ -129,7 +130,7 @@ func (db *DB) fillItem(tx *gorm.DB, ir *regradeItemRow, g Grade) error {
 	if g.Status == "" {
 		return fmt.Errorf("regrade item of %s: no status", ir.SubmissionID)
 	}
-	ir.State, ir.NewScore, ir.NewMaxScore, ir.Message = domain.RegradeItemDone, g.Score, g.MaxScore, g.Message
+	ir.State, ir.NewScore, ir.NewRawScore, ir.NewMaxScore, ir.Message = domain.RegradeItemDone, g.Score, g.RawScore, g.MaxScore, g.Message
 	ir.NewStatus = g.Status
 	ir.Profile, ir.EnvFingerprint, ir.Cells = g.Profile, g.EnvFingerprint, string(cells)
 	if g.Executed != nil {
@@ -289,7 +290,7 @@ func (db *DB) applyItem(tx *gorm.DB, regradeID int64, exVersion, graderVersion s
 	}
 	rid := regradeID
 	return db.changeScore(tx, sub, old.Cells, ScoreChange{Reason: domain.ScoreReasonRegrade, Actor: domain.User{Name: "regrade " + strconv.FormatInt(regradeID, 10)},
-		Score: it.NewScore, Message: it.Message, Cells: it.Cells, Status: ir.NewStatus, regradeID: &rid,
+		Score: it.NewScore, RawScore: ir.NewRawScore, Message: it.Message, Cells: it.Cells, Status: ir.NewStatus, regradeID: &rid,
 		fields: map[string]any{"max_score": it.NewMaxScore, "profile": profile, "env_fingerprint": env, "grader_version": graderVersion,
 			"exercise_version": exVersion, "executed_sha256": executed, "graded_at": now}})
 }

@@ -22,11 +22,14 @@ type ScoreChange struct {
 	Note  string
 	Actor domain.User
 	// Score and Message are the new result; Cells, when not nil, replace
-	// the cell results and Status (scoring.Status of them) is written too.
-	Score   float64
-	Message string
-	Cells   []domain.CellResult
-	Status  string
+	// the cell results and Status (scoring.Status of them) and RawScore
+	// (their points before the late penalty) are written too: the raw
+	// score changes only with the cells.
+	Score    float64
+	RawScore float64
+	Message  string
+	Cells    []domain.CellResult
+	Status   string
 	// KeepHistory keeps the old score even without a Note.
 	KeepHistory bool
 	regradeID   *int64
@@ -51,7 +54,7 @@ func (db *DB) changeScore(tx *gorm.DB, row submissionRow, old []domain.CellResul
 			return fmt.Errorf("change score of %s: new cells without a status", row.ID)
 		}
 		status = c.Status
-		upd["status"] = status
+		upd["status"], upd["raw_score"] = status, c.RawScore
 	}
 	for k, v := range c.fields {
 		upd[k] = v

@@ -367,8 +367,10 @@ func (db *DB) markFailed(tx *gorm.DB, submissionID, message string) error {
 
 // Grade is a scored submission, written by SaveGrade.
 type Grade struct {
-	SubmissionID   string
-	Score          float64
+	SubmissionID string
+	Score        float64
+	// RawScore is Score before the late penalty (scoring.Points of Cells).
+	RawScore       float64
 	MaxScore       float64
 	Message        string
 	Profile        string
@@ -415,7 +417,7 @@ func (db *DB) saveGrade(tx *gorm.DB, g Grade) error {
 	}
 	now := db.Now()
 	res := tx.Model(&submissionRow{}).Where("id = ?", g.SubmissionID).Updates(map[string]any{
-		"status": g.Status, "score": g.Score, "max_score": g.MaxScore, "message": g.Message,
+		"status": g.Status, "score": g.Score, "raw_score": g.RawScore, "max_score": g.MaxScore, "message": g.Message,
 		"profile": g.Profile, "runner_id": g.RunnerID, "env_fingerprint": g.EnvFingerprint,
 		"grader_version": g.GraderVersion, "executed_sha256": executed, "graded_at": now,
 	})
@@ -451,7 +453,7 @@ func (db *DB) writeCells(tx *gorm.DB, submissionID string, cells []domain.CellRe
 func toSubmission(r submissionRow, userName string) domain.Submission {
 	return domain.Submission{
 		ID: r.ID, UserID: r.UserID, UserName: userName, ExerciseID: r.ExerciseID, ExerciseVersion: r.ExerciseVersion,
-		NotebookSHA256: r.NotebookSHA256, Status: r.Status, Score: r.Score, MaxScore: r.MaxScore,
+		NotebookSHA256: r.NotebookSHA256, Status: r.Status, Score: r.Score, RawScore: r.RawScore, MaxScore: r.MaxScore,
 		Message: r.Message, Profile: r.Profile, RunnerID: r.RunnerID, EnvFingerprint: r.EnvFingerprint,
 		GraderVersion: r.GraderVersion, CreatedAt: r.CreatedAt, StartedAt: r.StartedAt, GradedAt: r.GradedAt,
 		Check: r.Kind == kindCheck, CohortID: r.CohortID,

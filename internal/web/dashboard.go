@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -237,21 +236,38 @@ func passRate(q domain.QuestionStat) float64 {
 
 type gradebookData struct {
 	Exercises []exerciseRow
-	Exercise  string
-	Learner   string
-	Section   string
-	Sections  []string
-	// Extended holds each active extension's deadline, by learner and
-	// exercise: the scores already count it; the page says so.
-	Extended  map[[2]string]*time.Time
-	Rows      []domain.GradebookRow
-	Truncated bool
-	CSVURL    string
+	// Columns are the exercises the table shows: every one, or the one
+	// filtered.
+	Columns  []exerciseRow
+	Exercise string
+	Learner  string
+	Section  string
+	Sections []string
+	Lines    []gradebookLine
+	// Learners is how many learners match; First and Last number the
+	// page's (from 1), Page and Pages the page.
+	Learners, First, Last, Page, Pages int
+	PrevURL, NextURL                   string
+	CSVURL                             string
 }
 
-const gradebookPageRows = 500
+// gradebookLine is one learner's row of the page: a cell per column.
+type gradebookLine struct {
+	Learner, FullName, Section string
+	Cells                      []gradebookCell
+	Score, MaxScore            float64
+	ManualPending              bool
+}
 
-var errEnough = errors.New("enough rows")
+// gradebookCell is one learner × exercise; Extended is the learner's
+// extension's deadline (nil: none).
+type gradebookCell struct {
+	domain.GradebookRow
+	Extended *time.Time
+}
+
+// gradebookPageLearners is how many learners a page of the gradebook shows.
+const gradebookPageLearners = 50
 
 func (h *handler) gradebookPage(c *gin.Context) {
 	ctx, lang := c.Request.Context(), c.GetString(ctxLang)
@@ -260,42 +276,82 @@ func (h *handler) gradebookPage(c *gin.Context) {
 		h.fail(c, err)
 		return
 	}
-	d := gradebookData{Exercise: f.ExerciseID, Learner: f.Learner, Section: f.Section, CSVURL: "/api/v1/gradebook.csv"}
+	d := gradebookData{Exercise: f.ExerciseID, Learner: f.Learner, Section: f.Section, CSVURL: "/api/v1/gradebook.csv", Page: 1}
+	if p := c.Query("page"); p != "" {
+		if d.Page, err = strconv.Atoi(p); err != nil || d.Page < 1 {
+			h.fail(c, domain.Errorf(domain.EINVALID, "page %q: want a page number from 1", p))
+			return
+		}
+	}
 	if d.Sections, err = h.Sections.Sections(ctx); err != nil {
 		h.fail(c, err)
 		return
 	}
-	if d.Extended, err = h.extendedDeadlines(ctx, f.ExerciseID); err != nil {
+	// Each active extension's deadline, by learner and exercise: the
+	// scores already count it; the page says so.
+	extended, err := h.extendedDeadlines(ctx, f.ExerciseID)
+	if err != nil {
 		h.fail(c, err)
 		return
 	}
 	for _, ex := range h.Catalog.List() {
-		d.Exercises = append(d.Exercises, exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang)})
-	}
-	if q := c.Request.URL.Query(); len(q) > 0 {
-		q.Del("lang")
-		if enc := q.Encode(); enc != "" {
-			d.CSVURL += "?" + enc
+		row := exerciseRow{ID: ex.ID, Title: exerciseTitle(ex, lang), MaxPoints: ex.MaxPoints(nil)}
+		d.Exercises = append(d.Exercises, row)
+		if f.ExerciseID == "" || f.ExerciseID == ex.ID {
+			d.Columns = append(d.Columns, row)
 		}
 	}
-	// The database reads one more learner than the page shows, no more:
-	// the page says there are more without reading the whole class.
-	perLearner := len(f.Exercises)
-	if f.ExerciseID != "" {
-		perLearner = 1
+	q := c.Request.URL.Query()
+	q.Del("lang")
+	q.Del("page")
+	if enc := q.Encode(); enc != "" {
+		d.CSVURL += "?" + enc
 	}
-	f.MaxLearners = gradebookPageRows/max(perLearner, 1) + 1
-	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
-		if len(d.Rows) == gradebookPageRows {
-			d.Truncated = true
-			return errEnough
-		}
-		d.Rows = append(d.Rows, r)
-		return nil
-	})
-	if err != nil && !errors.Is(err, errEnough) {
+	if d.Learners, err = h.Reports.GradebookLearners(ctx, f); err != nil {
 		h.fail(c, err)
 		return
+	}
+	// A page past the end shows the last one.
+	d.Pages = max(1, (d.Learners+gradebookPageLearners-1)/gradebookPageLearners)
+	d.Page = min(d.Page, d.Pages)
+	f.MaxLearners, f.Offset = gradebookPageLearners, (d.Page-1)*gradebookPageLearners
+	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
+		n := len(d.Lines)
+		if n == 0 || d.Lines[n-1].Cells[0].UserID != r.UserID {
+			d.Lines = append(d.Lines, gradebookLine{Learner: r.Learner, FullName: r.FullName, Section: r.Section})
+			n++
+		}
+		line := &d.Lines[n-1]
+		line.Cells = append(line.Cells, gradebookCell{GradebookRow: r, Extended: extended[[2]string{r.Learner, r.ExerciseID}]})
+		if r.Attempts > 0 {
+			line.Score += r.Score
+		}
+		line.ManualPending = line.ManualPending || r.ManualPending()
+		return nil
+	})
+	if err != nil {
+		h.fail(c, err)
+		return
+	}
+	for i := range d.Lines {
+		for _, col := range d.Columns {
+			d.Lines[i].MaxScore += col.MaxPoints
+		}
+	}
+	if len(d.Lines) > 0 {
+		d.First = f.Offset + 1
+		d.Last = f.Offset + len(d.Lines)
+	}
+	pageURL := func(n int) string {
+		pq := c.Request.URL.Query()
+		pq.Set("page", strconv.Itoa(n))
+		return "/dashboard/gradebook?" + pq.Encode()
+	}
+	if d.Page > 1 {
+		d.PrevURL = pageURL(d.Page - 1)
+	}
+	if d.Page < d.Pages {
+		d.NextURL = pageURL(d.Page + 1)
 	}
 	h.render(c, http.StatusOK, "gradebook", translate(lang, "gb.title"), "gradebook", d)
 }
@@ -344,6 +400,16 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 		h.Problem(c, err)
 		return
 	}
+	var questions []string // "exercise/cell" column names, in order
+	if q := c.Query("questions"); q != "" {
+		if f.Questions, err = strconv.ParseBool(q); err != nil {
+			h.Problem(c, domain.Errorf(domain.EINVALID, "questions %q: want 1 (a column per question) or 0", q))
+			return
+		}
+	}
+	if f.Questions {
+		questions = h.gradebookQuestions(f)
+	}
 	// The export streams for as long as it has rows, past the server's
 	// WriteTimeout.
 	_ = http.NewResponseController(c.Writer).SetWriteDeadline(time.Now().Add(10 * time.Minute))
@@ -356,20 +422,14 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 	// earlier columns keep their places; status is needs-manual while the
 	// counted score is the automatic part's and a manual question waits for
 	// a person; manual_waiting counts the learner's submissions that wait.
-	// name (the roster's full name) is last, for the same reason.
-	_ = w.Write([]string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at", "section", "status", "manual_waiting", "name"})
+	// name (the roster's full name), then score_before_penalty and the
+	// opt-in question columns, are last, for the same reason.
+	header := []string{"learner", "exercise", "policy", "score", "max_score", "attempts", "submission_id", "graded_at", "section", "status", "manual_waiting", "name",
+		"score_before_penalty"}
+	_ = w.Write(append(header, questions...))
 	n := 0
 	err = h.Reports.Gradebook(ctx, f, func(r domain.GradebookRow) error {
-		rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, "", csvSafe(r.Section), r.Status,
-			strconv.Itoa(r.ManualWaiting), csvSafe(r.FullName)}
-		if r.Attempts > 0 {
-			rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
-			rec[4] = strconv.FormatFloat(r.MaxScore, 'f', -1, 64)
-		}
-		if r.GradedAt != nil {
-			rec[7] = r.GradedAt.UTC().Format(time.RFC3339)
-		}
-		if err := w.Write(rec); err != nil {
+		if err := w.Write(gradebookRecord(r, questions)); err != nil {
 			return err
 		}
 		if n++; n%1000 == 0 {
@@ -386,6 +446,54 @@ func (h *handler) gradebookCSV(c *gin.Context) {
 		panic(http.ErrAbortHandler)
 	}
 	w.Flush()
+}
+
+// gradebookRecord is r's line of the CSV, with the points of each of the
+// question columns that is r's exercise's.
+func gradebookRecord(r domain.GradebookRow, questions []string) []string {
+	rec := []string{csvSafe(r.Learner), r.ExerciseID, r.Policy, "", "", strconv.Itoa(r.Attempts), r.SubmissionID, "", csvSafe(r.Section), r.Status,
+		strconv.Itoa(r.ManualWaiting), csvSafe(r.FullName), ""}
+	if r.Attempts > 0 {
+		rec[3] = strconv.FormatFloat(r.Score, 'f', -1, 64)
+		rec[4] = strconv.FormatFloat(r.MaxScore, 'f', -1, 64)
+		rec[12] = strconv.FormatFloat(r.RawScore, 'f', -1, 64)
+	}
+	if r.GradedAt != nil {
+		rec[7] = r.GradedAt.UTC().Format(time.RFC3339)
+	}
+	for _, col := range questions {
+		v := ""
+		if ex, cell, _ := strings.Cut(col, "/"); ex == r.ExerciseID {
+			if p, ok := r.Points[cell]; ok {
+				v = strconv.FormatFloat(p, 'f', -1, 64)
+			}
+		}
+		rec = append(rec, v)
+	}
+	return rec
+}
+
+// gradebookQuestions names the export's question columns: each question
+// (automatically graded, then manual) of each exercise f lists, as
+// "exercise/cell".
+func (h *handler) gradebookQuestions(f domain.GradebookFilter) []string {
+	var out []string
+	for _, id := range f.Exercises {
+		if f.ExerciseID != "" && id != f.ExerciseID {
+			continue
+		}
+		ex, err := h.Catalog.Get(id)
+		if err != nil {
+			continue
+		}
+		for _, g := range ex.Graded {
+			out = append(out, id+"/"+g.ID)
+		}
+		for _, m := range ex.Manual {
+			out = append(out, id+"/"+m.ID)
+		}
+	}
+	return out
 }
 
 // csvSafe keeps a spreadsheet from reading a learner's name as a formula.

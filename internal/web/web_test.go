@@ -238,7 +238,7 @@ func TestGradebookCSV(t *testing.T) {
 				t.Fatal(err)
 			}
 			// 4 learners × 5 catalog exercises, plus the header.
-			if len(recs) != 1+4*len(e.cat.List()) || strings.Join(recs[0], ",") != "learner,exercise,policy,score,max_score,attempts,submission_id,graded_at,section,status,manual_waiting,name" {
+			if len(recs) != 1+4*len(e.cat.List()) || strings.Join(recs[0], ",") != "learner,exercise,policy,score,max_score,attempts,submission_id,graded_at,section,status,manual_waiting,name,score_before_penalty" {
 				t.Fatalf("%d records, header %v", len(recs), recs[0])
 			}
 			var formula, scored int
