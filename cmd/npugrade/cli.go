@@ -45,6 +45,9 @@ type command struct {
 	// lang is --lang, every command's: the language of its messages and
 	// of the server's (Accept-Language).
 	lang *string
+	// ctxLang is the language of the run, for the messages of a command
+	// line whose --lang names neither.
+	ctxLang string
 }
 
 // newCommand declares a command; its usage, flag help and messages are in
@@ -55,17 +58,17 @@ func newCommand(ctx context.Context, name, args, about string, env ...envVar) *c
 	// parse prints errors and usage itself, to the right stream.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	c := &command{FlagSet: fs, name: name, args: args, about: about, env: env}
+	c := &command{FlagSet: fs, name: name, args: args, about: about, env: env, ctxLang: langOf(ctx)}
 	c.lang = fs.String("lang", langOf(ctx), langHelp)
 	return c
 }
 
 // words says the command's messages in its --lang.
 func (c *command) words() words {
-	if *c.lang == langZH {
-		return words{langZH}
+	if *c.lang == langZH || *c.lang == langEN {
+		return words{*c.lang}
 	}
-	return words{langEN}
+	return words{c.ctxLang}
 }
 
 // printUsage writes the synopsis, flags and environment variables.

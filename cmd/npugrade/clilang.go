@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"regexp"
 	"strings"
 	"syscall"
@@ -98,17 +96,8 @@ func (w words) T(en string) string {
 		if zh, ok := zhWords[en]; ok {
 			return zh
 		}
-		debugMissing(en)
 	}
 	return en
-}
-
-func debugMissing(en string) {
-	if p := os.Getenv("NPUGRADE_DEBUG_MISSING"); p != "" {
-		f, _ := os.OpenFile(p, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
-		json.NewEncoder(f).Encode(en)
-		f.Close()
-	}
 }
 
 // F formats the message whose English format is format.

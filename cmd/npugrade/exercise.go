@@ -15,8 +15,8 @@ import (
 // starter notebooks from the answers.
 func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
 	w := wordsOf(ctx)
-	groupUsage := w.T("usage:") + ` npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]
-       ` + strings.TrimPrefix(importUsage, "usage: ") + "\n\n" + w.T("Run 'npugrade exercise <subcommand> --help' for its flags.") + "\n"
+	groupUsage := w.F("usage: %s", "npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]\n       "+
+		strings.TrimPrefix(importUsage, "usage: ")) + "\n\n" + w.T("Run 'npugrade exercise <subcommand> --help' for its flags.") + "\n"
 	if len(args) == 0 {
 		fmt.Fprint(stderr, w.T("npugrade exercise: missing subcommand (starter or import)")+"\n\n"+groupUsage)
 		return exitError
