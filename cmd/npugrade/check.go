@@ -16,7 +16,7 @@ import (
 )
 
 func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("check", "", "Execute the answers, starters and fixtures of every exercise and compare them with the\nreference outputs (no server). Exit 0 when all pass, 1 on a mismatch.",
+	fs := newCommand(ctx, "check", "", "Execute the answers, starters and fixtures of every exercise and compare them with the\nreference outputs (no server). Exit 0 when all pass, 1 on a mismatch.",
 		envSandbox, envGitHub, envGitHubSummary)
 	profile := fs.String("profile", "cpu", "runner profile whose reference outputs are compared (cpu here; npu-a2, npu-a3, npu-950 on NPU hosts)")
 	exDir := fs.String("exercises", "exercises", "exercises directory")
@@ -41,9 +41,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
 	}
+	w := fs.words()
 	cat, err := exercise.Load(*exDir, *ansDir)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade check:", err)
+		fmt.Fprintln(stderr, "npugrade check:", sysProblem(w, err))
 		return exitError
 	}
 	// A broken exercise is reported and fails the run; the others are checked.
@@ -51,10 +52,10 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if broken != nil {
 		fmt.Fprintln(stderr, "npugrade check:", broken)
 	}
-	onlyIDs, unknown := onlyExercises(*only, cat)
-	probeSeed, problems := seedFlag(*seed)
+	onlyIDs, unknown := onlyExercises(w, *only, cat)
+	probeSeed, problems := seedFlag(w, *seed)
 	if len(notebooks) > 0 && len(onlyIDs) != 1 {
-		problems = append(problems, "--notebook needs --only naming the one exercise the notebooks are for")
+		problems = append(problems, w.T("--notebook needs --only naming the one exercise the notebooks are for"))
 	}
 	if problems = append(unknown, problems...); len(problems) > 0 {
 		return fs.usageError(stderr, problems...)
@@ -110,7 +111,7 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 // onlyExercises turns --only into a set of exercise ids and lists the ids
 // the catalog does not have: a typo must not check nothing and pass.
-func onlyExercises(only string, cat *exercise.Catalog) (ids map[string]bool, unknown []string) {
+func onlyExercises(w words, only string, cat *exercise.Catalog) (ids map[string]bool, unknown []string) {
 	ids = map[string]bool{}
 	for _, id := range strings.Split(only, ",") {
 		if id = strings.TrimSpace(id); id == "" {
@@ -121,7 +122,7 @@ func onlyExercises(only string, cat *exercise.Catalog) (ids map[string]bool, unk
 			for _, ex := range cat.List() {
 				known = append(known, ex.ID)
 			}
-			unknown = append(unknown, fmt.Sprintf("--only: unknown exercise %q (known: %s)", id, strings.Join(known, ", ")))
+			unknown = append(unknown, w.F("--only: unknown exercise %q (known: %s)", id, strings.Join(known, ", ")))
 			continue
 		}
 		ids[id] = true
@@ -130,13 +131,13 @@ func onlyExercises(only string, cat *exercise.Catalog) (ids map[string]bool, unk
 }
 
 // seedFlag parses --seed: empty is none.
-func seedFlag(v string) (*int64, []string) {
+func seedFlag(w words, v string) (*int64, []string) {
 	if v == "" {
 		return nil, nil
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		return nil, []string{fmt.Sprintf("--seed: %q is not an integer", v)}
+		return nil, []string{w.F("--seed: %q is not an integer", v)}
 	}
 	return &n, nil
 }

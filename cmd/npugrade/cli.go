@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -41,40 +42,62 @@ type command struct {
 	args  string // positional synopsis, e.g. "NAME" or "FILE.ipynb"
 	about string
 	env   []envVar
+	// lang is --lang, every command's: the language of its messages and
+	// of the server's (Accept-Language).
+	lang *string
+	// ctxLang is the language of the run, for the messages of a command
+	// line whose --lang names neither.
+	ctxLang string
 }
 
-func newCommand(name, args, about string, env ...envVar) *command {
+// newCommand declares a command; its usage, flag help and messages are in
+// ctx's language (see words) and about, flag usages and env help are
+// looked up by their English when printed.
+func newCommand(ctx context.Context, name, args, about string, env ...envVar) *command {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	// parse prints errors and usage itself, to the right stream.
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
-	return &command{FlagSet: fs, name: name, args: args, about: about, env: env}
+	c := &command{FlagSet: fs, name: name, args: args, about: about, env: env, ctxLang: langOf(ctx)}
+	c.lang = fs.String("lang", langOf(ctx), langHelp)
+	return c
+}
+
+// words says the command's messages in its --lang.
+func (c *command) words() words {
+	if *c.lang == langZH || *c.lang == langEN {
+		return words{*c.lang}
+	}
+	return words{c.ctxLang}
 }
 
 // printUsage writes the synopsis, flags and environment variables.
 func (c *command) printUsage(w io.Writer) {
-	synopsis := "npugrade " + c.name + " [flags]"
+	say := c.words()
+	synopsis := "npugrade " + c.name + " " + say.T("[flags]")
 	if c.args != "" {
 		synopsis += " " + c.args
 	}
-	fmt.Fprintf(w, "usage: %s\n\n%s\n", synopsis, c.about)
+	fmt.Fprintf(w, say.T("usage: %s\n\n%s\n"), synopsis, say.T(c.about))
 	first := true
 	c.VisitAll(func(f *flag.Flag) {
 		if first {
-			fmt.Fprintln(w, "\nflags:")
+			fmt.Fprintln(w, say.T("\nflags:"))
 			first = false
 		}
-		_, text := flag.UnquoteUsage(f) // "a `FILE`" names the value and reads "a FILE"
+		shown := *f
+		shown.Usage = say.T(f.Usage)
+		_, text := flag.UnquoteUsage(&shown) // "a `FILE`" names the value and reads "a FILE"
 		fmt.Fprintf(w, "  --%s%s\n    \t%s", f.Name, flagType(f), text)
 		if def := shownDefault(f); def != "" {
-			fmt.Fprintf(w, " (default %s)", def)
+			fmt.Fprint(w, say.F(" (default %s)", say.T(def)))
 		}
 		fmt.Fprintln(w)
 	})
 	if len(c.env) > 0 {
-		fmt.Fprintln(w, "\nenvironment:")
+		fmt.Fprintln(w, say.T("\nenvironment:"))
 		for _, e := range c.env {
-			fmt.Fprintf(w, "  %-22s %s\n", e.name, e.help)
+			fmt.Fprintf(w, "  %-22s %s\n", e.name, say.T(e.help))
 		}
 	}
 }
@@ -143,7 +166,7 @@ func (c *command) parse(args []string, minArgs, maxArgs int, stdout, stderr io.W
 			return nil, exitOK, false
 		}
 		if err != nil {
-			return nil, c.usageError(stderr, err.Error()), false
+			return nil, c.usageError(stderr, c.words().flagProblem(err)), false
 		}
 		rest := c.Args()
 		if len(rest) == 0 {
@@ -157,13 +180,16 @@ func (c *command) parse(args []string, minArgs, maxArgs int, stdout, stderr io.W
 		}
 		pos, args = append(pos, rest[0]), rest[1:]
 	}
+	say := c.words()
 	switch {
+	case *c.lang != langZH && *c.lang != langEN:
+		return nil, c.usageError(stderr, say.F("--lang: %q is not zh-CN or en", *c.lang)), false
 	case len(pos) > maxArgs && maxArgs == 0:
-		return nil, c.usageError(stderr, fmt.Sprintf("unexpected argument %q: this command takes only flags", pos[0])), false
+		return nil, c.usageError(stderr, say.F("unexpected argument %q: this command takes only flags", pos[0])), false
 	case len(pos) > maxArgs:
-		return nil, c.usageError(stderr, fmt.Sprintf("unexpected argument %q: at most %d expected (%s)", pos[maxArgs], maxArgs, c.args)), false
+		return nil, c.usageError(stderr, say.F("unexpected argument %q: at most %d expected (%s)", pos[maxArgs], maxArgs, c.args)), false
 	case len(pos) < minArgs:
-		return nil, c.usageError(stderr, "missing argument "+c.args), false
+		return nil, c.usageError(stderr, say.F("missing argument %s", c.args)), false
 	}
 	return pos, exitOK, true
 }
@@ -323,13 +349,13 @@ func durationSeconds(_ []string, a slog.Attr) slog.Attr {
 // ("127.0.0.1:8080", which used to crash submit) is refused with the URL
 // it probably meant, never guessed: a server behind TLS must not be
 // reached in the clear by accident.
-func serverURL(s string) (string, error) {
+func serverURL(say words, s string) (string, error) {
 	u, err := url.Parse(s)
 	if err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" {
 		return strings.TrimRight(s, "/"), nil
 	}
 	if !strings.Contains(s, "://") {
-		return "", fmt.Errorf("--server %q is not a URL: give its scheme, e.g. --server http://%s", s, strings.TrimLeft(s, "/"))
+		return "", say.Errorf("--server %q is not a URL: give its scheme, e.g. --server http://%s", s, strings.TrimLeft(s, "/"))
 	}
-	return "", fmt.Errorf("--server %q must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080", s)
+	return "", say.Errorf("--server %q must be an http:// or https:// URL with a host, e.g. http://127.0.0.1:8080", s)
 }

@@ -33,9 +33,10 @@ environment:
 `
 
 func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	w := wordsOf(ctx)
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "npugrade cohort: missing subcommand (create, add, list or offer)")
-		fmt.Fprint(stderr, "\n"+cohortUsage)
+		fmt.Fprintln(stderr, w.T("npugrade cohort: missing subcommand (create, add, list or offer)"))
+		fmt.Fprint(stderr, "\n"+w.T(cohortUsage))
 		return exitError
 	}
 	sub := args[0]
@@ -49,13 +50,13 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	nArgs := map[string]int{"create": 1, "add": 2, "list": 0, "offer": 2}
 	switch {
 	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
-		fmt.Fprint(stdout, cohortUsage)
+		fmt.Fprint(stdout, w.T(cohortUsage))
 		return exitOK
 	case about[sub] == "":
-		fmt.Fprintf(stderr, "npugrade cohort: unknown subcommand %q\n\n%s", sub, cohortUsage)
+		fmt.Fprint(stderr, w.F("npugrade cohort: unknown subcommand %q\n\n", sub)+w.T(cohortUsage))
 		return exitError
 	}
-	fs := newCommand("cohort "+sub, argNames[sub], about[sub], envDB)
+	fs := newCommand(ctx, "cohort "+sub, argNames[sub], about[sub], envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
 	var title, role *string
 	var offer func() (domain.CohortExercise, []string)
@@ -65,14 +66,14 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	case "add":
 		role = fs.Choice("role", string(domain.RoleLearner), []string{string(domain.RoleLearner), string(domain.RoleInstructor)}, "learner or instructor")
 	case "offer":
-		offer = offerFlags(fs)
+		offer = offerFlags(fs, w)
 	}
 	pos, code, ok := fs.parse(args[1:], nArgs[sub], nArgs[sub], stdout, stderr)
 	if !ok {
 		return code
 	}
 	if *dbURL == "" {
-		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
+		return fs.usageError(stderr, w.T("no database: pass --db URL or set NPUGRADE_DB to the server's database"))
 	}
 	var o domain.CohortExercise
 	if offer != nil {
@@ -84,32 +85,36 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	db, err := store.OpenExisting(ctx, *dbURL)
 	if err != nil {
-		fmt.Fprintf(stderr, "npugrade cohort %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "npugrade cohort %s: %s\n", sub, dbProblem(w, err))
 		return exitError
 	}
 	defer db.Close()
 	svc := &accounts.Cohorts{DB: db}
 	switch sub {
 	case "create":
-		err = cohortCreate(ctx, svc, pos[0], *title, stdout)
+		err = cohortCreate(ctx, svc, pos[0], *title, w, stdout)
 	case "add":
 		var m domain.CohortMember
 		if m, err = svc.SetMember(ctx, domain.User{}, pos[0], pos[1], domain.Role(*role)); err == nil {
-			fmt.Fprintf(stdout, "%s is a%s of %s\n", m.Name, map[domain.Role]string{domain.RoleLearner: " learner", domain.RoleInstructor: "n instructor"}[m.Role], pos[0])
+			if m.Role == domain.RoleInstructor {
+				fmt.Fprint(stdout, w.F("%s is an instructor of %s\n", m.Name, pos[0]))
+			} else {
+				fmt.Fprint(stdout, w.F("%s is a learner of %s\n", m.Name, pos[0]))
+			}
 		}
 	case "list":
-		err = cohortList(ctx, db, svc, stdout)
+		err = cohortList(ctx, db, svc, w, stdout)
 	case "offer":
 		if err = svc.Offer(ctx, domain.User{}, pos[0], o); err == nil {
-			when := "the exercise's deadline"
 			if o.Deadline != nil {
-				when = "due " + o.Deadline.UTC().Format(time.RFC3339)
+				fmt.Fprint(stdout, w.F("%s offers %s, due %s\n", pos[0], pos[1], o.Deadline.UTC().Format(time.RFC3339)))
+			} else {
+				fmt.Fprint(stdout, w.F("%s offers %s, the exercise's deadline\n", pos[0], pos[1]))
 			}
-			fmt.Fprintf(stdout, "%s offers %s, %s\n", pos[0], pos[1], when)
 		}
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "npugrade cohort %s: %s\n", sub, domain.ErrorMessage(err))
+		fmt.Fprintf(stderr, "npugrade cohort %s: %s\n", sub, dbProblem(w, err))
 		return exitError
 	}
 	return exitOK
@@ -117,7 +122,7 @@ func cmdCohort(ctx context.Context, args []string, stdout, stderr io.Writer) int
 
 // offerFlags declares cohort offer's policy flags; the function it returns
 // reads them into an offer, with every problem.
-func offerFlags(fs *command) func() (domain.CohortExercise, []string) {
+func offerFlags(fs *command, w words) func() (domain.CohortExercise, []string) {
 	deadline := fs.String("deadline", "", "the cohort's own deadline, RFC 3339 (2027-04-01T18:00:00+08:00); empty: the exercise's")
 	late := fs.String("late-penalty", "", `the cohort's own late-penalty steps, as exercise.json's late_penalty ('[{"after": "24h", "multiplier": 0.5}]'; '[]': none); empty: the exercise's`)
 	maxSubs := fs.String("max-submissions", "", "the cohort's own cap on graded submissions per learner (0: none); empty: the exercise's")
@@ -127,13 +132,13 @@ func offerFlags(fs *command) func() (domain.CohortExercise, []string) {
 		if *deadline != "" {
 			d, err := grade.ParseDeadline(*deadline)
 			if err != nil {
-				problems = append(problems, "--deadline: "+err.Error())
+				problems = append(problems, "--deadline: "+dbProblem(w, err))
 			}
 			o.Deadline = &d
 		}
 		if *late != "" {
 			if _, err := policy.CohortLatePenalty(json.RawMessage(*late)); err != nil {
-				problems = append(problems, "--late-penalty: "+domain.ErrorMessage(err))
+				problems = append(problems, "--late-penalty: "+dbProblem(w, err))
 				problems = append(problems, domain.ErrorProblems(err)...)
 			}
 			o.LatePenalty = json.RawMessage(*late)
@@ -141,7 +146,7 @@ func offerFlags(fs *command) func() (domain.CohortExercise, []string) {
 		if *maxSubs != "" {
 			n, err := strconv.Atoi(*maxSubs)
 			if err != nil || n < 0 {
-				problems = append(problems, fmt.Sprintf("--max-submissions: %q is not a count (0 or more)", *maxSubs))
+				problems = append(problems, w.F("--max-submissions: %q is not a count (0 or more)", *maxSubs))
 			}
 			o.MaxSubmissions = &n
 		}
@@ -149,16 +154,16 @@ func offerFlags(fs *command) func() (domain.CohortExercise, []string) {
 	}
 }
 
-func cohortCreate(ctx context.Context, svc *accounts.Cohorts, slug, title string, stdout io.Writer) error {
+func cohortCreate(ctx context.Context, svc *accounts.Cohorts, slug, title string, w words, stdout io.Writer) error {
 	c, err := svc.Create(ctx, domain.User{}, slug, title)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "cohort %s (id %d) %q\n", c.Slug, c.ID, c.Title)
+	fmt.Fprint(stdout, w.F("cohort %s (id %d) %q\n", c.Slug, c.ID, c.Title))
 	return nil
 }
 
-func cohortList(ctx context.Context, db *store.DB, svc *accounts.Cohorts, stdout io.Writer) error {
+func cohortList(ctx context.Context, db *store.DB, svc *accounts.Cohorts, w words, stdout io.Writer) error {
 	list, err := db.Cohorts(ctx)
 	if err != nil {
 		return err
@@ -176,7 +181,8 @@ func cohortList(ctx context.Context, db *store.DB, svc *accounts.Cohorts, stdout
 				learners++
 			}
 		}
-		fmt.Fprintf(stdout, "%s\t%s\t%d learners\t%d instructors\n", c.Slug, c.Title, learners, staff)
+		// A table: its English columns keep their form for scripts.
+		fmt.Fprint(stdout, w.F("%s\t%s\t%d learners\t%d instructors\n", c.Slug, c.Title, learners, staff))
 	}
 	return nil
 }

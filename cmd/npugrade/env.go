@@ -26,8 +26,9 @@ Run 'npugrade env <subcommand> --help' for its flags.
 `
 
 func cmdEnv(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	w := wordsOf(ctx)
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "npugrade env: missing subcommand (build, import, list or rm)\n\n"+envUsage)
+		fmt.Fprint(stderr, w.T("npugrade env: missing subcommand (build, import, list or rm)")+"\n\n"+w.T(envUsage))
 		return exitError
 	}
 	sub := args[0]
@@ -40,13 +41,13 @@ func cmdEnv(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	argSyn := map[string]string{"build": "cpu", "import": "NAME", "list": "", "rm": "NAME"}
 	switch {
 	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
-		fmt.Fprint(stdout, envUsage)
+		fmt.Fprint(stdout, w.T(envUsage))
 		return exitOK
 	case about[sub] == "":
-		fmt.Fprintf(stderr, "npugrade env: unknown subcommand %q\n\n%s", sub, envUsage)
+		fmt.Fprint(stderr, w.F("npugrade env: unknown subcommand %q\n\n", sub)+w.T(envUsage))
 		return exitError
 	}
-	fs := newCommand("env "+sub, argSyn[sub], about[sub], envEnvsDir)
+	fs := newCommand(ctx, "env "+sub, argSyn[sub], about[sub], envEnvsDir)
 	dir := fs.String("dir", envOr("NPUGRADE_ENVS_DIR", envs.DefaultDir), "directory of the grading environments")
 	switch sub {
 	case "build":
@@ -77,7 +78,7 @@ func envBuild(ctx context.Context, fs *command, dir *string, args []string, stdo
 		return code
 	}
 	if pos[0] != "cpu" {
-		return fs.usageError(stderr, fmt.Sprintf("only the cpu environment is built (got %q); import NPU images with `npugrade env import`", pos[0]))
+		return fs.usageError(stderr, fs.words().F("only the cpu environment is built (got %q); import NPU images with `npugrade env import`", pos[0]))
 	}
 	o := envs.BuildOptions{Name: pos[0], Mirror: *mirror, Force: *force, Progress: stdout}
 	if *standIn != "" {
@@ -104,14 +105,14 @@ func envImport(ctx context.Context, fs *command, dir *string, args []string, std
 		return code
 	}
 	if (*tarFile == "") == (*oci == "") {
-		return fs.usageError(stderr, "give exactly one of --tar or --oci")
+		return fs.usageError(stderr, fs.words().T("give exactly one of --tar or --oci"))
 	}
 	name := pos[0]
 	s := envs.Store{Dir: *dir}
 	var e envs.Env
 	var err error
 	if *oci != "" {
-		fmt.Fprintf(stdout, "npugrade env: importing %s from the OCI layout %s\n", name, *oci)
+		fmt.Fprint(stdout, fs.words().F("npugrade env: importing %s from the OCI layout %s\n", name, *oci))
 		e, err = s.ImportOCI(ctx, name, *oci)
 	} else {
 		in := os.Stdin
@@ -122,7 +123,7 @@ func envImport(ctx context.Context, fs *command, dir *string, args []string, std
 			}
 			defer in.Close()
 		}
-		fmt.Fprintf(stdout, "npugrade env: importing %s from %s\n", name, *tarFile)
+		fmt.Fprint(stdout, fs.words().F("npugrade env: importing %s from %s\n", name, *tarFile))
 		e, err = s.ImportTar(ctx, name, in, *tarFile)
 	}
 	if err != nil {
@@ -144,7 +145,7 @@ func envList(ctx context.Context, fs *command, dir *string, args []string, stdou
 		return exitError
 	}
 	if len(list) == 0 {
-		fmt.Fprintf(stdout, "no grading environments in %s (kernels run on the host); build one with `npugrade env build cpu`\n", *dir)
+		fmt.Fprint(stdout, fs.words().F("no grading environments in %s (kernels run on the host); build one with `npugrade env build cpu`\n", *dir))
 		return exitOK
 	}
 	code := exitOK

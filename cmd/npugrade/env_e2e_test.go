@@ -136,7 +136,7 @@ func TestEnvCommands(t *testing.T) {
 	}
 	// The default (auto or host) runs on the host where no environment is.
 	var errs bytes.Buffer
-	none := newCommand("t", "", "")
+	none := newCommand(context.Background(), "t", "", "")
 	choose := envFlags(none)
 	if err := none.Parse([]string{"--envs-dir", t.TempDir()}); err != nil {
 		t.Fatal(err)
@@ -145,7 +145,7 @@ func TestEnvCommands(t *testing.T) {
 		t.Errorf("default --env without environments: %v %v %q", e, err, errs.String())
 	}
 	dir := envtest.RequireCPU(t)
-	auto := newCommand("t", "", "")
+	auto := newCommand(context.Background(), "t", "", "")
 	choose = envFlags(auto)
 	if err := auto.Parse([]string{"--env", "auto", "--envs-dir", filepath.Dir(dir)}); err != nil {
 		t.Fatal(err)

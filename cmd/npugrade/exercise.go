@@ -14,27 +14,25 @@ import (
 // cmdExercise regenerates (or, with --check, verifies) the committed
 // starter notebooks from the answers.
 func cmdExercise(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
-	groupUsage := `usage: npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]
-       ` + strings.TrimPrefix(importUsage, "usage: ") + `
-
-Run 'npugrade exercise <subcommand> --help' for its flags.
-`
+	w := wordsOf(ctx)
+	groupUsage := w.F("usage: %s", "npugrade exercise starter [--check] [--exercises DIR] [--answers DIR]\n       "+
+		strings.TrimPrefix(importUsage, "usage: ")) + "\n\n" + w.T("Run 'npugrade exercise <subcommand> --help' for its flags.") + "\n"
 	if len(args) == 0 {
-		fmt.Fprint(stderr, "npugrade exercise: missing subcommand (starter or import)\n\n"+groupUsage)
+		fmt.Fprint(stderr, w.T("npugrade exercise: missing subcommand (starter or import)")+"\n\n"+groupUsage)
 		return exitError
 	}
 	switch args[0] {
 	case "import":
-		return cmdExerciseImport(args[1:], stdout, stderr)
+		return cmdExerciseImport(ctx, args[1:], stdout, stderr)
 	case "starter":
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, groupUsage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "npugrade exercise: unknown subcommand %q\n\n%s", args[0], groupUsage)
+		fmt.Fprint(stderr, w.F("npugrade exercise: unknown subcommand %q\n\n", args[0])+groupUsage)
 		return exitError
 	}
-	fs := newCommand("exercise starter", "", "Regenerate the committed starter notebooks from the answers (--check: only report drift, exit 1 if any).")
+	fs := newCommand(ctx, "exercise starter", "", "Regenerate the committed starter notebooks from the answers (--check: only report drift, exit 1 if any).")
 	exDir := fs.String("exercises", "exercises", "exercises directory")
 	ansDir := fs.String("answers", "answers", "answers directory")
 	check := fs.Bool("check", false, "only report starters that differ from their answer; exit 1 if any")
@@ -43,7 +41,7 @@ Run 'npugrade exercise <subcommand> --help' for its flags.
 	}
 	cat, err := exercise.Load(*exDir, *ansDir)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade exercise:", err)
+		fmt.Fprintln(stderr, "npugrade exercise:", sysProblem(w, err))
 		return exitError
 	}
 	if err := cat.Err(); err != nil {
@@ -54,19 +52,19 @@ Run 'npugrade exercise <subcommand> --help' for its flags.
 	for _, ex := range cat.List() {
 		cur, _ := os.ReadFile(ex.StarterPath())
 		if bytes.Equal(cur, ex.StarterBytes) {
-			fmt.Fprintf(stdout, "%s: %s is up to date\n", ex.ID, ex.StarterPath())
+			fmt.Fprint(stdout, w.F("%s: %s is up to date\n", ex.ID, ex.StarterPath()))
 			continue
 		}
 		if *check {
-			fmt.Fprintf(stdout, "%s: %s differs from the starter generated from the answer\n", ex.ID, ex.StarterPath())
+			fmt.Fprint(stdout, w.F("%s: %s differs from the starter generated from the answer\n", ex.ID, ex.StarterPath()))
 			drift++
 			continue
 		}
 		if err := os.WriteFile(ex.StarterPath(), ex.StarterBytes, 0o644); err != nil {
-			fmt.Fprintln(stderr, "npugrade exercise:", err)
+			fmt.Fprintln(stderr, "npugrade exercise:", sysProblem(w, err))
 			return exitError
 		}
-		fmt.Fprintf(stdout, "%s: wrote %s\n", ex.ID, ex.StarterPath())
+		fmt.Fprint(stdout, w.F("%s: wrote %s\n", ex.ID, ex.StarterPath()))
 	}
 	if drift > 0 {
 		return exitMismatch

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,8 +34,8 @@ type importFlags struct {
 // notebook and its answer text) and either prints the converted notebook
 // or, with --id, writes a complete exercise. What each cell became goes to
 // stderr; an import with problems lists them all and writes nothing.
-func cmdExerciseImport(args []string, stdout, stderr io.Writer) int {
-	c := newCommand("exercise import", "NOTEBOOK", "Convert an nbgrader, nbval, nbclient, papermill or quiz-style notebook (or, with --from\n"+
+func cmdExerciseImport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCommand(ctx, "exercise import", "NOTEBOOK", "Convert an nbgrader, nbval, nbclient, papermill or quiz-style notebook (or, with --from\n"+
 		"learning-hub, a learning-hub notebook with its answer text) into one with metadata.grader;\n"+
 		"with --id write a complete exercise. What each cell became is printed on stderr.\n\n"+importUsage)
 	var f importFlags
@@ -51,31 +52,32 @@ func cmdExerciseImport(args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		return code
 	}
+	w := c.words()
 	f.from = *from
 	switch {
 	case f.all != "" && (f.from != "learning-hub" || len(pos) != 0 || f.id != ""):
-		return c.usageError(stderr, "--all needs --from learning-hub, and no --id or NOTEBOOK")
+		return c.usageError(stderr, w.T("--all needs --from learning-hub, and no --id or NOTEBOOK"))
 	case f.all != "":
-		return importHubTree(f, stdout, stderr)
+		return importHubTree(f, w, stdout, stderr)
 	case len(pos) != 1:
-		return c.usageError(stderr, "missing argument NOTEBOOK")
+		return c.usageError(stderr, w.F("missing argument %s", "NOTEBOOK"))
 	case f.from == "learning-hub" && f.id == "":
-		return c.usageError(stderr, "--from learning-hub needs --id (or --all)")
+		return c.usageError(stderr, w.T("--from learning-hub needs --id (or --all)"))
 	}
 	path := pos[0]
-	nb, rep, err := importOne(f, path)
-	printReport(stderr, rep)
+	nb, rep, err := importOne(f, w, path)
+	printReport(stderr, w, rep)
 	if err != nil {
-		fmt.Fprintf(stderr, "npugrade exercise import: %s: %v\n", path, err)
+		fmt.Fprintf(stderr, "npugrade exercise import: %s: %s\n", path, sysProblem(w, err))
 		return exitError
 	}
 	if f.id != "" {
-		if err := writeExercise(f, path, nb); err != nil {
-			fmt.Fprintf(stderr, "npugrade exercise import: %s: %v\n", path, err)
+		if err := writeExercise(f, w, path, nb); err != nil {
+			fmt.Fprintf(stderr, "npugrade exercise import: %s: %s\n", path, sysProblem(w, err))
 			return exitError
 		}
-		fmt.Fprintf(stdout, "%s: wrote %s and %s; record its references with: npugrade check --only %s --update-reference\n",
-			f.id, filepath.Join(f.exDir, f.id), filepath.Join(f.ansDir, f.id), f.id)
+		fmt.Fprint(stdout, w.F("%s: wrote %s and %s; record its references with: npugrade check --only %s --update-reference\n",
+			f.id, filepath.Join(f.exDir, f.id), filepath.Join(f.ansDir, f.id), f.id))
 		return exitOK
 	}
 	converted, err := notebook.Encode(nb)
@@ -85,21 +87,23 @@ func cmdExerciseImport(args []string, stdout, stderr io.Writer) int {
 		_, err = stdout.Write(converted)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade exercise import:", err)
+		fmt.Fprintln(stderr, "npugrade exercise import:", sysProblem(w, err))
 		return exitError
 	}
 	return exitOK
 }
 
-func printReport(w io.Writer, rep importer.Report) {
-	fmt.Fprintf(w, "formats: %v\n", rep.Formats)
+// printReport lists the formats found and what each cell became (the
+// importer's notes, in English: they quote the notebook's own markers).
+func printReport(out io.Writer, w words, rep importer.Report) {
+	fmt.Fprintf(out, "%s %v\n", w.T("formats:"), rep.Formats)
 	for _, n := range rep.Notes {
-		fmt.Fprintln(w, "  "+n)
+		fmt.Fprintln(out, "  "+n)
 	}
 }
 
 // importOne converts one notebook with the chosen importer.
-func importOne(f importFlags, path string) (*notebook.Notebook, importer.Report, error) {
+func importOne(f importFlags, w words, path string) (*notebook.Notebook, importer.Report, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, importer.Report{}, err
@@ -123,13 +127,13 @@ func importOne(f importFlags, path string) (*notebook.Notebook, importer.Report,
 	}
 	txt, err := os.ReadFile(txtPath)
 	if err != nil {
-		return nil, importer.Report{}, fmt.Errorf("answer text: %w", err)
+		return nil, importer.Report{}, w.Errorf("answer text: %s", sysProblem(w, err))
 	}
 	src.AnswerText = string(txt)
 	if lab, err := os.ReadFile(hubAnswerPath(path, ".ipynb")); err == nil {
 		src.Lab = lab
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, importer.Report{}, fmt.Errorf("lab answer notebook: %w", err)
+		return nil, importer.Report{}, w.Errorf("lab answer notebook: %s", sysProblem(w, err))
 	}
 	return importer.ImportHub(src)
 }
@@ -178,7 +182,7 @@ func hubID(nbPath string) string {
 // importHubTree imports every notebook of a tutorial tree that has an
 // answer text, one exercise each; a notebook that fails is reported with
 // its problems and the others are still imported.
-func importHubTree(f importFlags, stdout, stderr io.Writer) int {
+func importHubTree(f importFlags, w words, stdout, stderr io.Writer) int {
 	var paths []string
 	err := filepath.WalkDir(f.all, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -193,31 +197,31 @@ func importHubTree(f importFlags, stdout, stderr io.Writer) int {
 		return nil
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade exercise import:", err)
+		fmt.Fprintln(stderr, "npugrade exercise import:", sysProblem(w, err))
 		return exitError
 	}
 	code, done := exitOK, 0
 	for _, p := range paths {
 		if _, err := os.Stat(hubAnswerPath(p, ".txt")); err != nil {
-			fmt.Fprintf(stdout, "%s: skipped (no %s)\n", p, filepath.Base(hubAnswerPath(p, ".txt")))
+			fmt.Fprint(stdout, w.F("%s: skipped (no %s)\n", p, filepath.Base(hubAnswerPath(p, ".txt"))))
 			continue
 		}
 		one := f
 		one.id = hubID(p)
-		nb, rep, err := importOne(one, p)
+		nb, rep, err := importOne(one, w, p)
 		if err == nil {
-			err = writeExercise(one, p, nb)
+			err = writeExercise(one, w, p, nb)
 		}
 		if err != nil {
-			printReport(stderr, rep)
-			fmt.Fprintf(stderr, "npugrade exercise import: %s: %v\n", p, err)
+			printReport(stderr, w, rep)
+			fmt.Fprintf(stderr, "npugrade exercise import: %s: %s\n", p, sysProblem(w, err))
 			code = exitError
 			continue
 		}
 		done++
-		fmt.Fprintf(stdout, "%s: exercise %s (%d notes)\n", p, one.id, len(rep.Notes))
+		fmt.Fprint(stdout, w.F("%s: exercise %s (%s)\n", p, one.id, w.N("n.notes", len(rep.Notes))))
 	}
-	fmt.Fprintf(stdout, "imported %d exercises; record their references with: npugrade check --update-reference\n", done)
+	fmt.Fprint(stdout, w.F("imported %s; record their references with: npugrade check --update-reference\n", w.N("n.exercises", done)))
 	return code
 }
 
@@ -225,14 +229,14 @@ func importHubTree(f importFlags, stdout, stderr io.Writer) int {
 // answers/<id>/ (the answer) only after the exercise loads: both are built
 // in temporary directories, loaded with exercise.LoadOne, and then renamed
 // into place, so a refused import leaves nothing behind.
-func writeExercise(f importFlags, srcPath string, nb *notebook.Notebook) error {
+func writeExercise(f importFlags, w words, srcPath string, nb *notebook.Notebook) error {
 	if !regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_-]*$`).MatchString(f.id) {
-		return fmt.Errorf("exercise id %q: use letters, digits, '-' and '_'", f.id)
+		return w.Errorf("exercise id %q: use letters, digits, '-' and '_'", f.id)
 	}
 	exFinal, ansFinal := filepath.Join(f.exDir, f.id), filepath.Join(f.ansDir, f.id)
 	for _, d := range []string{exFinal, ansFinal} {
 		if _, err := os.Stat(d); err == nil && !f.replace {
-			return fmt.Errorf("%s exists (pass --replace to overwrite it)", d)
+			return w.Errorf("%s exists (pass --replace to overwrite it)", d)
 		}
 	}
 	base := strings.TrimSuffix(filepath.Base(srcPath), filepath.Ext(srcPath))
@@ -283,7 +287,7 @@ func writeExercise(f importFlags, srcPath string, nb *notebook.Notebook) error {
 	}
 	ex, err := exercise.LoadOne(exTmp, ansTmp)
 	if err != nil {
-		return fmt.Errorf("the imported exercise does not load, nothing written: %w", err)
+		return w.Errorf("the imported exercise does not load, nothing written: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(exTmp, cfg.Starter), ex.StarterBytes, 0o644); err != nil {
 		return err

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/npugrade/npugrade/internal/problem"
 )
 
 // cliConfig is what npugrade login saves: the server and the token it
@@ -72,28 +74,39 @@ func writeConfig(c cliConfig) (string, error) {
 }
 
 func cmdLogin(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("login", "", "Sign in with a code approved in the browser (device sign-in) and save the token\nto $XDG_CONFIG_HOME/npugrade/config.json (else ~/.config/npugrade/config.json, mode 0600),\nwhich npugrade submit uses when neither --token nor NPUGRADE_TOKEN is given.", envServer)
+	fs := newCommand(ctx, "login", "", "Sign in with a code approved in the browser (device sign-in) and save the token\nto $XDG_CONFIG_HOME/npugrade/config.json (else ~/.config/npugrade/config.json, mode 0600),\nwhich npugrade submit uses when neither --token nor NPUGRADE_TOKEN is given.", envServer)
 	server := fs.String("server", envOr("NPUGRADE_SERVER", "http://127.0.0.1:8080"), "server URL")
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
 	}
-	base, err := serverURL(*server)
+	w := fs.words()
+	base, err := serverURL(w, *server)
 	if err != nil {
 		return fs.usageError(stderr, err.Error())
 	}
 	host, _ := os.Hostname()
-	token, user, err := deviceLogin(ctx, base, "npugrade login on "+host, stdout)
+	token, user, err := deviceLogin(ctx, base, "npugrade login on "+host, w, stdout)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade login:", err)
 		return exitError
 	}
 	p, err := writeConfig(cliConfig{Server: base, Token: token})
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade login:", err)
+		fmt.Fprintln(stderr, "npugrade login:", sysProblem(w, err))
 		return exitError
 	}
-	fmt.Fprintf(stdout, "已登录为 %s，令牌已保存到 %s\nSigned in as %s; the token is saved in %s\n", user, p, user, p)
+	fmt.Fprint(stdout, loginLines(w, "已登录为 %s，令牌已保存到 %s\n", "Signed in as %s; the token is saved in %s\n", user, p))
 	return exitOK
+}
+
+// loginLines is a line of login in Chinese, and in English too unless the
+// language is Chinese: a learner at a lab machine whose locale is English
+// (or C) may read only Chinese.
+func loginLines(w words, zh, en string, a ...any) string {
+	if w.lang == langZH {
+		return fmt.Sprintf(zh, a...)
+	}
+	return fmt.Sprintf(zh, a...) + fmt.Sprintf(en, a...)
 }
 
 type deviceCodeReply struct {
@@ -107,13 +120,13 @@ type deviceCodeReply struct {
 
 // deviceLogin runs the device flow against base: asks for a code,
 // prints it, and polls at the interval until the learner decides.
-func deviceLogin(ctx context.Context, base, client string, out io.Writer) (token, user string, err error) {
+func deviceLogin(ctx context.Context, base, client string, w words, out io.Writer) (token, user string, err error) {
 	var dc deviceCodeReply
-	if _, err := devicePost(ctx, base+"/api/v1/device/code", url.Values{"client_name": {client}}, &dc); err != nil {
+	if _, err := devicePost(ctx, base+"/api/v1/device/code", url.Values{"client_name": {client}}, w, &dc); err != nil {
 		return "", "", err
 	}
-	fmt.Fprintf(out, "请在浏览器中打开 %s 并输入验证码 %s\n  （或直接打开 %s）\n", dc.VerificationURI, dc.UserCode, dc.VerificationURIComplete)
-	fmt.Fprintf(out, "Open %s in your browser and enter the code %s\n  (or open %s)\n", dc.VerificationURI, dc.UserCode, dc.VerificationURIComplete)
+	fmt.Fprint(out, loginLines(w, "请在浏览器中打开 %s 并输入验证码 %s\n  （或直接打开 %s）\n", "Open %s in your browser and enter the code %s\n  (or open %s)\n",
+		dc.VerificationURI, dc.UserCode, dc.VerificationURIComplete))
 	interval := time.Duration(max(dc.Interval, 1)) * time.Second
 	deadline := time.Now().Add(time.Duration(dc.ExpiresIn) * time.Second)
 	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "device_code": {dc.DeviceCode}}
@@ -129,7 +142,7 @@ func deviceLogin(ctx context.Context, base, client string, out io.Writer) (token
 			Error       string `json:"error"`
 			Detail      string `json:"detail"`
 		}
-		status, err := devicePost(ctx, base+"/api/v1/device/token", form, &reply)
+		status, err := devicePost(ctx, base+"/api/v1/device/token", form, w, &reply)
 		if err != nil {
 			return "", "", err
 		}
@@ -140,38 +153,43 @@ func deviceLogin(ctx context.Context, base, client string, out io.Writer) (token
 		case reply.Error == "slow_down":
 			interval += 5 * time.Second
 		case reply.Error == "access_denied":
-			return "", "", errors.New("登录被拒绝 / the sign-in was denied")
+			return "", "", errors.New(loginLines(w, "登录被拒绝", " / the sign-in was denied"))
 		case reply.Error == "expired_token":
-			return "", "", errors.New("验证码已过期，请重试 / the code expired; run npugrade login again")
+			return "", "", errors.New(loginLines(w, "验证码已过期，请重新运行 npugrade login", " / the code expired; run npugrade login again"))
 		default:
-			return "", "", fmt.Errorf("the server refused: %s %s", reply.Error, reply.Detail)
+			return "", "", w.Errorf("the server refused: %s %s", reply.Error, reply.Detail)
 		}
 	}
-	return "", "", errors.New("验证码已过期，请重试 / the code expired; run npugrade login again")
+	return "", "", errors.New(loginLines(w, "验证码已过期，请重新运行 npugrade login", " / the code expired; run npugrade login again"))
 }
 
 // devicePost posts form and decodes the JSON reply (a token or an RFC
 // 8628 error); other failures are errors.
-func devicePost(ctx context.Context, u string, form url.Values, into any) (int, error) {
+func devicePost(ctx context.Context, u string, form url.Values, w words, into any) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept-Language", w.lang)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, w.Errorf("cannot reach the server %s: %s", req.URL.Host, sysProblem(w, err))
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return 0, fmt.Errorf("read %s: %w", u, err)
+		return 0, w.Errorf("read %s: %w", u, err)
 	}
 	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusBadRequest {
-		return resp.StatusCode, fmt.Errorf("%s: %s: %s", u, resp.Status, strings.TrimSpace(string(b)))
+		msg := strings.TrimSpace(string(b))
+		if p := problem.Decode(resp.StatusCode, b); p.Message != "" {
+			msg = p.Message
+		}
+		return resp.StatusCode, fmt.Errorf("%s: %d %s: %s", u, resp.StatusCode, w.T(http.StatusText(resp.StatusCode)), oneLine(msg))
 	}
 	if err := json.Unmarshal(b, into); err != nil {
-		return resp.StatusCode, fmt.Errorf("%s: not JSON: %w", u, err)
+		return resp.StatusCode, w.Errorf("%s: not JSON: %w", u, err)
 	}
 	return resp.StatusCode, nil
 }

@@ -30,19 +30,20 @@ environment:
 `
 
 func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	w := wordsOf(ctx)
 	sub := strings.Join(args[:min(2, len(args))], " ")
 	if len(args) > 0 && args[0] == "sync-roster" {
 		sub = "sync-roster"
 	}
 	switch {
 	case len(args) == 0:
-		fmt.Fprint(stderr, "npugrade lti: missing subcommand (platform add, platform list or key rotate)\n\n"+ltiUsage)
+		fmt.Fprint(stderr, w.T("npugrade lti: missing subcommand (platform add, platform list or key rotate)")+"\n\n"+w.T(ltiUsage))
 		return exitError
 	case args[0] == "-h" || args[0] == "--help" || args[0] == "help":
-		fmt.Fprint(stdout, ltiUsage)
+		fmt.Fprint(stdout, w.T(ltiUsage))
 		return exitOK
 	case sub != "platform add" && sub != "platform set" && sub != "platform list" && sub != "key rotate" && sub != "sync-roster":
-		fmt.Fprintf(stderr, "npugrade lti: unknown subcommand %q\n\n%s", sub, ltiUsage)
+		fmt.Fprint(stderr, w.F("npugrade lti: unknown subcommand %q\n\n", sub)+w.T(ltiUsage))
 		return exitError
 	}
 	about := map[string]string{
@@ -53,7 +54,7 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"sync-roster": "Read the roster of every linked course (or --context's) from its platform (NRPS) into its cohort: new people are\n" +
 			"made by the roster import, everyone is linked to their platform user id and gets their course role; inactive members leave.",
 	}[sub]
-	fs := newCommand("lti "+sub, "", about, envDB)
+	fs := newCommand(ctx, "lti "+sub, "", about, envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
 	var p domain.LTIPlatform
 	var deps, publicURL, contextID *string
@@ -85,11 +86,11 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if sub == "platform set" {
 		var err error
 		if setID, err = strconv.ParseInt(pos[0], 10, 64); err != nil || setID <= 0 {
-			return fs.usageError(stderr, fmt.Sprintf("platform id %q: want the number platform list shows", pos[0]))
+			return fs.usageError(stderr, w.F("platform id %q: want the number platform list shows", pos[0]))
 		}
 	}
 	if *dbURL == "" {
-		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
+		return fs.usageError(stderr, w.T("no database: pass --db URL or set NPUGRADE_DB to the server's database"))
 	}
 	// Only add and rotate may set up a new database; the others need the server's.
 	open := store.OpenExisting
@@ -98,75 +99,75 @@ func cmdLTI(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	db, err := open(ctx, *dbURL)
 	if err != nil {
-		fmt.Fprintf(stderr, "npugrade lti %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "npugrade lti %s: %s\n", sub, dbProblem(w, err))
 		return exitError
 	}
 	defer db.Close()
 	switch sub {
 	case "platform add":
 		p.DeploymentIDs = strings.Split(*deps, ",")
-		return ltiPlatformAdd(ctx, db, p, *publicURL, stdout, stderr)
+		return ltiPlatformAdd(ctx, db, p, *publicURL, w, stdout, stderr)
 	case "platform set":
-		return ltiPlatformSet(ctx, db, setID, fs, p, *deps, stdout, stderr)
+		return ltiPlatformSet(ctx, db, setID, fs, p, *deps, w, stdout, stderr)
 	case "platform list":
-		return ltiPlatformList(ctx, db, stdout, stderr)
+		return ltiPlatformList(ctx, db, w, stdout, stderr)
 	case "sync-roster":
-		return ltiSyncRoster(ctx, db, *contextID, stdout, stderr)
+		return ltiSyncRoster(ctx, db, *contextID, w, stdout, stderr)
 	}
 	kid, err := (&lti.Keys{DB: db}).Rotate(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade lti key rotate:", err)
+		fmt.Fprintln(stderr, "npugrade lti key rotate:", dbProblem(w, err))
 		return exitError
 	}
 	if err := db.Audit(ctx, domain.User{}, domain.AuditLTIKeyRotated, kid, "npugrade lti key rotate"); err != nil {
-		fmt.Fprintln(stderr, "npugrade lti: warning:", err)
+		fmt.Fprintln(stderr, "npugrade lti:", w.T("warning:"), w.F("the audit log did not record it: %s", dbProblem(w, err)))
 	}
-	fmt.Fprintf(stdout, "new signing key %s; the previous key stays published for 7 days\n", kid)
+	fmt.Fprint(stdout, w.F("new signing key %s; the previous key stays published for 7 days\n", kid))
 	return exitOK
 }
 
-func ltiPlatformAdd(ctx context.Context, db *store.DB, p domain.LTIPlatform, publicURL string, stdout, stderr io.Writer) int {
+func ltiPlatformAdd(ctx context.Context, db *store.DB, p domain.LTIPlatform, publicURL string, w words, stdout, stderr io.Writer) int {
 	got, err := (&lti.Platforms{DB: db}).Add(ctx, p)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade lti platform add:", domain.ErrorMessage(err))
+		fmt.Fprintln(stderr, "npugrade lti platform add:", dbProblem(w, err))
 		for _, pr := range domain.ErrorProblems(err) {
 			fmt.Fprintln(stderr, "  "+pr)
 		}
 		return exitError
 	}
 	if err := db.Audit(ctx, domain.User{}, domain.AuditLTIPlatformAdded, got.Issuer, "client id "+got.ClientID+" (npugrade lti platform add)"); err != nil {
-		fmt.Fprintln(stderr, "npugrade lti: warning:", err)
+		fmt.Fprintln(stderr, "npugrade lti:", w.T("warning:"), w.F("the audit log did not record it: %s", dbProblem(w, err)))
 	}
-	fmt.Fprintf(stdout, "registered platform %d %q (%s, client id %s)\n", got.ID, got.Name, got.Issuer, got.ClientID)
+	fmt.Fprint(stdout, w.F("registered platform %d %q (%s, client id %s)\n", got.ID, got.Name, got.Issuer, got.ClientID))
 	base := strings.TrimRight(publicURL, "/")
 	if base == "" {
 		base = "https://YOUR-NPUGRADE"
 	}
-	fmt.Fprintf(stdout, "values for the LMS (restart serve with --public-url %s to serve them):\n", base)
-	fmt.Fprintf(stdout, "  tool URL / target link URI:   %s/lti/launch\n", base)
-	fmt.Fprintf(stdout, "  initiate login URL:           %s/lti/login\n", base)
-	fmt.Fprintf(stdout, "  redirection URI(s):           %s/lti/launch\n", base)
-	fmt.Fprintf(stdout, "  public keyset URL (JWKS):     %s/lti/jwks\n", base)
-	fmt.Fprintf(stdout, "  deep linking (content selection) URL: %s/lti/launch\n", base)
+	fmt.Fprint(stdout, w.F("values for the LMS (restart serve with --public-url %s to serve them):\n", base))
+	fmt.Fprint(stdout, w.F("  tool URL / target link URI:   %s/lti/launch\n", base))
+	fmt.Fprint(stdout, w.F("  initiate login URL:           %s/lti/login\n", base))
+	fmt.Fprint(stdout, w.F("  redirection URI(s):           %s/lti/launch\n", base))
+	fmt.Fprint(stdout, w.F("  public keyset URL (JWKS):     %s/lti/jwks\n", base))
+	fmt.Fprint(stdout, w.F("  deep linking (content selection) URL: %s/lti/launch\n", base))
 	return exitOK
 }
 
-func ltiPlatformList(ctx context.Context, db *store.DB, stdout, stderr io.Writer) int {
+func ltiPlatformList(ctx context.Context, db *store.DB, w words, stdout, stderr io.Writer) int {
 	ps, err := db.LTIPlatforms(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade lti platform list:", err)
+		fmt.Fprintln(stderr, "npugrade lti platform list:", dbProblem(w, err))
 		return exitError
 	}
 	for _, p := range ps {
-		fmt.Fprintf(stdout, "%d\t%s\t%s\tclient %s\tdeployments %s\n", p.ID, p.Name, p.Issuer, p.ClientID, strings.Join(p.DeploymentIDs, ","))
+		fmt.Fprintf(stdout, "%d\t%s\t%s\t%s %s\t%s %s\n", p.ID, p.Name, p.Issuer, w.T("client"), p.ClientID, w.T("deployments"), strings.Join(p.DeploymentIDs, ","))
 	}
 	return exitOK
 }
 
-func ltiSyncRoster(ctx context.Context, db *store.DB, contextID string, stdout, stderr io.Writer) int {
+func ltiSyncRoster(ctx context.Context, db *store.DB, contextID string, w words, stdout, stderr io.Writer) int {
 	contexts, err := db.LTIContexts(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade lti sync-roster:", err)
+		fmt.Fprintln(stderr, "npugrade lti sync-roster:", dbProblem(w, err))
 		return exitError
 	}
 	roster := &lti.Roster{DB: db, Sender: &lti.Sender{DB: db, Keys: &lti.Keys{DB: db}}}
@@ -178,27 +179,32 @@ func ltiSyncRoster(ctx context.Context, db *store.DB, contextID string, stdout, 
 		seen++
 		res, err := roster.Sync(ctx, lc.ID)
 		if err != nil {
-			fmt.Fprintf(stderr, "npugrade lti sync-roster: course %q: %s\n", lc.Title, domain.ErrorMessage(err))
+			fmt.Fprint(stderr, "npugrade lti sync-roster: ", w.F("course %q: %s\n", lc.Title, dbProblem(w, err)))
 			if domain.ErrorCode(err) == domain.EINTERNAL {
 				fmt.Fprintln(stderr, "  ", err)
 			}
 			code = exitError
 			continue
 		}
-		fmt.Fprintf(stdout, "course %q: %d members (%d new users), %d removed, %d skipped\n", lc.Title, res.Members, res.Created, res.Removed, len(res.Skipped))
+		fmt.Fprint(stdout, w.F("course %q: %s (%s), %s, %s\n", lc.Title, w.N("n.members", res.Members), w.N("n.new_users", res.Created),
+			w.N("n.removed", res.Removed), w.N("n.skipped", len(res.Skipped))))
 		for _, s := range res.Skipped {
-			fmt.Fprintln(stdout, "  skipped "+s)
+			fmt.Fprintln(stdout, "  "+w.T("skipped")+" "+s)
 		}
 	}
 	if seen == 0 {
-		fmt.Fprintln(stderr, "npugrade lti sync-roster: no linked course"+map[bool]string{true: " " + strconv.Quote(contextID), false: ""}[contextID != ""]+" (an instructor's launch links one)")
+		if contextID != "" {
+			fmt.Fprint(stderr, "npugrade lti sync-roster: ", w.F("no linked course %q (an instructor's launch links one)\n", contextID))
+		} else {
+			fmt.Fprint(stderr, "npugrade lti sync-roster: ", w.T("no linked course (an instructor's launch links one)\n"))
+		}
 		return exitError
 	}
 	return code
 }
 
 // ltiPlatformSet changes the fields of registration id whose flags were given.
-func ltiPlatformSet(ctx context.Context, db *store.DB, id int64, fs *command, v domain.LTIPlatform, deps string, stdout, stderr io.Writer) int {
+func ltiPlatformSet(ctx context.Context, db *store.DB, id int64, fs *command, v domain.LTIPlatform, deps string, w words, stdout, stderr io.Writer) int {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	got, err := (&lti.Platforms{DB: db}).Set(ctx, id, func(p *domain.LTIPlatform) {
@@ -213,15 +219,15 @@ func ltiPlatformSet(ctx context.Context, db *store.DB, id int64, fs *command, v 
 		}
 	})
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade lti platform set:", domain.ErrorMessage(err))
+		fmt.Fprintln(stderr, "npugrade lti platform set:", dbProblem(w, err))
 		for _, pr := range domain.ErrorProblems(err) {
 			fmt.Fprintln(stderr, "  "+pr)
 		}
 		return exitError
 	}
 	if err := db.Audit(ctx, domain.User{}, domain.AuditLTIPlatformAdded, got.Issuer, "changed (npugrade lti platform set)"); err != nil {
-		fmt.Fprintln(stderr, "npugrade lti: warning:", err)
+		fmt.Fprintln(stderr, "npugrade lti:", w.T("warning:"), w.F("the audit log did not record it: %s", dbProblem(w, err)))
 	}
-	fmt.Fprintf(stdout, "platform %d %q: deployments %s, token URL %s, audience %q\n", got.ID, got.Name, strings.Join(got.DeploymentIDs, ","), got.TokenURL, got.Audience)
+	fmt.Fprint(stdout, w.F("platform %d %q: deployments %s, token URL %s, audience %q\n", got.ID, got.Name, strings.Join(got.DeploymentIDs, ","), got.TokenURL, got.Audience))
 	return exitOK
 }

@@ -22,6 +22,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/npugrade/npugrade/internal/buildinfo"
@@ -37,16 +38,35 @@ const (
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ownProcess = true
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	code := run(withLang(ctx, langFromEnv(os.Getenv)), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }
 
+// run runs the command line args in ctx's language (English unless
+// withLang chose another), or the one --lang names.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if lang, ok := langArg(args); ok {
+		ctx = withLang(ctx, lang)
+	}
+	say := wordsOf(ctx)
+	// A --lang before the command is the global one.
+	if len(args) > 0 && (args[0] == "--lang" || args[0] == "-lang" || strings.HasPrefix(args[0], "--lang=") || strings.HasPrefix(args[0], "-lang=")) {
+		_, v, ok := strings.Cut(args[0], "=")
+		args = args[1:]
+		if !ok && len(args) > 0 {
+			v, args = args[0], args[1:]
+		}
+		if v != langZH && v != langEN {
+			fmt.Fprint(stderr, say.F("npugrade: --lang: %q is not zh-CN or en\n\n", v))
+			usage(stderr, say)
+			return exitError
+		}
+	}
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "npugrade: missing command")
+		fmt.Fprintln(stderr, say.T("npugrade: missing command"))
 		fmt.Fprintln(stderr)
-		usage(stderr)
+		usage(stderr, say)
 		return exitError
 	}
 	cmds := map[string]func(context.Context, []string, io.Writer, io.Writer) int{
@@ -66,21 +86,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if !ok {
 		switch args[0] {
 		case "-h", "-help", "--help", "help":
-			usage(stdout)
+			usage(stdout, say)
 			return exitOK
 		case "-version", "--version", "version":
 			fmt.Fprintln(stdout, "npugrade", buildinfo.Version())
 			return exitOK
 		}
-		fmt.Fprintf(stderr, "npugrade: unknown command %q\n\n", args[0])
-		usage(stderr)
+		fmt.Fprint(stderr, say.F("npugrade: unknown command %q\n\n", args[0]))
+		usage(stderr, say)
 		return exitError
 	}
 	return f(ctx, args[1:], stdout, stderr)
 }
 
-func usage(w io.Writer) {
-	fmt.Fprint(w, `usage: npugrade <command> [flags]
+// mainUsage is npugrade help.
+const mainUsage = `usage: npugrade <command> [flags]
        npugrade --version
 
 commands:
@@ -98,8 +118,11 @@ commands:
 
 Run 'npugrade <command> --help' for the flags and environment variables of a command.
 Exit status: 0 success, 1 a mismatch or failed grade, 2 a usage or runtime error.
-`)
-}
+Messages are in Chinese when LC_ALL, LC_MESSAGES or LANG says zh, else in English;
+--lang zh-CN or --lang en (before or after the command) chooses.
+`
+
+func usage(w io.Writer, say words) { fmt.Fprint(w, say.T(mainUsage)) }
 
 // envOr returns the environment variable or def.
 func envOr(name, def string) string {

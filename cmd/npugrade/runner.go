@@ -32,7 +32,7 @@ var (
 const spareStartWait = 10 * time.Second
 
 func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("runner", "", "Run a remote runner: pull jobs from a server over HTTP with a runner token and execute them.\nWith --probe, print this host's environment report and exit (1 when unsupported).",
+	fs := newCommand(ctx, "runner", "", "Run a remote runner: pull jobs from a server over HTTP with a runner token and execute them.\nWith --probe, print this host's environment report and exit (1 when unsupported).",
 		envServer, envRunnerToken, envSandbox, envDevRoot, envVisibleDevices)
 	server := fs.String("server", envOr("NPUGRADE_SERVER", ""), "server URL")
 	token := fs.String("token", os.Getenv("NPUGRADE_RUNNER_TOKEN"), "runner token (npugrade user add NAME --role runner)")
@@ -55,21 +55,22 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
 	}
-	lb, err := parseLabels(*labels)
+	w := fs.words()
+	lb, err := parseLabels(w, *labels)
 	if err != nil {
 		return fs.usageError(stderr, err.Error())
 	}
 	if !*probe && (*server == "" || *token == "") {
-		return fs.usageError(stderr, "--server (or NPUGRADE_SERVER) and --token (or NPUGRADE_RUNNER_TOKEN) are required unless --probe")
+		return fs.usageError(stderr, w.T("--server (or NPUGRADE_SERVER) and --token (or NPUGRADE_RUNNER_TOKEN) are required unless --probe"))
 	}
 	if !*probe {
-		if *server, err = serverURL(*server); err != nil {
+		if *server, err = serverURL(w, *server); err != nil {
 			return fs.usageError(stderr, err.Error())
 		}
 	}
 	rep, env, err := runnerReport(ctx, *python, *profile, *devRoot, envFor, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade runner: environment probe:", err)
+		fmt.Fprintln(stderr, "npugrade runner:", w.T("environment probe:"), err)
 		return exitError
 	}
 	sandboxed := fs.Lookup("sandbox") == nil || fs.Lookup("sandbox").Value.String() != sandbox.ModeNone
@@ -154,7 +155,7 @@ func runnerExecutors(ex *execution.Executor, npus []envprobe.Device, slots int, 
 
 // parseLabels reads --labels k=v,k2=v2; an entry without "=" or with an
 // empty key is a mistake, not something to drop silently.
-func parseLabels(s string) (map[string]string, error) {
+func parseLabels(w words, s string) (map[string]string, error) {
 	lb := map[string]string{}
 	for _, kv := range strings.Split(s, ",") {
 		if kv = strings.TrimSpace(kv); kv == "" {
@@ -162,7 +163,7 @@ func parseLabels(s string) (map[string]string, error) {
 		}
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || strings.TrimSpace(k) == "" {
-			return nil, fmt.Errorf("--labels: %q is not key=value", kv)
+			return nil, w.Errorf("--labels: %q is not key=value", kv)
 		}
 		lb[strings.TrimSpace(k)] = strings.TrimSpace(v)
 	}

@@ -39,7 +39,7 @@ import (
 )
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
+	fs := newCommand(ctx, "serve", "", "Run the HTTP server (API, pages, metrics) with in-process runner slots.",
 		envAddr, envDB, envSandbox, envMetricsToken, envTrusted, envPublicURL, envHubSecret, envOIDCSecret)
 	addr := fs.String("addr", envOr("NPUGRADE_ADDR", "127.0.0.1:8080"), "listen address HOST:PORT (port 0 picks a free one)")
 	var o serveOptions

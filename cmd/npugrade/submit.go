@@ -45,7 +45,7 @@ type cellView struct {
 }
 
 func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("submit", "FILE.ipynb", "Upload a notebook for an exercise, wait for its grade and print the per-cell verdicts.\nExit 0 on full marks, 1 otherwise. Sending the same file for the same exercise again\nreturns the first submission instead of a duplicate (see --idempotency-key).",
+	fs := newCommand(ctx, "submit", "FILE.ipynb", "Upload a notebook for an exercise, wait for its grade and print the per-cell verdicts.\nExit 0 on full marks, 1 otherwise. Sending the same file for the same exercise again\nreturns the first submission instead of a duplicate (see --idempotency-key).",
 		envServer, envToken)
 	saved := readConfig()
 	server := fs.String("server", envOr("NPUGRADE_SERVER", cmp.Or(saved.Server, "http://127.0.0.1:8080")), "server URL (default: NPUGRADE_SERVER, else the one npugrade login saved)")
@@ -53,30 +53,28 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	exerciseID := fs.String("exercise", "", "exercise id, e.g. ch1 (required)")
 	wait := fs.DurationMin("wait", 10*time.Minute, time.Second, "how long to wait for the grade")
 	key := fs.String("idempotency-key", "", "resend-safe key (default: derived from the exercise and the file's content; pass a new one to submit the same file again)")
-	langFlag := fs.String("lang", langFromEnv(os.Getenv), "language of the output and the server's messages: zh-CN or en (default: from LC_ALL, LC_MESSAGES or LANG)")
+	langFlag := fs.lang
 	pos, code, ok := fs.parse(args, 1, 1, stdout, stderr)
 	if !ok {
 		return code
 	}
+	w := fs.words()
 	file := pos[0]
 	var missing []string
 	if *exerciseID == "" {
-		missing = append(missing, "--exercise is required")
+		missing = append(missing, w.T("--exercise is required"))
 	}
-	base, err := serverURL(*server)
+	base, err := serverURL(w, *server)
 	if err != nil {
 		missing = append(missing, err.Error())
 	}
 	// The saved token only for the server it was issued by: another
 	// server must not see it.
-	if savedBase, serr := serverURL(saved.Server); *token == "" && serr == nil && err == nil && savedBase == base {
+	if savedBase, serr := serverURL(w, saved.Server); *token == "" && serr == nil && err == nil && savedBase == base {
 		*token = saved.Token
 	}
 	if *token == "" {
-		missing = append(missing, "--token (or NPUGRADE_TOKEN, or npugrade login) is required")
-	}
-	if *langFlag != langZH && *langFlag != langEN {
-		missing = append(missing, fmt.Sprintf("--lang: %q is not zh-CN or en", *langFlag))
+		missing = append(missing, w.T("--token (or NPUGRADE_TOKEN, or npugrade login) is required"))
 	}
 	if len(missing) > 0 {
 		return fs.usageError(stderr, missing...)
@@ -84,7 +82,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	say := cliWords(*langFlag)
 	data, err := os.ReadFile(file)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade submit:", err)
+		fmt.Fprintln(stderr, "npugrade submit:", w.F("cannot read the notebook: %s", sysProblem(w, err)))
 		return exitError
 	}
 	var body bytes.Buffer
@@ -106,7 +104,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	req.Header.Set("Idempotency-Key", *key)
 	var sub submissionView
-	resp, code := doJSON(req, http.StatusAccepted, &sub, stderr)
+	resp, code := doJSON(req, http.StatusAccepted, &sub, w, stderr)
 	if code != exitOK {
 		return code
 	}
@@ -124,7 +122,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		return req, err
 	}
-	if code := awaitGrade(ctx, &sub, poll, *wait, say, stdout, stderr); code != exitOK {
+	if code := awaitGrade(ctx, &sub, poll, *wait, say, w, stdout, stderr); code != exitOK {
 		return code
 	}
 	fmt.Fprintf(stdout, "%s  %s\n\n", time.Now().Format("15:04:05"), say("st."+sub.Status))
@@ -135,7 +133,7 @@ func cmdSubmit(ctx context.Context, args []string, stdout, stderr io.Writer) int
 // no longer queued or running, printing each status it passes through,
 // for at most wait.
 func awaitGrade(ctx context.Context, sub *submissionView, poll func(context.Context) (*http.Request, error), wait time.Duration,
-	say func(string) string, stdout, stderr io.Writer) int {
+	say func(string) string, w words, stdout, stderr io.Writer) int {
 	deadline := time.Now().Add(wait)
 	last := ""
 	for sub.Status == domain.StatusQueued || sub.Status == domain.StatusRunning {
@@ -157,7 +155,7 @@ func awaitGrade(ctx context.Context, sub *submissionView, poll func(context.Cont
 			fmt.Fprintln(stderr, "npugrade submit:", err)
 			return exitError
 		}
-		if _, code := doJSON(req, http.StatusOK, sub, stderr); code != exitOK {
+		if _, code := doJSON(req, http.StatusOK, sub, w, stderr); code != exitOK {
 			return code
 		}
 	}
@@ -201,24 +199,26 @@ func submitKey(exerciseID string, notebook []byte) string {
 	return "npugrade-submit-" + hex.EncodeToString(h.Sum(nil))[:40]
 }
 
-func doJSON(req *http.Request, want int, out any, stderr io.Writer) (*http.Response, int) {
+// doJSON sends req and decodes the reply into out; a problem+json reply
+// is printed as the server worded it (in the Accept-Language asked for).
+func doJSON(req *http.Request, want int, out any, w words, stderr io.Writer) (*http.Response, int) {
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade submit:", err)
+		fmt.Fprintln(stderr, "npugrade submit:", w.F("cannot reach the server %s: %s", req.URL.Host, sysProblem(w, err)))
 		return nil, exitError
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if resp.StatusCode != want {
 		e := problem.Decode(resp.StatusCode, b)
-		fmt.Fprintf(stderr, "npugrade submit: %d %s: %s\n", resp.StatusCode, http.StatusText(resp.StatusCode), e.Message)
+		fmt.Fprintf(stderr, "npugrade submit: %d %s: %s\n", resp.StatusCode, w.T(http.StatusText(resp.StatusCode)), e.Message)
 		for _, q := range e.Problems {
 			fmt.Fprintf(stderr, "  - %s\n", q)
 		}
 		return resp, exitError
 	}
 	if err := json.Unmarshal(b, out); err != nil {
-		fmt.Fprintln(stderr, "npugrade submit: bad response:", err)
+		fmt.Fprintln(stderr, "npugrade submit:", w.F("the server's reply is not the JSON expected: %v", err))
 		return resp, exitError
 	}
 	return resp, exitOK

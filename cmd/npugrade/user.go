@@ -28,9 +28,10 @@ environment:
 `
 
 func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	w := wordsOf(ctx)
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "npugrade user: missing subcommand (add, list, token, revoke or import)")
-		fmt.Fprint(stderr, "\n"+userUsage)
+		fmt.Fprintln(stderr, w.T("npugrade user: missing subcommand (add, list, token, revoke or import)"))
+		fmt.Fprint(stderr, "\n"+w.T(userUsage))
 		return exitError
 	}
 	sub := args[0]
@@ -46,10 +47,10 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	switch {
 	case sub == "-h" || sub == "-help" || sub == "--help" || sub == "help":
-		fmt.Fprint(stdout, userUsage)
+		fmt.Fprint(stdout, w.T(userUsage))
 		return exitOK
 	case about[sub] == "":
-		fmt.Fprintf(stderr, "npugrade user: unknown subcommand %q\n\n%s", sub, userUsage)
+		fmt.Fprint(stderr, w.F("npugrade user: unknown subcommand %q\n\n", sub)+w.T(userUsage))
 		return exitError
 	}
 	nameArg, nArgs := "NAME", 1
@@ -59,11 +60,11 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "import":
 		nameArg = "ROSTER.csv"
 	}
-	fs := newCommand("user "+sub, nameArg, about[sub], envDB)
+	fs := newCommand(ctx, "user "+sub, nameArg, about[sub], envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", ""), "database URL of the server: sqlite:///path/file.db, sqlite://relative.db or postgres://…")
 	var role, profiles, labels, tokensFile, cohort *string
 	if sub == "add" || sub == "import" {
-		cohort = fs.String("cohort", "", "the cohort (`SLUG`, npugrade cohort create) new learners and instructors join (default: "+domain.DefaultCohort+")")
+		cohort = fs.String("cohort", "", "the cohort (`SLUG`, npugrade cohort create) new learners and instructors join (default: default)")
 	}
 	if sub == "import" {
 		tokensFile = fs.String("tokens", "", "write the new users' tokens to this new `FILE` (mode 0600, never overwritten) instead of stdout")
@@ -79,14 +80,14 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if *dbURL == "" {
-		return fs.usageError(stderr, "no database: pass --db URL or set NPUGRADE_DB to the server's database")
+		return fs.usageError(stderr, w.T("no database: pass --db URL or set NPUGRADE_DB to the server's database"))
 	}
 	var scope *fleet.RunnerScope
 	if sub == "add" && (*profiles != "" || *labels != "") {
 		if domain.Role(*role) != domain.RoleRunner {
-			return fs.usageError(stderr, "--profiles and --labels bind runner tokens: they need --role runner")
+			return fs.usageError(stderr, w.T("--profiles and --labels bind runner tokens: they need --role runner"))
 		}
-		lb, err := parseLabels(*labels)
+		lb, err := parseLabels(w, *labels)
 		if err != nil {
 			return fs.usageError(stderr, err.Error())
 		}
@@ -104,51 +105,51 @@ func cmdUser(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	db, err := open(ctx, *dbURL)
 	if err != nil {
-		fmt.Fprintf(stderr, "npugrade user %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "npugrade user %s: %s\n", sub, dbProblem(w, err))
 		return exitError
 	}
 	defer db.Close()
 	switch sub {
 	case "add":
-		return userAdd(ctx, db, pos[0], domain.Role(*role), *cohort, scope, stdout, stderr)
+		return userAdd(ctx, db, pos[0], domain.Role(*role), *cohort, scope, w, stdout, stderr)
 	case "list":
-		return userList(ctx, db, stdout, stderr)
+		return userList(ctx, db, w, stdout, stderr)
 	case "import":
-		return userImport(ctx, db, pos[0], *tokensFile, *cohort, stdout, stderr)
+		return userImport(ctx, db, pos[0], *tokensFile, *cohort, w, stdout, stderr)
 	default:
-		return userToken(ctx, db, sub, pos[0], stdout, stderr)
+		return userToken(ctx, db, sub, pos[0], w, stdout, stderr)
 	}
 }
 
-func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, cohort string, scope *fleet.RunnerScope, stdout, stderr io.Writer) int {
+func userAdd(ctx context.Context, db *store.DB, name string, role domain.Role, cohort string, scope *fleet.RunnerScope, w words, stdout, stderr io.Writer) int {
 	if cohort == "" {
 		cohort = domain.DefaultCohort
 	}
 	c, err := db.CohortBySlug(ctx, cohort)
 	if err != nil {
-		fmt.Fprintf(stderr, "npugrade user add: no cohort %q (npugrade cohort create %s)\n", cohort, cohort)
+		fmt.Fprint(stderr, "npugrade user add: ", w.F("no cohort %q (npugrade cohort create %s)\n", cohort, cohort))
 		return exitError
 	}
 	u, token, err := db.CreateUserIn(ctx, name, role, c.ID)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade user add:", err)
+		fmt.Fprintln(stderr, "npugrade user add:", dbProblem(w, err))
 		return exitError
 	}
 	if scope != nil {
 		if err := db.SetRunnerScope(ctx, u.ID, *scope); err != nil {
-			fmt.Fprintln(stderr, "npugrade user add:", err)
+			fmt.Fprintln(stderr, "npugrade user add:", dbProblem(w, err))
 			return exitError
 		}
 	}
-	auditCLI(ctx, db, domain.AuditUserCreated, u.Name, "role "+string(u.Role), stderr)
-	fmt.Fprintf(stdout, "created %s user %q (id %d); its API token, shown only now:\n%s\n", u.Role, u.Name, u.ID, token)
+	auditCLI(ctx, db, domain.AuditUserCreated, u.Name, "role "+string(u.Role), w, stderr)
+	fmt.Fprint(stdout, w.F("created %s user %q (id %d); its API token, shown only now:\n%s\n", w.Role(string(u.Role)), u.Name, u.ID, token))
 	return exitOK
 }
 
-func userList(ctx context.Context, db *store.DB, stdout, stderr io.Writer) int {
+func userList(ctx context.Context, db *store.DB, w words, stdout, stderr io.Writer) int {
 	users, err := db.ListUsers(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade user list:", err)
+		fmt.Fprintln(stderr, "npugrade user list:", dbProblem(w, err))
 		return exitError
 	}
 	for _, u := range users {
@@ -158,60 +159,65 @@ func userList(ctx context.Context, db *store.DB, stdout, stderr io.Writer) int {
 }
 
 // userToken runs `user token` (a new token) and `user revoke` (none left).
-func userToken(ctx context.Context, db *store.DB, sub, name string, stdout, stderr io.Writer) int {
+func userToken(ctx context.Context, db *store.DB, sub, name string, w words, stdout, stderr io.Writer) int {
 	u, err := db.UserByName(ctx, name)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		fmt.Fprintf(stderr, "npugrade user %s: %s\n", sub, w.F("no user %q (npugrade user list shows them)", name))
+		return exitError
+	}
 	if err != nil {
-		fmt.Fprintf(stderr, "npugrade user %s: %v\n", sub, err)
+		fmt.Fprintf(stderr, "npugrade user %s: %s\n", sub, dbProblem(w, err))
 		return exitError
 	}
 	if sub == "revoke" {
 		if err := db.RevokeTokens(ctx, u.ID); err != nil {
-			fmt.Fprintln(stderr, "npugrade user revoke:", err)
+			fmt.Fprintln(stderr, "npugrade user revoke:", dbProblem(w, err))
 			return exitError
 		}
-		auditCLI(ctx, db, domain.AuditTokensRevoked, u.Name, "", stderr)
-		fmt.Fprintf(stdout, "revoked every token of %q\n", u.Name)
+		auditCLI(ctx, db, domain.AuditTokensRevoked, u.Name, "", w, stderr)
+		fmt.Fprint(stdout, w.F("revoked every token of %q\n", u.Name))
 		return exitOK
 	}
 	token, err := db.CreateToken(ctx, u.ID)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade user token:", err)
+		fmt.Fprintln(stderr, "npugrade user token:", dbProblem(w, err))
 		return exitError
 	}
-	auditCLI(ctx, db, domain.AuditTokenCreated, u.Name, "", stderr)
-	fmt.Fprintf(stdout, "new API token for %q:\n%s\n", u.Name, token)
+	auditCLI(ctx, db, domain.AuditTokenCreated, u.Name, "", w, stderr)
+	fmt.Fprint(stdout, w.F("new API token for %q:\n%s\n", u.Name, token))
 	return exitOK
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := newCommand("migrate", "", "Apply pending database migrations (serve also applies them at start).", envDB)
+	fs := newCommand(ctx, "migrate", "", "Apply pending database migrations (serve also applies them at start).", envDB)
 	dbURL := fs.String("db", envOr("NPUGRADE_DB", store.DefaultURL), "database URL")
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
 	}
+	w := fs.words()
 	db, err := store.Connect(ctx, *dbURL)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade migrate:", err)
+		fmt.Fprintln(stderr, "npugrade migrate:", dbProblem(w, err))
 		return exitError
 	}
 	defer db.Close()
 	applied, err := db.Migrate(ctx)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade migrate:", err)
+		fmt.Fprintln(stderr, "npugrade migrate:", dbProblem(w, err))
 		return exitError
 	}
 	if len(applied) == 0 {
-		fmt.Fprintln(stdout, "the schema is up to date")
+		fmt.Fprintln(stdout, w.T("the schema is up to date"))
 	} else {
-		fmt.Fprintf(stdout, "applied migrations %v\n", applied)
+		fmt.Fprintf(stdout, "%s %v\n", w.N("n.migrations", len(applied)), applied)
 	}
 	return exitOK
 }
 
 // auditCLI records a user command in the audit log (actor "cli"); a
 // failure is reported, and the command still succeeds (it has happened).
-func auditCLI(ctx context.Context, db *store.DB, action, subject, detail string, stderr io.Writer) {
+func auditCLI(ctx context.Context, db *store.DB, action, subject, detail string, w words, stderr io.Writer) {
 	if err := db.Audit(ctx, domain.User{}, action, subject, strings.TrimSpace(detail+" (npugrade user)")); err != nil {
-		fmt.Fprintln(stderr, "npugrade user: warning:", err)
+		fmt.Fprintln(stderr, "npugrade user:", w.T("warning:"), w.F("the audit log did not record it: %s", dbProblem(w, err)))
 	}
 }
