@@ -108,7 +108,8 @@ var technical = regexp.MustCompile(`（learner、instructor 或 admin，留空�
 // its card with readable labels, no badge wraps per character, and the
 // Chinese pages leave no English sentence. SQLite only: the pages do not
 // depend on the dialect (the store tests cover both), and the walk of
-// some hundred page loads is the slow part.
+// some hundred page loads is the slow part. NPUGRADE_LAYOUT_SHOTS=1
+// saves a screenshot of every page, not only of those that fail.
 func TestWebPagesFitPhoneAndDesktop(t *testing.T) {
 	chromiumPath(t)
 	t.Parallel()
@@ -172,6 +173,23 @@ func TestWebPagesFitPhoneAndDesktop(t *testing.T) {
 	l := newTab(t, s.url)
 	l.signIn("/exercises", learnerTok)
 	walkLayout(t, l, learner)
+	// A refused upload: the page's reasons, on a phone, in Chinese.
+	bad := filepath.Join(t.TempDir(), "broken.ipynb")
+	if err := os.WriteFile(bad, []byte("this is not a notebook"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.do("refused upload", chromedp.EmulateViewport(390, 844), chromedp.Navigate(s.url+"/exercises/ch1?lang=zh-CN"),
+		chromedp.SetUploadFiles(chromedp.CSS("#notebook"), []string{bad}),
+		chromedp.Click(chromedp.CSS(`form[enctype] button[type=submit]`)), chromedp.WaitVisible(chromedp.CSS(".alert")))
+	alert := l.text(".alert")
+	if w := englishSentence.FindString(withoutCode(alert)); w != "" || !strings.Contains(alert, "笔记本不是有效的 JSON") {
+		l.shot("refused-upload-zh")
+		t.Errorf("the refused upload's reasons in Chinese: %q", alert)
+	}
+	if problems := eval[[]string](l, layoutCheck); len(problems) > 0 {
+		l.shot("refused-upload-zh")
+		t.Errorf("the refused upload's page at 390 px:\n%s", strings.Join(problems, "\n"))
+	}
 	in := newTab(t, s.url)
 	in.signIn("/dashboard", teacherTok)
 	// A staged regrade, to show its preview.
@@ -213,6 +231,9 @@ func walkLayout(t *testing.T, b *tab, paths []string) {
 					b.shot(name)
 					t.Errorf("%s (%s): status %d", p, lang, resp.Status)
 					continue
+				}
+				if os.Getenv("NPUGRADE_LAYOUT_SHOTS") != "" {
+					b.shot(name) // every page, to look at
 				}
 				// A message key without a message shows itself as ‹key›.
 				if keys := regexp.MustCompile(`‹[^›]*›`).FindAllString(eval[string](b, `document.body.textContent`), 5); len(keys) > 0 {

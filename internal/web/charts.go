@@ -121,7 +121,7 @@ func columnChart(c chart) template.HTML {
 		maxV = max(maxV, b.Value)
 	}
 	maxV = niceCeil(maxV)
-	tickW := textWidth(trimFloat(maxV))
+	tickW := max(textWidth(trimFloat(maxV)), textWidth(trimFloat(maxV/2)))
 	yLines := wrapText(c.YLabel, plotH)
 	left := 8 + lineH*float64(len(yLines)) + tickW + 6
 	plotW := w - left - right
