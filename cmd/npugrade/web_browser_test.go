@@ -468,8 +468,8 @@ func releaseFeedback(t *testing.T, dbURL, exerciseID string) {
 }
 
 // seedGraded stores learner's submission of exerciseID (answer as upload
-// and rebuilt notebook) with the grade g, as if a runner had scored it,
-// and returns its id.
+// and rebuilt notebook, in the cohort intake would give it) with the
+// grade g, as if a runner had scored it, and returns its id.
 func seedGraded(t *testing.T, dbURL, learner, exerciseID string, answer []byte, g store.Grade) string {
 	t.Helper()
 	ctx := context.Background()
@@ -482,8 +482,12 @@ func seedGraded(t *testing.T, dbURL, learner, exerciseID string, answer []byte, 
 	if err != nil {
 		t.Fatal(err)
 	}
+	cohort, err := db.SubmissionCohort(ctx, u.ID, exerciseID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
 	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: exerciseID, ExerciseVersion: "test",
-		Upload: answer, Rebuilt: answer, Job: jobs.New(db, nil).GradeJob(exerciseID, domain.Requirement{}, 1)})
+		Upload: answer, Rebuilt: answer, Job: jobs.New(db, nil).GradeJob(exerciseID, domain.Requirement{}, 1), CohortID: cohort})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,7 @@ func TestApplyManualAndTotal(t *testing.T) {
 		{CellID: "explain", Verdict: domain.VerdictNeedsManual, MaxPoints: 2, Counted: true},
 	}
 	score, msg := scoring.Total(cells, ex.LateMultiplier(deadline.Add(-time.Hour)), "")
-	if score != 0 || msg != "0 of 1 graded cells pass; 1 questions wait for manual grading" {
+	if score != 0 || msg != "0 of 1 graded cells pass; 1 question waits for manual grading" {
 		t.Errorf("before grading: %v %q", score, msg)
 	}
 	ApplyManual(ex, cells, map[string]domain.ManualGrade{

@@ -9,6 +9,7 @@ import (
 	"github.com/npugrade/npugrade/internal/domain"
 	"github.com/npugrade/npugrade/internal/policy"
 	"github.com/npugrade/npugrade/internal/problem"
+	"github.com/npugrade/npugrade/internal/web"
 )
 
 // problem writes err as problem+json. A database fault becomes 503 (with
@@ -31,7 +32,18 @@ func (s *Server) problem(c *gin.Context, err error) {
 	if status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "5")
 	}
-	writeProblem(c, status, http.StatusText(status), domain.ErrorMessage(err), domain.ErrorProblems(err))
+	detail, problems := domain.ErrorMessage(err), domain.ErrorProblems(err)
+	if web.PrefersChinese(c.Request) {
+		// Worded as the pages word them; the type and title stay the
+		// HTTP status's, for programs.
+		detail = web.ChineseProblem(detail)
+		zh := make([]string, len(problems))
+		for i, p := range problems {
+			zh[i] = web.ChineseProblem(p)
+		}
+		problems = zh
+	}
+	writeProblem(c, status, http.StatusText(status), detail, problems)
 }
 
 func writeProblem(c *gin.Context, status int, title, detail string, problems []string) {

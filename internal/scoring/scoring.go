@@ -189,7 +189,11 @@ func Total(cells []domain.CellResult, multiplier float64, killedReason string) (
 		msg = Summary(auto)
 	}
 	if waiting > 0 {
-		msg += fmt.Sprintf("; %d questions wait for manual grading", waiting)
+		if waiting == 1 {
+			msg += "; 1 question waits for manual grading"
+		} else {
+			msg += fmt.Sprintf("; %d questions wait for manual grading", waiting)
+		}
 	}
 	return Points(cells) * multiplier, LateNote(msg, multiplier)
 }

@@ -47,6 +47,7 @@ var feedbackPatterns = []feedbackPattern{
 	fb(`this question is graded by an instructor`, `本题由教师人工评分`),
 	fb(`graded by an instructor`, `已由教师人工评分`),
 	fb(fbNum+` questions wait for manual grading`, `${1} 道题等待人工评分`),
+	fb(`1 question waits for manual grading`, `1 道题等待人工评分`),
 	fb(`points set to `+fbNum+` of `+fbNum+` by an instructor`, `教师将得分改为 ${1} / ${2}`),
 	fb(`a hidden test of (\S+) did not run: (.+)`, `${1} 的一项隐藏测试未运行：${2}`),
 	fb(`a hidden test of (\S+) was not run`, `${1} 的一项隐藏测试未运行`),

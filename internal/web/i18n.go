@@ -507,6 +507,26 @@ var messages = map[string][2]string{ // key: {en, zh-CN}
 	"lti.dl.submit":           {"Place in the course", "添加到课程"},
 	"lti.dl.sending":          {"Returning to the course…", "正在返回课程…"},
 	"lti.dl.continue":         {"Continue", "继续"},
+
+	// Values the pages used to show raw (layout and language pass).
+	"policy.best":              {"best score", "最高分"},
+	"policy.latest":            {"latest score", "最近一次成绩"},
+	"fbpolicy.immediate":       {"shown at once", "立即显示"},
+	"fbpolicy.after_due_date":  {"shown after the due date", "截止后显示"},
+	"fbpolicy.on_release":      {"shown once released", "发布后显示"},
+	"audit.cohort.create":      {"cohort created", "创建班次"},
+	"audit.cohort.member":      {"cohort member added", "添加班次成员"},
+	"audit.cohort.remove":      {"cohort member removed", "移除班次成员"},
+	"audit.cohort.offer":       {"exercise offered to a cohort", "向班次开放练习"},
+	"audit.device-sign-in":     {"device signed in", "设备登录"},
+	"audit.manual-grade":       {"graded by hand", "人工评分"},
+	"audit.rubric-changed":     {"rubric changed", "修改评分细则"},
+	"audit.feedback-released":  {"feedback released", "发布反馈"},
+	"audit.regrade-requested":  {"regrade requested", "申请复核"},
+	"audit.regrade-answered":   {"regrade request answered", "答复复核申请"},
+	"audit.score-override":     {"points set by hand", "人工改分"},
+	"audit.lti-platform-added": {"LMS platform registered", "登记 LMS 平台"},
+	"audit.lti-key-rotated":    {"LTI key rotated", "轮换 LTI 密钥"},
 }
 
 // verdicts lists every cell verdict; each has a "v." message.
@@ -530,6 +550,8 @@ var pluralKeys = map[string][2]catalog.Message{ // key: {en, zh-CN}
 	"n.jobs":          {cldr.Selectf(1, "%d", "=1", "%d job", "other", "%d jobs"), catalog.String("%d 个任务")},
 	"n.changed":       {cldr.Selectf(1, "%d", "=1", "%d score changes", "other", "%d scores change"), catalog.String("%d 份分数变化")},
 	"n.unchanged":     {cldr.Selectf(1, "%d", "=1", "%d unchanged", "other", "%d unchanged"), catalog.String("%d 份不变")},
+	"n.waiting_manual": {cldr.Selectf(1, "%d", "=1", "%d submission waits for manual grading", "other", "%d submissions wait for manual grading"),
+		catalog.String("%d 份提交待人工评分")},
 }
 
 var pluralCatalog = func() *catalog.Builder {

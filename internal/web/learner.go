@@ -124,7 +124,7 @@ func (h *handler) renderExercise(c *gin.Context, status int, uploadErr error) {
 		uploadErr = we.Chinese()
 	}
 	if uploadErr != nil {
-		d.Message, d.Problems = domain.ErrorMessage(uploadErr), domain.ErrorProblems(uploadErr)
+		d.Message, d.Problems = problemText(lang, domain.ErrorMessage(uploadErr)), problemTexts(lang, domain.ErrorProblems(uploadErr))
 	}
 	h.render(c, status, "exercise", d.Title, "exercises", d)
 }

@@ -300,7 +300,7 @@ func (h *handler) refuseManual(c *gin.Context, subID string, in grade.ManualInpu
 		d.Applied[it] = true
 	}
 	d.Adjustment, d.Comment = c.PostForm("adjustment"), in.Comment
-	d.Message, d.Problems = translate(c.GetString(ctxLang), "mg.invalid"), domain.ErrorProblems(cause)
+	d.Message, d.Problems = translate(c.GetString(ctxLang), "mg.invalid"), problemTexts(c.GetString(ctxLang), domain.ErrorProblems(cause))
 	h.render(c, http.StatusUnprocessableEntity, "manual", title, "dashboard", d)
 }
 

@@ -46,11 +46,12 @@ func (h *handler) askRegradeForm(c *gin.Context) {
 		// The submission page again, the form as the learner filled it in
 		// and why it was not accepted (invalid, or one still open).
 		h.refused(c, err, func(status int) {
-			msg := translate(c.GetString(ctxLang), "rq.not_asked")
+			lang := c.GetString(ctxLang)
+			msg := translate(lang, "rq.not_asked")
 			if status != http.StatusUnprocessableEntity {
-				msg += " " + domain.ErrorMessage(err)
+				msg += " " + problemText(lang, domain.ErrorMessage(err))
 			}
-			h.renderSubmission(c, status, regradeAskForm{Cell: req.Cell, Message: req.Message, Error: msg, Problems: domain.ErrorProblems(err)})
+			h.renderSubmission(c, status, regradeAskForm{Cell: req.Cell, Message: req.Message, Error: msg, Problems: problemTexts(lang, domain.ErrorProblems(err))})
 		})
 		return
 	}
@@ -114,10 +115,11 @@ func (h *handler) answerRegradeForm(c *gin.Context) {
 		// The queue again, this request's form as it was typed, with
 		// every problem (or why it cannot be answered) above it.
 		h.refused(c, err, func(status int) {
-			d := regradeQueueData{State: "all", Failed: id, Form: form, Problems: domain.ErrorProblems(err),
-				Message: translate(c.GetString(ctxLang), "rq.invalid")}
+			lang := c.GetString(ctxLang)
+			d := regradeQueueData{State: "all", Failed: id, Form: form, Problems: problemTexts(lang, domain.ErrorProblems(err)),
+				Message: translate(lang, "rq.invalid")}
 			if status != http.StatusUnprocessableEntity {
-				d.Message = domain.ErrorMessage(err)
+				d.Message = problemText(lang, domain.ErrorMessage(err))
 			}
 			h.renderRegradeQueue(c, status, d)
 		})
