@@ -116,7 +116,10 @@ func (h *handler) grantExtension(c *gin.Context) {
 			h.fail(c, err)
 			return
 		}
-		d.Message, d.Problems = translate(c.GetString(ctxLang), "ext.invalid"), domain.ErrorProblems(err)
+		d.Message = translate(lang, "ext.invalid")
+		for _, p := range domain.ErrorProblems(err) {
+			d.Problems = append(d.Problems, problemText(lang, p))
+		}
 		h.renderExtensions(c, http.StatusUnprocessableEntity, d)
 		return
 	}

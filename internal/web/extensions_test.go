@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"html"
 	"net/url"
 	"strings"
 	"testing"
@@ -50,6 +51,10 @@ func TestExtensionPages(t *testing.T) {
 				"late_penalty": {`[{"after": "1h", "multiplier": 3}]`}}, nil)
 			if resp.StatusCode != 422 || !strings.Contains(body, "未能批准延期") || strings.Count(between(body, `id="ext-problems"`, "</ul>"), "<li>") != 3 {
 				t.Errorf("bad grant: %d %s", resp.StatusCode, body)
+			}
+			if probs := html.UnescapeString(between(body, `id="ext-problems"`, "</ul>")); !strings.Contains(probs, "不是学员") ||
+				!strings.Contains(probs, "不晚于练习的截止时间") || !strings.Contains(probs, "系数须在 0 到 1 之间") || strings.Contains(probs, "learner") {
+				t.Errorf("the problems are not in Chinese: %s", probs)
 			}
 			if resp, _ := do(t, c, "POST", page, url.Values{"learner": {"ada"}, "deadline": {"2026-03-09T00:00"}}, nil); resp.StatusCode != 403 {
 				t.Errorf("grant without CSRF: %d", resp.StatusCode)

@@ -34,6 +34,13 @@ var problemPatterns = []feedbackPattern{
 	fb(`points (".*"): not a number`, `分数 ${1} 不是数字`),
 	fb(`the release is invalid`, `发布无效`),
 	fb(`learner: user (".*") not found`, `学员：找不到用户 ${1}`),
+	// The extension form (grade.Extensions' checks).
+	fb(`learner: (".*") is a (\S+), not a learner`, `学员：${1} 的角色是 ${2}，不是学员`),
+	fb(`deadline: exercise (\S+) has no deadline to extend`, `截止时间：练习 ${1} 没有可延长的截止时间`),
+	fb(`deadline: (\S+) is not after the exercise's deadline (\S+)`, `截止时间：${1} 不晚于练习的截止时间 ${2}`),
+	fb(`late_penalty\[`+fbNum+`\]: after must be >= 0 and multiplier in \[0, 1\]`, `迟交扣分第 ${1} 项：迟交时长须不小于 0，系数须在 0 到 1 之间`),
+	fb(`deadline: a deadline is required \(RFC 3339, e.g. (\S+)\)`, `截止时间：必须填写（RFC 3339 格式，例如 ${1}）`),
+	fb(`deadline: (".*") is not a date and time \(RFC 3339, e.g. (\S+)\)`, `截止时间：${1} 不是日期时间（RFC 3339 格式，例如 ${2}）`),
 }
 
 // ChineseProblem is a problem's message or detail in the words the
