@@ -196,6 +196,8 @@ func TestCLIInstructorSpeaksChinese(t *testing.T) {
 				one, three := filepath.Join(dir, "one.csv"), filepath.Join(dir, "three.csv")
 				writeFile(t, one, "Name,Student Number,Section,Role\nLin Wei,s1,A,learner\n")
 				writeFile(t, three, "Name,Student Number,Section,Role\nZhang San,s2,A,learner\nLi Si,s3,A,learner\nWang Wu,s4,B,learner\n")
+				bad := filepath.Join(dir, "bad.csv")
+				writeFile(t, bad, "Name,Student Number,Role\nZhao Liu,s9,boss\nQian Qi,,learner\n")
 				for _, c := range []cliCase{
 					{args: []string{"user", "add", "ada", "--role", "instructor"}, en: `created instructor user "ada"`, zh: `已创建讲师用户 "ada"`},
 					{args: []string{"user", "add", "ada"}, code: exitError, en: `user "ada" already exists`, zh: `用户 "ada" 已存在`},
@@ -205,6 +207,9 @@ func TestCLIInstructorSpeaksChinese(t *testing.T) {
 					{args: []string{"user", "import", one}, en: "imported 1 user: 1 created, 0 updated, 0 unchanged", zh: "已导入 1 位用户：新建 1 位，更新 0 位，不变 0 位"},
 					{args: []string{"user", "import", three}, en: "imported 3 users: 3 created, 0 updated, 0 unchanged", zh: "已导入 3 位用户：新建 3 位"},
 					{args: []string{"user", "import", three}, en: "imported 3 users: 0 created, 0 updated, 3 unchanged", zh: "已导入 3 位用户：新建 0 位，更新 0 位，不变 3 位"},
+					{args: []string{"user", "import", bad}, code: exitError, en: `line 2: role "boss": want learner, instructor or admin`,
+						zh: `名单有 2 个问题，未导入任何内容`},
+					{args: []string{"user", "import", bad}, code: exitError, en: `line 3: no email or student number`, zh: `第 3 行：没有邮箱或学号`},
 					{args: []string{"cohort", "create", "spring", "--title", "Spring"}, en: `cohort spring (id`, zh: "班级 spring（编号"},
 					{args: []string{"cohort", "add", "spring", "ada", "--role", "instructor"}, en: "ada is an instructor of spring", zh: "ada 是 spring 的讲师"},
 					{args: []string{"cohort", "add", "spring", "s1"}, en: "s1 is a learner of spring", zh: "s1 是 spring 的学员"},

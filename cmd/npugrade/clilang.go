@@ -252,6 +252,15 @@ func sysProblem(w words, err error) string {
 	return err.Error()
 }
 
+// Problem is one of a service's listed problems (domain.ErrorProblems)
+// in w's language, as the pages word it.
+func (w words) Problem(p string) string {
+	if w.lang != langZH {
+		return p
+	}
+	return web.ChineseProblem(p)
+}
+
 // dbProblem is an error of the store or of a service, in w's language: a
 // user's error (domain.Error) says its message, the store's usual ones are
 // worded in Chinese too, and an internal one keeps its details (an
@@ -272,6 +281,9 @@ func dbProblem(w words, err error) string {
 			}
 			return fmt.Sprintf(t.zh, args...)
 		}
+	}
+	if zh := web.ChineseProblem(msg); zh != msg {
+		return zh
 	}
 	return sysProblem(w, err)
 }

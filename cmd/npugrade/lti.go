@@ -131,7 +131,7 @@ func ltiPlatformAdd(ctx context.Context, db *store.DB, p domain.LTIPlatform, pub
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade lti platform add:", dbProblem(w, err))
 		for _, pr := range domain.ErrorProblems(err) {
-			fmt.Fprintln(stderr, "  "+pr)
+			fmt.Fprintln(stderr, "  "+w.Problem(pr))
 		}
 		return exitError
 	}
@@ -221,7 +221,7 @@ func ltiPlatformSet(ctx context.Context, db *store.DB, id int64, fs *command, v 
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade lti platform set:", dbProblem(w, err))
 		for _, pr := range domain.ErrorProblems(err) {
-			fmt.Fprintln(stderr, "  "+pr)
+			fmt.Fprintln(stderr, "  "+w.Problem(pr))
 		}
 		return exitError
 	}

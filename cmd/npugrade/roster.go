@@ -43,7 +43,7 @@ func userImport(ctx context.Context, db *store.DB, path, tokensFile, cohort stri
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade user import:", dbProblem(w, err))
 		for _, p := range domain.ErrorProblems(err) {
-			fmt.Fprintln(stderr, "  "+p)
+			fmt.Fprintln(stderr, "  "+w.Problem(p))
 		}
 		if domain.ErrorCode(err) == domain.EINTERNAL {
 			fmt.Fprintln(stderr, "  ", err)

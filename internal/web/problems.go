@@ -41,6 +41,28 @@ var problemPatterns = []feedbackPattern{
 	fb(`late_penalty\[`+fbNum+`\]: after must be >= 0 and multiplier in \[0, 1\]`, `迟交扣分第 ${1} 项：迟交时长须不小于 0，系数须在 0 到 1 之间`),
 	fb(`deadline: a deadline is required \(RFC 3339, e.g. (\S+)\)`, `截止时间：必须填写（RFC 3339 格式，例如 ${1}）`),
 	fb(`deadline: (".*") is not a date and time \(RFC 3339, e.g. (\S+)\)`, `截止时间：${1} 不是日期时间（RFC 3339 格式，例如 ${2}）`),
+	// Roster imports (accounts.Rosters), on the users page and the CLI.
+	fb(`the roster is larger than `+fbNum+` MiB`, `名单超过 ${1} MiB`),
+	fb(`the roster is not UTF-8 text \(save it as CSV UTF-8\)`, `名单不是 UTF-8 文本（请另存为“CSV UTF-8”）`),
+	fb(`the roster is empty: it needs a header row \(name, email or student_number, section, role\)`, `名单为空：需要表头行（"name"、"email" 或 "student_number"、"section"、"role"）`),
+	fb(`the roster has a header but no rows`, `名单只有表头，没有数据行`),
+	fb(`the roster has `+fbNum+` problem\(s\); nothing was imported`, `名单有 ${1} 个问题，未导入任何内容`),
+	fb(`the roster has more than `+fbNum+` rows; split it`, `名单超过 ${1} 行，请拆分`),
+	fb(`… and `+fbNum+` more problems`, `……另有 ${1} 个问题`),
+	fb(`line `+fbNum+`: unknown column (".*") \(want name, email, student_number, section, role, cohort\)`, `第 ${1} 行：未知的列 ${2}（可用的列："name"、"email"、"student_number"、"section"、"role"、"cohort"）`),
+	fb(`line `+fbNum+`: column (".*") appears twice`, `第 ${1} 行：列 ${2} 出现了两次`),
+	fb(`line `+fbNum+`: the roster needs an email or a student_number column \(the login name\)`, `第 ${1} 行：名单需要 "email" 或 "student_number" 列（作为登录名）`),
+	fb(`line `+fbNum+`: `+fbNum+` fields, the header has `+fbNum, `第 ${1} 行：有 ${2} 个字段，表头有 ${3} 个`),
+	fb(`line `+fbNum+`: cohort (".*"): lower-case letters, digits, '.', '_' or '-', at most 64`, `第 ${1} 行：班次 ${2} 只能由小写字母、数字、“.”、“_”或“-”组成，最多 64 个字符`),
+	fb(`line `+fbNum+`: student number (".*"): letters, digits, '.', '_' or '-', at most 64`, `第 ${1} 行：学号 ${2} 只能由字母、数字、“.”、“_”或“-”组成，最多 64 个字符`),
+	fb(`line `+fbNum+`: no email or student number`, `第 ${1} 行：没有邮箱或学号`),
+	fb(`line `+fbNum+`: email (".*") is not an address`, `第 ${1} 行：邮箱 ${2} 不是有效的地址`),
+	fb(`line `+fbNum+`: name: at most 200 printable characters`, `第 ${1} 行：姓名最多 200 个可打印字符`),
+	fb(`line `+fbNum+`: section (".*"): at most 64 printable characters`, `第 ${1} 行：班级 ${2} 最多 64 个可打印字符`),
+	fb(`line `+fbNum+`: role (".*"): want learner, instructor or admin`, `第 ${1} 行：角色 ${2} 无效（应为 "learner"、"instructor" 或 "admin"）`),
+	fb(`line `+fbNum+`: (\S+) is also on line `+fbNum, `第 ${1} 行：${2} 也出现在第 ${3} 行`),
+	fb(`(\S+) is a runner account; a roster cannot change it`, `${1} 是执行节点账号，名单不能修改它`),
+	fb(`(\S+) is you: a roster cannot change your own role \((\S+) → (\S+)\)`, `${1} 是你自己：名单不能修改你自己的角色（${2} → ${3}）`),
 }
 
 // ChineseProblem is a problem's message or detail in the words the

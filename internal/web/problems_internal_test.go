@@ -17,6 +17,9 @@ func TestProblemsInChinese(t *testing.T) {
 		"you have used all 3 submissions of exercise ch1":                                                        "练习 ch1 的 3 次提交机会已全部用完",
 		`unknown exercise "ch99"; notebook is not valid JSON: invalid character 'h' in literal true`:             `未知的练习 "ch99"；笔记本不是有效的 JSON（解析器报告：“invalid character 'h' in literal true”）`,
 		"the notebook is larger than the 8388608 byte limit":                                                     "笔记本超过 8388608 字节的上限",
+		`line 4: email "x@" is not an address`:                                                                   `第 4 行：邮箱 "x@" 不是有效的地址`,
+		"line 7: s12 is also on line 3":                                                                          "第 7 行：s12 也出现在第 3 行",
+		"the roster has 2 problem(s); nothing was imported":                                                      "名单有 2 个问题，未导入任何内容",
 	} {
 		if got := problemText(langZH, in); got != want {
 			t.Errorf("%q in Chinese: %q, want %q", in, got, want)

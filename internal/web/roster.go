@@ -54,8 +54,12 @@ func (h *handler) importRoster(c *gin.Context) {
 	res, err := h.Rosters.ImportInto(c.Request.Context(), sessionOf(c).User, f, c.Request.FormValue("cohort"))
 	if err != nil {
 		h.refused(c, err, func(status int) { // 422, 413 or 409, as the API says them
-			h.renderUsers(c, status, usersData{Message: translate(lang, "roster.failed") + " " + domain.ErrorMessage(err),
-				Problems: domain.ErrorProblems(err)})
+			var probs []string
+			for _, p := range domain.ErrorProblems(err) {
+				probs = append(probs, problemText(lang, p))
+			}
+			h.renderUsers(c, status, usersData{Message: translate(lang, "roster.failed") + " " + problemText(lang, domain.ErrorMessage(err)),
+				Problems: probs})
 		})
 		return
 	}
