@@ -11,8 +11,6 @@ import (
 	"syscall"
 
 	cldr "golang.org/x/text/feature/plural"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 	"golang.org/x/text/message/catalog"
 
 	"github.com/npugrade/npugrade/internal/domain"
@@ -136,21 +134,7 @@ var pluralWords = map[string][2]catalog.Message{ // key: {en, zh-CN}
 	"n.migrations": {cldr.Selectf(1, "%d", "=1", "applied %d migration", "other", "applied %d migrations"), catalog.String("已应用 %d 个迁移")},
 }
 
-var printers = func() map[string]*message.Printer {
-	b := catalog.NewBuilder(catalog.Fallback(language.English))
-	for key, m := range pluralWords {
-		if err := b.Set(language.English, key, m[0]); err != nil {
-			panic(err)
-		}
-		if err := b.Set(language.SimplifiedChinese, key, m[1]); err != nil {
-			panic(err)
-		}
-	}
-	return map[string]*message.Printer{
-		langEN: message.NewPrinter(language.English, message.Catalog(b)),
-		langZH: message.NewPrinter(language.SimplifiedChinese, message.Catalog(b)),
-	}
-}()
+var printers = web.Printers(pluralWords)
 
 // flagProblem words an error of the flag package (and of the flag
 // values' Set) in w's language.

@@ -554,9 +554,12 @@ var pluralKeys = map[string][2]catalog.Message{ // key: {en, zh-CN}
 		catalog.String("%d 份提交待人工评分")},
 }
 
-var pluralCatalog = func() *catalog.Builder {
+// Printers are a message printer per language (en, zh-CN) for counted
+// phrases: keys map to their {en, zh-CN} messages. The command line
+// builds its own from its phrases.
+func Printers(keys map[string][2]catalog.Message) map[string]*message.Printer {
 	b := catalog.NewBuilder(catalog.Fallback(language.English))
-	for key, m := range pluralKeys {
+	for key, m := range keys {
 		if err := b.Set(language.English, key, m[0]); err != nil {
 			panic(err)
 		}
@@ -564,13 +567,13 @@ var pluralCatalog = func() *catalog.Builder {
 			panic(err)
 		}
 	}
-	return b
-}()
-
-var printers = map[string]*message.Printer{
-	langEN: message.NewPrinter(language.English, message.Catalog(pluralCatalog)),
-	langZH: message.NewPrinter(language.SimplifiedChinese, message.Catalog(pluralCatalog)),
+	return map[string]*message.Printer{
+		langEN: message.NewPrinter(language.English, message.Catalog(b)),
+		langZH: message.NewPrinter(language.SimplifiedChinese, message.Catalog(b)),
+	}
 }
+
+var printers = Printers(pluralKeys)
 
 // plural writes the counted phrase key for n in lang.
 func plural(lang, key string, n int) string {
