@@ -216,6 +216,8 @@ func TestCLIInstructorSpeaksChinese(t *testing.T) {
 					{args: []string{"cohort", "add", "nosuch", "ada"}, code: exitError, en: `no cohort "nosuch"`, zh: `没有班级 "nosuch"`},
 					{args: []string{"cohort", "offer", "spring", "ch1", "--deadline", "2027-04-01T18:00:00+08:00"}, en: "spring offers ch1, due 2027-04-01T10:00:00Z", zh: "spring 开放 ch1，截止时间 2027-04-01T10:00:00Z"},
 					{args: []string{"cohort", "offer", "spring", "ch2"}, en: "spring offers ch2, the exercise's deadline", zh: "spring 开放 ch2，截止时间按练习的设置"},
+					{args: []string{"cohort", "offer", "spring", "ch1", "--late-penalty", `[{"after": "1h", "multiplier": 3}]`}, code: exitError,
+						en: "late penalty step 1: after must be >= 0 and multiplier in [0, 1]", zh: "迟交扣分第 1 步：迟交时长须不小于 0，系数须在 0 到 1 之间"},
 					{args: []string{"cohort", "offer", "spring", "ch1", "--max-submissions", "x"}, code: exitError, en: `--max-submissions: "x" is not a count`, zh: "不是次数"},
 					{args: []string{"cohort", "list"}, en: "spring\tSpring\t1 learners\t1 instructors", zh: "spring\tSpring\t1 名学员\t1 名讲师", noZHTest: true},
 					{args: []string{"migrate"}, en: "the schema is up to date", zh: "表结构已是最新"},

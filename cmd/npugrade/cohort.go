@@ -139,7 +139,9 @@ func offerFlags(fs *command, w words) func() (domain.CohortExercise, []string) {
 		if *late != "" {
 			if _, err := policy.CohortLatePenalty(json.RawMessage(*late)); err != nil {
 				problems = append(problems, "--late-penalty: "+dbProblem(w, err))
-				problems = append(problems, domain.ErrorProblems(err)...)
+				for _, p := range domain.ErrorProblems(err) {
+					problems = append(problems, w.Problem(p))
+				}
 			}
 			o.LatePenalty = json.RawMessage(*late)
 		}

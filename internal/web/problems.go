@@ -63,6 +63,17 @@ var problemPatterns = []feedbackPattern{
 	fb(`line `+fbNum+`: (\S+) is also on line `+fbNum, `第 ${1} 行：${2} 也出现在第 ${3} 行`),
 	fb(`(\S+) is a runner account; a roster cannot change it`, `${1} 是执行节点账号，名单不能修改它`),
 	fb(`(\S+) is you: a roster cannot change your own role \((\S+) → (\S+)\)`, `${1} 是你自己：名单不能修改你自己的角色（${2} → ${3}）`),
+	// A cohort's late penalty (policy.CohortLatePenalty).
+	fb(`the late penalty is not valid`, `迟交扣分无效`),
+	fb(`late penalty step `+fbNum+`: after must be >= 0 and multiplier in \[0, 1\]`, `迟交扣分第 ${1} 步：迟交时长须不小于 0，系数须在 0 到 1 之间`),
+	fb(`late penalty: want a list of \{"after": "24h", "multiplier": 0.5\}: (.+)`, `迟交扣分：应为形如 [{"after": "24h", "multiplier": 0.5}] 的列表（解析器报告：“${1}”）`),
+	// An LTI platform registration (lti.Platforms).
+	fb(`the platform registration is not valid`, `平台注册信息无效`),
+	fb(`issuer: empty`, `issuer（签发方）：为空`),
+	fb(`client id: empty`, `client id（客户端编号）：为空`),
+	fb(`deployment ids: none \(the platform shows its deployment id when the tool is added\)`, `deployment id（部署编号）：未填写（平台在添加本工具时会显示部署编号）`),
+	fb(`(auth login URL|token URL|JWKS URL): want an https URL \(http only on a loopback host\), got (.*)`, `${1}：应为 https 地址（仅本机回环地址可用 http），实际为 ${2}`),
+	fb(`audience: no spaces`, `audience（受众）：不能包含空白`),
 }
 
 // ChineseProblem is a problem's message or detail in the words the

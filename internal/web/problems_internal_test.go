@@ -19,6 +19,8 @@ func TestProblemsInChinese(t *testing.T) {
 		"the notebook is larger than the 8388608 byte limit":                                                     "笔记本超过 8388608 字节的上限",
 		`line 4: email "x@" is not an address`:                                                                   `第 4 行：邮箱 "x@" 不是有效的地址`,
 		"line 7: s12 is also on line 3":                                                                          "第 7 行：s12 也出现在第 3 行",
+		"late penalty step 2: after must be >= 0 and multiplier in [0, 1]":                                       "迟交扣分第 2 步：迟交时长须不小于 0，系数须在 0 到 1 之间",
+		`token URL: want an https URL (http only on a loopback host), got "http://lms.example"`:                  `token URL：应为 https 地址（仅本机回环地址可用 http），实际为 "http://lms.example"`,
 		"the roster has 2 problem(s); nothing was imported":                                                      "名单有 2 个问题，未导入任何内容",
 	} {
 		if got := problemText(langZH, in); got != want {
