@@ -11,8 +11,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/npugrade/npugrade/internal/domain"
-	"github.com/npugrade/npugrade/internal/jobs"
-	"github.com/npugrade/npugrade/internal/scoring"
 	"github.com/npugrade/npugrade/internal/store"
 	"github.com/npugrade/npugrade/internal/store/storetest"
 )
@@ -44,7 +42,7 @@ func TestWebCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 			addUser(t, dbURL, "bob-autumn", "learner", "--cohort", "autumn")
 			cells := []domain.CellResult{{CellID: "q1", Verdict: domain.VerdictPass, Points: 1, MaxPoints: 1, Counted: true}}
 			for _, l := range []string{"ada-spring", "bob-autumn"} {
-				seedInCohort(t, dbURL, l, "ch1", answer, store.Grade{Score: 1, MaxScore: 1, Profile: "cpu", Cells: cells})
+				seedGraded(t, dbURL, l, "ch1", answer, store.Grade{Score: 1, MaxScore: 1, Profile: "cpu", Cells: cells})
 			}
 			s := startServer(t, dbURL, "--local-runner", "0")
 			defer s.stop()
@@ -93,35 +91,5 @@ func TestWebCohortsStaffSeeOnlyTheirCohort(t *testing.T) {
 				t.Errorf("the admin's autumn dashboard: want bob-autumn only:\n%s", body)
 			}
 		})
-	}
-}
-
-// seedInCohort is seedGraded with the cohort intake would give the
-// learner's submission (their latest cohort).
-func seedInCohort(t *testing.T, dbURL, learner, exerciseID string, answer []byte, g store.Grade) {
-	t.Helper()
-	ctx := context.Background()
-	db, err := store.Open(ctx, dbURL, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	u, err := db.UserByName(ctx, learner)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cohort, err := db.SubmissionCohort(ctx, u.ID, exerciseID, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: u.ID, ExerciseID: exerciseID, ExerciseVersion: "test",
-		Upload: answer, Rebuilt: answer, Job: jobs.New(db, nil).GradeJob(exerciseID, domain.Requirement{}, 1), CohortID: cohort})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.SubmissionID = sub.ID
-	g.Status = scoring.Status(g.Cells)
-	if err := db.InTx(ctx, func(tx *store.Tx) error { return tx.SaveGrade(g) }); err != nil {
-		t.Fatal(err)
 	}
 }
