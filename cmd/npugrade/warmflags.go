@@ -66,23 +66,11 @@ func forkPath(ex *execution.Executor, preload []string, log *slog.Logger) (*exec
 	return &e, []execution.Zygote{kz, dz}
 }
 
-// preloadModules is the --preload list for a profile. In a grading
-// environment (PyTorch 2.x) auto adds the modules torch.compile imports on
-// its first call: seconds a learner's cell no longer waits.
+// preloadModules is the --preload list for a profile (auto:
+// execution.AutoPreload).
 func preloadModules(flagValue, profile string, inEnv bool) []string {
 	if flagValue == "auto" {
-		auto := []string{"torch"}
-		if strings.HasPrefix(profile, "npu") {
-			auto = append(auto, "torch_npu")
-		}
-		if inEnv {
-			// What a first torch.compile imports (Dynamo, AOTAutograd,
-			// Inductor's compile_fx that backends call into): 2.9 s of a
-			// learner's first compile, 0.2 s once they are loaded. Imports
-			// only: no compile runs, so Dynamo's counters stay untouched.
-			auto = append(auto, "torch._dynamo", "torch._functorch.aot_autograd", "torch._inductor.compile_fx")
-		}
-		return auto
+		return execution.AutoPreload(profile, inEnv)
 	}
 	var out []string
 	for _, m := range strings.Split(flagValue, ",") {

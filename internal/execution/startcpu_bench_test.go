@@ -43,7 +43,7 @@ func BenchmarkSpareCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	payload, _ := notebook.Encode(rebuilt)
-	preload := []string{"torch", "torch._dynamo", "torch._functorch.aot_autograd", "torch._inductor.compile_fx"}
+	preload := execution.AutoPreload("cpu", true) // what a runner in the environment preloads
 	for _, path := range []string{"exec", "fork"} {
 		b.Run(path, func(b *testing.B) {
 			cfg := sandbox.DefaultConfig()

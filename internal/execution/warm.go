@@ -78,6 +78,32 @@ func (e *Executor) key(preload []string) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// AutoPreload is what a pre-started kernel imports before its job
+// (--preload auto) for a profile, inEnv when it runs in a grading
+// environment (PyTorch 2.x). Imports only: no compile runs, so Dynamo's
+// counters stay untouched, and a job finds in sys.modules what it would
+// have imported itself.
+func AutoPreload(profile string, inEnv bool) []string {
+	// The guard's snapshot imports numpy.testing and torch.testing in
+	// every job (about 0.1 s of CPU).
+	auto := []string{"torch", "numpy.testing", "torch.testing"}
+	if strings.HasPrefix(profile, "npu") {
+		auto = append(auto, "torch_npu")
+	}
+	if inEnv {
+		// What a first torch.compile imports (Dynamo, AOTAutograd,
+		// Inductor's compile_fx that backends call into): 2.9 s of a
+		// learner's first compile, 0.2 s once they are loaded; then what
+		// the first compile through AOTAutograd still imported in each
+		// ch1 job (functionalization's view-copy pass, the symbolic
+		// shapes' validator, the compiler bisector).
+		auto = append(auto, "torch._dynamo", "torch._functorch.aot_autograd", "torch._inductor.compile_fx",
+			"functorch.experimental.control_flow", "torch._export.passes.replace_view_ops_with_view_copy_ops_pass",
+			"torch._inductor.compiler_bisector", "torch._subclasses.schema_check_mode", "torch.fx.experimental.validator")
+	}
+	return auto
+}
+
 // Prestart starts an environment for one future job: a fresh job
 // directory and sandbox, a driver with its kernel started and the preload
 // modules imported (modules that are not installed are skipped). It

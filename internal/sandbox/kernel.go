@@ -505,7 +505,7 @@ func (k *Kernel) script(t toolPaths, etcDir string) string {
 		w(`if [ "$conn" = "-" ]; then`)
 		w(`  exec %s -i %s "$@"`, quote(t.env), quoteAll(kv))
 		w("fi")
-		w(`exec %s -i %s %s -m ipykernel_launcher -f "$conn"`, quote(t.env), quoteAll(kv), quote(cfg.Python))
+		w(`exec %s -i %s %s -m ipykernel_launcher -f "$conn" %s`, quote(t.env), quoteAll(kv), quote(cfg.Python), quoteAll(kernelOptions))
 		return b.String()
 	}
 	if k.cg != nil {
@@ -538,9 +538,9 @@ func (k *Kernel) script(t toolPaths, etcDir string) string {
 	w(`  exec 3<"$conn"`)
 	// ipykernel rewrites the connection file at startup (remove + create),
 	// so it is a plain file in a small private tmpfs, not a read-only bind.
-	w(`  set -- --size 1048576 --tmpfs %s --perms 0600 --file 3 %s %s %s -m ipykernel_launcher -f %s`,
+	w(`  set -- --size 1048576 --tmpfs %s --perms 0600 --file 3 %s %s %s -m ipykernel_launcher -f %s %s`,
 		quote(filepath.Dir(sandboxConnFile)),
-		quote(sandboxConnFile), tail, quote(cfg.Python), quote(sandboxConnFile))
+		quote(sandboxConnFile), tail, quote(cfg.Python), quote(sandboxConnFile), quoteAll(kernelOptions))
 	w("fi")
 	lim := []string{t.prlimit, "--core=0", "--fsize=" + strconv.FormatInt(cfg.FileSizeLimit, 10)}
 	if cfg.CPUTimeLimit > 0 {

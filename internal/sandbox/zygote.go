@@ -221,7 +221,13 @@ func zygoteBwrapArgs(cfg Config) []string {
 
 // kernelArgv is every forked kernel's command line (ipykernel's); the
 // zygote parses it once.
-var kernelArgv = []string{"-f", sandboxConnFile}
+var kernelArgv = append([]string{"-f", sandboxConnFile}, kernelOptions...)
+
+// kernelOptions go on every sandboxed kernel's command line. No history
+// database: a job's kernel lives for one notebook, and IPython's SQLite
+// history (a thread writing each cell) cost a few per cent of a job's
+// CPU; In, Out and %history still work from memory.
+var kernelOptions = []string{"--HistoryManager.enabled=False"}
 
 // forkRequest is what the launcher sends the zygote for one kernel
 // (zlaunch.py adds mode and argv; Procs also go on its command line).
