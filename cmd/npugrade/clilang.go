@@ -209,6 +209,8 @@ var sysErrors = map[error]string{
 	fs.ErrExist:              "file already exists",
 	syscall.ECONNREFUSED:     "connection refused",
 	syscall.EHOSTUNREACH:     "no route to host",
+	syscall.EADDRINUSE:       "address already in use",
+	syscall.EADDRNOTAVAIL:    "cannot assign requested address",
 	context.DeadlineExceeded: "timed out",
 }
 
@@ -232,6 +234,10 @@ func sysProblem(w words, err error) string {
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return dnsErr.Name + ": " + w.T("no such host")
+	}
+	var addrErr *net.AddrError
+	if errors.As(err, &addrErr) {
+		return addrErr.Addr + ": " + w.T(addrErr.Err)
 	}
 	return err.Error()
 }
