@@ -49,6 +49,10 @@ var zhRunWords = map[string]string{
 	"missing port in address":                         "地址中缺少端口",
 	"too many colons in address":                      "地址中冒号过多",
 
+	"npugrade serving on %s (database %s, %d exercises, %d local runner slots)\n": "npugrade 已在 %s 上服务（数据库 %s，%d 个练习，%d 个进程内评分槽位）\n",
+	"admin token: %s\n": "管理员令牌：%s\n",
+	"invalid port":      "端口无效",
+
 	// runner.
 	"the server refused to register this runner: %d %s: %s":                                                                    "服务器拒绝登记这台评分机：%d %s：%s",
 	"%d NPU device nodes found, but the environment has the cpu profile (no usable torch_npu): kernels are not pinned to them": "找到 %d 个 NPU 设备节点，但环境是 cpu 配置（没有可用的 torch_npu）：内核不绑定到这些设备",
@@ -148,7 +152,6 @@ var runErrors = []struct {
 	{regexp.MustCompile(`^(".*"): want COUNT/DURATION such as 30/10m, or 0$`), "%s：应为 COUNT/DURATION（如 30/10m）或 0"},
 	{regexp.MustCompile(`^--env (".*"): (.*)$`), "--env %s：%s"},
 	{regexp.MustCompile(`^--env: (.*)$`), "--env：%s"},
-	{regexp.MustCompile(`^(.*); (.*)$`), "%s；%s"},
 	{regexp.MustCompile(`^(".*") is not PROFILE=NAME$`), "%s 不是 PROFILE=NAME"},
 	{regexp.MustCompile(`^environment name (".*"): want lower-case letters, digits, '\.', '_' or '-' \(not (".*")\)$`), "环境名 %s 无效：只能用小写字母、数字、“.”、“_”或“-”（且不能是 %s）"},
 	{regexp.MustCompile(`^environment (".*") in (\S+): (.*) \(build it with (.*), or import one with (.*)\)$`), "%[2]s 中没有评分环境 %[1]s：%[3]s（请用 %[4]s 构建，或用 %[5]s 导入）"},
@@ -158,7 +161,15 @@ var runErrors = []struct {
 	{regexp.MustCompile(`^record reference of (\S+): the answer's cell (\S+) raised (\S+): (.*)$`), "无法记录 %s 的参考输出：参考答案的单元格 %s 抛出 %s：%s"},
 	{regexp.MustCompile(`^rerun (\S+): (.*)$`), "无法重复执行 %s：%s"},
 	{regexp.MustCompile(`^read notebook: (.*)$`), "无法读取笔记本：%s"},
+	{regexp.MustCompile(`^needs torch >= (\S+); this runner has torch (\S+)$`), "需要 torch >= %s；这台评分机的 torch 是 %s"},
+	{regexp.MustCompile(`^needs torch >= (\S+); torch is not importable on this runner$`), "需要 torch >= %s；这台评分机无法导入 torch"},
+	{regexp.MustCompile(`^needs Python >= (\S+); this runner has Python (\S+)$`), "需要 Python >= %s；这台评分机的 Python 是 %s"},
+	{regexp.MustCompile(`^needs the npugraph_ex backend; torch\._dynamo\.list_backends\(\) does not list it on this runner \(torch (\S+)\)$`), "需要 npugraph_ex 后端；这台评分机的 torch._dynamo.list_backends() 没有列出它（torch %s）"},
+	{regexp.MustCompile(`^needs a cpu runner; this runner has the (\S+) profile$`), "需要 cpu 评分机；这台评分机是 %s 配置"},
+	{regexp.MustCompile(`^needs (\S+); this runner has the (\S+) profile$`), "需要 %s；这台评分机是 %s 配置"},
 	{regexp.MustCompile(`^register runner: the server speaks runner protocol (\d+), this runner (\d+)$`), "无法登记评分机：服务器使用评分机协议 %s，这台评分机使用 %s"},
+	// Last: a reason of several clauses, each worded on its own.
+	{regexp.MustCompile(`^(.*); (.*)$`), "%s；%s"},
 }
 
 func init() {

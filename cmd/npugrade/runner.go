@@ -292,7 +292,7 @@ func registerProblem(w words, server string, err error) string {
 		if u, perr := url.Parse(server); perr == nil && u.Host != "" {
 			host = u.Host
 		}
-		return w.F("cannot reach the server %s: %s", host, sysProblem(w, err))
+		return w.F("cannot reach the server %s: %s", host, strings.TrimPrefix(sysProblem(w, err), host+": "))
 	}
 	return w.flagProblem(err)
 }

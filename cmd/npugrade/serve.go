@@ -110,15 +110,15 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "npugrade serve:", w.F("cannot listen on %s: %s", *addr, sysProblem(w, err)))
 		return exitError
 	}
-	fmt.Fprintf(stdout, "npugrade serving on %s (database %s, %d exercises, %d local runner slots)\n",
-		"http://"+ln.Addr().String(), app.db.Dialect, len(app.cat.List()), *o.local)
+	fmt.Fprint(stdout, w.F("npugrade serving on %s (database %s, %d exercises, %d local runner slots)\n",
+		"http://"+ln.Addr().String(), app.db.Dialect, len(app.cat.List()), *o.local))
 	if *printAdmin {
 		token, err := adminToken(ctx, app.db)
 		if err != nil {
 			fmt.Fprintln(stderr, "npugrade serve:", dbProblem(w, err))
 			return exitError
 		}
-		fmt.Fprintf(stdout, "admin token: %s\n", token)
+		fmt.Fprint(stdout, w.F("admin token: %s\n", token))
 	}
 	if err := app.run(ctx, o, ln, stderr); err != nil {
 		fmt.Fprintln(stderr, "npugrade serve:", err)

@@ -188,7 +188,9 @@ type ServerError struct {
 	Message string
 }
 
-func (e *ServerError) Error() string { return fmt.Sprintf("server answered %d: %s", e.Status, e.Message) }
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("server answered %d: %s", e.Status, e.Message)
+}
 
 // defaultHTTP is the client of a Client without its own. Its transport
 // keeps up to 64 idle connections to the server (the most long polls a
