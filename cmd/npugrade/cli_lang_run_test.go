@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/npugrade/npugrade/internal/envs/envtest"
 	"github.com/npugrade/npugrade/internal/execution"
@@ -63,20 +65,45 @@ func TestCheckReportSpeaksChinese(t *testing.T) {
 	}
 	t.Parallel()
 	args := append([]string{"check", "--env", "host", "--sandbox", "none", "--warm=false"}, badCheckExercise(t)...)
-	for _, c := range []cliCase{
-		{args: args, code: exitMismatch, en: "the untouched starter passes this cell; the question gives its points away", zh: "未改动的初始笔记本就能通过这个单元格"},
-		{args: args, code: exitMismatch, en: "bd wrong.ipynb q1: got mismatch, want pass: ", zh: "bd wrong.ipynb q1：得到「"},
-		{args: args, code: exitMismatch, en: "the fixture expects a verdict for q9, which is not a graded cell of bd", zh: "测试用例期望 q9 的结果，但它不是 bd 的评分单元格"},
-		{args: args, code: exitMismatch, en: "were recorded from another version of the answer (they are stale)", zh: "是用另一版参考答案记录的（已过期）"},
-		{args: args, code: exitMismatch, en: "graded against the fresh outputs, fixture wrong.ipynb now disagrees with its expectations:", zh: "按新输出评分，测试用例 wrong.ipynb 与预期不符"},
-		{args: args, code: exitMismatch, en: "recording them (--update-reference) is not advised", zh: "不建议记录（--update-reference）"},
-		{args: args, code: exitMismatch, en: "EXERCISE  NOTEBOOK", zh: "练习"},
-		{args: args, code: exitMismatch, en: "3 notebooks checked on profile cpu in ", zh: "检查了 3 个笔记本（配置 cpu）"},
-		{args: []string{"check", "--env", "host", "--only", "ch1", "--exercises", filepath.Join(repoRoot, "exercises"), "--answers", filepath.Join(repoRoot, "answers")},
-			code: exitError, en: "refusing to check in the host's Python", zh: "拒绝在主机自带的 Python"},
-	} {
-		checkCase(t, localeEN, c)
-		checkCase(t, localeZH, c)
+	// One check per language: each executes three notebooks.
+	checkAll(t, localeEN, args, exitMismatch,
+		"the untouched starter passes this cell; the question gives its points away",
+		"bd wrong.ipynb q1: got mismatch, want pass: ",
+		"the fixture expects a verdict for q9, which is not a graded cell of bd",
+		"were recorded from another version of the answer (they are stale)",
+		"graded against the fresh outputs, fixture wrong.ipynb now disagrees with its expectations:",
+		"recording them (--update-reference) is not advised",
+		"EXERCISE  NOTEBOOK", "3 notebooks checked on profile cpu in ")
+	checkAll(t, localeZH, args, exitMismatch,
+		"未改动的初始笔记本就能通过这个单元格", "bd wrong.ipynb q1: 得到「输出不符」，应为「通过」",
+		"测试用例期望 q9 的结果，但它不是 bd 的评分单元格", "是用另一版参考答案记录的（已过期）",
+		"按新输出评分，测试用例 wrong.ipynb 与预期不符", "不建议记录（--update-reference）",
+		"单元格数", "检查了 3 个笔记本（配置 cpu）")
+	refuse := cliCase{args: []string{"check", "--env", "host", "--only", "ch1", "--exercises", filepath.Join(repoRoot, "exercises"), "--answers", filepath.Join(repoRoot, "answers")},
+		code: exitError, en: "refusing to check in the host's Python", zh: "拒绝在主机自带的 Python"}
+	checkCase(t, localeEN, refuse)
+	checkCase(t, localeZH, refuse)
+}
+
+// checkAll is checkCase with every one of wants in the output of one run.
+func checkAll(t *testing.T, locale string, args []string, code int, wants ...string) {
+	t.Helper()
+	c := cliCase{args: args, code: code, en: wants[0], zh: wants[0]}
+	got, stdout, stderr := runCLIEnv(t, locale, c.args...)
+	all := stdout + stderr
+	name := locale + " npugrade " + strings.Join(args, " ")
+	if got != code {
+		t.Errorf("%s: exit %d, want %d:\n%s", name, got, code, all)
+	}
+	if locale == localeZH {
+		if w := cliEnglish.FindString(withoutCLICode(all)); w != "" {
+			t.Errorf("%s: English %q in the Chinese output:\n%s", name, w, all)
+		}
+	}
+	for _, want := range wants {
+		if !strings.Contains(all, want) {
+			t.Errorf("%s: output lacks %q:\n%s", name, want, all)
+		}
 	}
 }
 
@@ -90,9 +117,20 @@ func TestCheckRepoExercisesSpeakChinese(t *testing.T) {
 	}
 	envDir := envtest.RequireCPU(t)
 	t.Parallel()
-	checkCase(t, localeZH, cliCase{args: []string{"check", "--only", "ch1", "--jobs", "2", "--env", filepath.Base(envDir), "--envs-dir", filepath.Dir(envDir),
-		"--exercises", filepath.Join(repoRoot, "exercises"), "--answers", filepath.Join(repoRoot, "answers")},
-		code: exitOK, zh: "符合预期"})
+	// Longer than runCLIEnv allows: the chapter's answer, starter and ten
+	// fixtures execute in the grading environment.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	code := run(withLang(ctx, langZH), []string{"check", "--only", "ch1", "--jobs", "2", "--env", filepath.Base(envDir), "--envs-dir", filepath.Dir(envDir),
+		"--exercises", filepath.Join(repoRoot, "exercises"), "--answers", filepath.Join(repoRoot, "answers")}, &out, &errb)
+	all := out.String() + errb.String()
+	if code != exitOK || !strings.Contains(all, "符合预期") || !strings.Contains(all, "单元格数") {
+		t.Fatalf("zh-CN check --only ch1: exit %d, want 0 and a Chinese report:\n%s", code, all)
+	}
+	if w := cliEnglish.FindString(withoutCLICode(out.String())); w != "" {
+		t.Errorf("English %q in the Chinese report:\n%s", w, out.String())
+	}
 }
 
 // TestImportNotesSpeakChinese: what `exercise import` says each cell
