@@ -515,8 +515,8 @@ func runTask(ctx context.Context, t task, opt Options, refs grade.References) *N
 	// Fail before executing when there is nothing to compare with.
 	if _, err := refs.Reference(ctx, t.ex, opt.Profile); err != nil {
 		if errors.Is(err, exercise.ErrStaleReference) {
-			out.execFailed(found(staleNoFresh, t.ex.ID, opt.Profile))
-			out.ExecErr = err.Error()
+			// As the error says it, its sentinel's words first.
+			out.execFailed(found("%s: "+staleNoFresh, Feedback(exercise.ErrStaleReference.Error()), t.ex.ID, opt.Profile))
 		} else {
 			out.execFailed(found("%s", Feedback(err.Error())))
 		}
