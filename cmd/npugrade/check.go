@@ -49,8 +49,12 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// A broken exercise is reported and fails the run; the others are checked.
 	broken := cat.Err()
-	if broken != nil {
+	if broken != nil && w.lang != langZH {
 		fmt.Fprintln(stderr, "npugrade check:", broken)
+	} else {
+		for _, b := range cat.Broken() {
+			fmt.Fprintln(stderr, "npugrade check:", w.F("exercise %s: %s", b.ID, w.flagProblem(b.Err)))
+		}
 	}
 	onlyIDs, unknown := onlyExercises(w, *only, cat)
 	probeSeed, problems := seedFlag(w, *seed)
@@ -68,21 +72,21 @@ func cmdCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, "npugrade check:", err)
 		return exitError
 	}
-	if _, refusal, err := checkedEnvironment(ctx, *profile, envFor, ex, cat, onlyIDs); err != nil || refusal != "" {
+	if _, refusal, err := checkedEnvironment(ctx, w, *profile, envFor, ex, cat, onlyIDs); err != nil || refusal != "" {
 		fmt.Fprintln(stderr, "npugrade check:", refusal+errText(err))
 		return exitError
 	}
 	exec, stopWarm := warmPool(ex, *jobs, nil)
 	defer stopWarm()
 	opt := check.Options{Profile: *profile, Executor: exec, Match: ex.Match, CellTimeout: *cellTimeout, JobTimeout: *jobTimeout,
-		UpdateReference: *update, Rerun: *rerun, Jobs: *jobs, Progress: stdout, Only: onlyIDs, Seed: probeSeed, Notebooks: notebooks}
+		UpdateReference: *update, Rerun: *rerun, Jobs: *jobs, Progress: stdout, Only: onlyIDs, Seed: probeSeed, Notebooks: notebooks, Words: w}
 	rep, err := check.Run(ctx, cat, opt)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade check:", err)
+		fmt.Fprintln(stderr, "npugrade check:", w.flagProblem(err))
 		return exitError
 	}
 	fmt.Fprintln(stdout)
-	rep.Summary(stdout)
+	rep.SummaryIn(stdout, w)
 	if *junit != "" {
 		f, err := os.Create(*junit)
 		if err != nil {

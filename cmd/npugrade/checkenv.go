@@ -2,7 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"io"
 	"strings"
 
@@ -18,7 +18,7 @@ import (
 // `requires`, "" when it does. Executing an exercise elsewhere would
 // compare, or record with --update-reference, outputs of a PyTorch the
 // exercise was not written for.
-func checkedEnvironment(ctx context.Context, profile string, envFor envChooser, ex *execution.Executor,
+func checkedEnvironment(ctx context.Context, w words, profile string, envFor envChooser, ex *execution.Executor,
 	cat *exercise.Catalog, only map[string]bool) (envprobe.Report, string, error) {
 	env, err := envFor(profile, io.Discard)
 	if err != nil {
@@ -32,7 +32,7 @@ func checkedEnvironment(ctx context.Context, profile string, envFor envChooser, 
 		rep.Environment = envs.Host
 	}
 	if err != nil {
-		return rep, "", fmt.Errorf("probe the environment the notebooks run in: %w", err)
+		return rep, "", w.Errorf("probe the environment the notebooks run in: %s", w.flagProblem(err))
 	}
 	var bad []string
 	for _, e := range cat.List() {
@@ -40,17 +40,17 @@ func checkedEnvironment(ctx context.Context, profile string, envFor envChooser, 
 			continue
 		}
 		if ok, why := rep.Satisfies(e.Requires); !ok {
-			bad = append(bad, e.ID+": "+why)
+			bad = append(bad, e.ID+": "+w.flagProblem(errors.New(why)))
 		}
 	}
 	if len(bad) == 0 {
 		return rep, "", nil
 	}
-	where := "the host's Python"
+	where := w.T("the host's Python")
 	if rep.Environment != envs.Host {
-		where = "the grading environment " + rep.Environment
+		where = w.F("the grading environment %s", rep.Environment)
 	}
-	return rep, fmt.Sprintf("refusing to check in %s (Python %s, torch %s), which does not satisfy what the exercises require:\n  %s\n"+
+	return rep, w.F("refusing to check in %s (Python %s, torch %s), which does not satisfy what the exercises require:\n  %s\n"+
 		"build the environment they are written for with `%s` (then --env auto or --env cpu picks it), or check only the others with --only",
 		where, orDash(rep.Python), orDash(rep.Torch), strings.Join(bad, "\n  "), envFix), nil
 }

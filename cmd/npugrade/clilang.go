@@ -112,6 +112,21 @@ func (w words) N(key string, n int) string {
 	return printers[w.lang].Sprintf(key, n)
 }
 
+// Verdict is a verdict as the pages name it (check.Words).
+func (w words) Verdict(v string) string { return web.VerdictName(w.lang, v) }
+
+// Feedback is a grader's message as the pages word it, or another
+// part's reason as flagProblem words it (check.Words).
+func (w words) Feedback(msg string) string {
+	if w.lang != langZH || msg == "" {
+		return msg
+	}
+	if zh := web.ChineseFeedback(msg); zh != msg {
+		return zh
+	}
+	return w.flagProblem(errors.New(msg))
+}
+
 // Role is a role as the pages name it.
 func (w words) Role(role string) string {
 	if zh, ok := zhWords["role:"+role]; ok && w.lang == langZH {
@@ -142,6 +157,9 @@ func (w words) flagProblem(err error) string {
 	s := err.Error()
 	if w.lang != langZH {
 		return s
+	}
+	if zh, ok := zhWords[s]; ok {
+		return zh
 	}
 	for _, t := range flagErrors {
 		if m := t.re.FindStringSubmatch(s); m != nil {
@@ -209,6 +227,8 @@ var sysErrors = map[error]string{
 	fs.ErrExist:              "file already exists",
 	syscall.ECONNREFUSED:     "connection refused",
 	syscall.EHOSTUNREACH:     "no route to host",
+	syscall.EADDRINUSE:       "address already in use",
+	syscall.EADDRNOTAVAIL:    "cannot assign requested address",
 	context.DeadlineExceeded: "timed out",
 }
 
@@ -232,6 +252,10 @@ func sysProblem(w words, err error) string {
 	var dnsErr *net.DNSError
 	if errors.As(err, &dnsErr) {
 		return dnsErr.Name + ": " + w.T("no such host")
+	}
+	var addrErr *net.AddrError
+	if errors.As(err, &addrErr) {
+		return addrErr.Addr + ": " + w.T(addrErr.Err)
 	}
 	return err.Error()
 }

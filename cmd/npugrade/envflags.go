@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -32,9 +33,10 @@ func envFlags(fs *command) envChooser {
 	spec := fs.String("env", envOr("NPUGRADE_ENV", defaultEnv), "grading environment the kernels run in: one name for every profile, or per profile (cpu=cpu,npu-a2=npu-a2); host runs them on this machine's own Python; auto is the environment named like the profile when it exists, else host (see npugrade env list)")
 	dir := fs.String("envs-dir", envOr("NPUGRADE_ENVS_DIR", envs.DefaultDir), "directory of the grading environments")
 	return func(profile string, stderr io.Writer) (*envs.Env, error) {
+		w := fs.words()
 		name, err := envForProfile(*spec, profile)
 		if err != nil {
-			return nil, err
+			return nil, errors.New(w.flagProblem(err))
 		}
 		if name == envAuto {
 			name = envs.Host
@@ -43,14 +45,14 @@ func envFlags(fs *command) envChooser {
 			}
 		}
 		if name == envs.Host {
-			fmt.Fprintf(stderr, "npugrade: profile %s: kernels run on the host's own Python (--env host), not in a grading environment\n", profile)
+			fmt.Fprintln(stderr, "npugrade:", w.F("profile %s: kernels run on the host's own Python (--env host), not in a grading environment", profile))
 			return nil, nil
 		}
 		e, err := envs.Store{Dir: *dir}.Get(name)
 		if err != nil {
-			return nil, fmt.Errorf("--env: %w", err)
+			return nil, w.Errorf("--env: %s", w.flagProblem(err))
 		}
-		fmt.Fprintf(stderr, "npugrade: profile %s: kernels run in the grading environment %s (%s)\n", profile, e.Name, e.Root())
+		fmt.Fprintln(stderr, "npugrade:", w.F("profile %s: kernels run in the grading environment %s (%s)", profile, e.Name, e.Root()))
 		return &e, nil
 	}
 }

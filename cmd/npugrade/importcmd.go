@@ -94,10 +94,11 @@ func cmdExerciseImport(ctx context.Context, args []string, stdout, stderr io.Wri
 }
 
 // printReport lists the formats found and what each cell became (the
-// importer's notes, in English: they quote the notebook's own markers).
+// importer's notes, in w's language; the notebook's own markers and
+// grader words stay as they are).
 func printReport(out io.Writer, w words, rep importer.Report) {
 	fmt.Fprintf(out, "%s %v\n", w.T("formats:"), rep.Formats)
-	for _, n := range rep.Notes {
+	for _, n := range rep.NotesIn(w.F) {
 		fmt.Fprintln(out, "  "+n)
 	}
 }

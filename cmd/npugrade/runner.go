@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -70,11 +73,11 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	rep, env, err := runnerReport(ctx, *python, *profile, *devRoot, envFor, stderr)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade runner:", w.T("environment probe:"), err)
+		fmt.Fprintln(stderr, "npugrade runner:", w.T("environment probe:"), w.flagProblem(err))
 		return exitError
 	}
 	sandboxed := fs.Lookup("sandbox") == nil || fs.Lookup("sandbox").Value.String() != sandbox.ModeNone
-	npus, err := runnerDevices(&rep, *devRoot, *devices, *slots, sandboxed, stderr)
+	npus, err := runnerDevices(w, &rep, *devRoot, *devices, *slots, sandboxed, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "npugrade runner:", err)
 		return exitError
@@ -108,10 +111,10 @@ func cmdRunner(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer stop()
 	allExecs := append([]runner.Executor{executor}, slotExecs...)
 	waitSpares(ctx, spareStartWait, allExecs...)
-	client := &runnerclient.Client{Server: *server, Token: *token, WarmSpares: func() *runnerproto.WarmSpares { return spareReport(allExecs...) }}
+	client := &runnerclient.Client{Server: *server, Token: *token, Lang: w.lang, WarmSpares: func() *runnerproto.WarmSpares { return spareReport(allExecs...) }}
 	reg, err := client.Register(ctx, *name, *slots, lb, rep)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade runner:", err)
+		fmt.Fprintln(stderr, "npugrade runner:", registerProblem(w, *server, err))
 		return exitError
 	}
 	log.Info("registered", "runner", reg.RunnerID, "profile", rep.Profile, "verdict", rep.Verdict, "slots", *slots)
@@ -248,21 +251,21 @@ func slotExecutors(base *execution.Executor, slots []envprobe.Slot) []*execution
 // mistake without its device (a pod that requested no
 // huawei.com/Ascend910), it would only fail every job. A cpu runner
 // keeps no devices.
-func runnerDevices(rep *envprobe.Report, devRoot, only string, slots int, sandboxed bool, stderr io.Writer) ([]envprobe.Device, error) {
+func runnerDevices(w words, rep *envprobe.Report, devRoot, only string, slots int, sandboxed bool, stderr io.Writer) ([]envprobe.Device, error) {
 	plugin := os.Getenv(envprobe.PluginVisibleDevices)
 	rep.VisibleDevices = plugin
 	npus, err := envprobe.ListVisible(devRoot, plugin, only)
 	needNPU := strings.HasPrefix(rep.Profile, "npu") || rep.HasNPU()
 	switch {
 	case err != nil && needNPU:
-		return nil, fmt.Errorf("profile %s needs an NPU, but this runner was given none: %w; on Kubernetes the pod must request one (resources.limits huawei.com/Ascend910: 1, see docs/operations.md), elsewhere check --devices and --dev-root", rep.Profile, err)
+		return nil, w.Errorf("profile %s needs an NPU, but this runner was given none: %s; on Kubernetes the pod must request one (resources.limits huawei.com/Ascend910: 1, see docs/operations.md), elsewhere check --devices and --dev-root", rep.Profile, w.flagProblem(err))
 	case err != nil && only != "":
-		return nil, err
+		return nil, errors.New(w.flagProblem(err))
 	case err != nil:
 		return nil, nil
 	}
 	if !needNPU {
-		fmt.Fprintf(stderr, "npugrade runner: %d NPU device nodes found, but the environment has the cpu profile (no usable torch_npu): kernels are not pinned to them\n", len(npus))
+		fmt.Fprintln(stderr, "npugrade runner:", w.F("%d NPU device nodes found, but the environment has the cpu profile (no usable torch_npu): kernels are not pinned to them", len(npus)))
 		return nil, nil
 	}
 	if slots <= 0 {
@@ -273,4 +276,23 @@ func runnerDevices(rep *envprobe.Report, devRoot, only string, slots int, sandbo
 		fmt.Fprintln(stderr, "npugrade runner:", envprobe.PinLine(p, plugin))
 	}
 	return npus, nil
+}
+
+// registerProblem says why the runner could not register, in w's
+// language: the server's problem as the server worded it (it was asked
+// in w's language), or why the server could not be reached.
+func registerProblem(w words, server string, err error) string {
+	var se *runnerclient.ServerError
+	if errors.As(err, &se) {
+		return w.F("the server refused to register this runner: %d %s: %s", se.Status, w.T(http.StatusText(se.Status)), se.Message)
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		host := server
+		if u, perr := url.Parse(server); perr == nil && u.Host != "" {
+			host = u.Host
+		}
+		return w.F("cannot reach the server %s: %s", host, strings.TrimPrefix(sysProblem(w, err), host+": "))
+	}
+	return w.flagProblem(err)
 }

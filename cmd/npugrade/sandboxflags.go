@@ -20,42 +20,43 @@ func sandboxFlags(fs *command) func(stderr io.Writer, env *envs.Env) (*sandbox.C
 	fsize := fs.String("file-size-limit", sandbox.FormatSize(def.FileSizeLimit), "largest file a job may write")
 	disk := fs.String("disk-limit", sandbox.FormatSize(def.DiskLimit), "writable space per job")
 	return func(stderr io.Writer, env *envs.Env) (*sandbox.Config, error) {
+		w := fs.words()
 		cfg := def
 		cfg.Mode = *mode
 		if cfg.Mode != sandbox.ModeBwrap && cfg.Mode != sandbox.ModeNone {
 			// Only a value from NPUGRADE_SANDBOX can get here: --sandbox checks its own.
-			return nil, fmt.Errorf("NPUGRADE_SANDBOX=%q: want %s or %s", cfg.Mode, sandbox.ModeBwrap, sandbox.ModeNone)
+			return nil, w.Errorf("NPUGRADE_SANDBOX=%q: want %s or %s", cfg.Mode, sandbox.ModeBwrap, sandbox.ModeNone)
 		}
 		var err error
 		if cfg.MemoryLimit, err = sandbox.ParseSize(*mem); err != nil {
-			return nil, fmt.Errorf("--memory-limit: %w", err)
+			return nil, w.Errorf("--memory-limit: %s", w.flagProblem(err))
 		}
 		if cfg.FileSizeLimit, err = sandbox.ParseSize(*fsize); err != nil {
-			return nil, fmt.Errorf("--file-size-limit: %w", err)
+			return nil, w.Errorf("--file-size-limit: %s", w.flagProblem(err))
 		}
 		if cfg.DiskLimit, err = sandbox.ParseSize(*disk); err != nil {
-			return nil, fmt.Errorf("--disk-limit: %w", err)
+			return nil, w.Errorf("--disk-limit: %s", w.flagProblem(err))
 		}
 		cfg.PidsLimit = *pids
 		if env != nil {
 			if cfg.Mode == sandbox.ModeNone {
-				return nil, fmt.Errorf("--env %s needs the sandbox: --sandbox=none runs kernels on the host (use --env host)", env.Name)
+				return nil, w.Errorf("--env %s needs the sandbox: --sandbox=none runs kernels on the host (use --env host)", env.Name)
 			}
 			cfg = env.Sandbox(cfg)
 		}
 		if cfg.Mode == sandbox.ModeNone {
-			fmt.Fprintln(stderr, "npugrade: WARNING: --sandbox=none: learner code runs unisolated with this process's rights")
+			fmt.Fprintln(stderr, "npugrade:", w.T("WARNING: --sandbox=none: learner code runs unisolated with this process's rights"))
 			return &cfg, nil
 		}
 		if err := sandbox.Check(cfg); err != nil {
-			return nil, fmt.Errorf("this host cannot sandbox learner code (%w); fix that, or pass --sandbox=none on a development machine", err)
+			return nil, w.Errorf("this host cannot sandbox learner code (%s); fix that, or pass --sandbox=none on a development machine", w.flagProblem(err))
 		}
 		// A runner that was SIGKILLed never closed its sandboxes: remove
 		// their cgroups, mounts and directories before taking work.
 		if n, err := sandbox.Sweep(cfg); err != nil {
-			fmt.Fprintln(stderr, "npugrade: WARNING: removing sandboxes left by dead runners:", err)
+			fmt.Fprintln(stderr, "npugrade:", w.T("WARNING: removing sandboxes left by dead runners:"), err)
 		} else if n > 0 {
-			fmt.Fprintf(stderr, "npugrade: removed %d sandboxes left by runners that died\n", n)
+			fmt.Fprintln(stderr, "npugrade:", w.F("removed %d sandboxes left by runners that died", n))
 		}
 		return &cfg, nil
 	}
@@ -68,18 +69,19 @@ func outputLimitFlags(fs *command) func(ex *execution.Executor) error {
 	nb := fs.String("notebook-output-limit", sandbox.FormatSize(execution.DefaultMaxNotebookOutput), "outputs kept per notebook, e.g. 16MiB")
 	grace := fs.Duration("interrupt-grace", execution.DefaultInterruptGrace, "how long a cell may run on after its timeout interrupt before the kernel is killed")
 	return func(ex *execution.Executor) error {
+		w := fs.words()
 		var err error
 		if ex.Output.PerCell, err = sandbox.ParseSize(*cell); err != nil {
-			return fmt.Errorf("--cell-output-limit: %w", err)
+			return w.Errorf("--cell-output-limit: %s", w.flagProblem(err))
 		}
 		if ex.Output.PerNotebook, err = sandbox.ParseSize(*nb); err != nil {
-			return fmt.Errorf("--notebook-output-limit: %w", err)
+			return w.Errorf("--notebook-output-limit: %s", w.flagProblem(err))
 		}
 		if ex.Output.PerNotebook > 48<<20 {
-			return fmt.Errorf("--notebook-output-limit %s: at most 48MiB (the server accepts executed notebooks of up to 64MiB)", *nb)
+			return w.Errorf("--notebook-output-limit %s: at most 48MiB (the server accepts executed notebooks of up to 64MiB)", *nb)
 		}
 		if *grace <= 0 {
-			return fmt.Errorf("--interrupt-grace %s: must be positive", *grace)
+			return w.Errorf("--interrupt-grace %s: must be positive", *grace)
 		}
 		ex.InterruptGrace = *grace
 		// The executed notebook holds the rebuilt upload plus the outputs.
@@ -117,9 +119,9 @@ func executorFlags(fs *command, envFor envChooser) func(ctx context.Context, ex 
 		// them before taking work, after the sandbox's Sweep (if any) stopped
 		// what their kernels left running.
 		if n, err := execution.SweepJobDirs(ex.WorkRoot); err != nil {
-			fmt.Fprintln(stderr, "npugrade: WARNING: removing job directories left by dead runners:", err)
+			fmt.Fprintln(stderr, "npugrade:", fs.words().T("WARNING: removing job directories left by dead runners:"), err)
 		} else if n > 0 {
-			fmt.Fprintf(stderr, "npugrade: removed %d job directories left by runners that died\n", n)
+			fmt.Fprintln(stderr, "npugrade:", fs.words().F("removed %d job directories left by runners that died", n))
 		}
 		return ex.Check(ctx)
 	}

@@ -71,15 +71,17 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if _, code, ok := fs.parse(args, 0, 0, stdout, stderr); !ok {
 		return code
 	}
+	w := fs.words()
+	o.say = w
 	restoreGC, err := applyGC()
 	if err != nil {
-		return fs.usageError(stderr, err.Error())
+		return fs.usageError(stderr, w.flagProblem(err))
 	}
 	if o.trustedProxies, err = httpapi.ParseTrustedProxies(*trusted); err != nil {
-		return fs.usageError(stderr, "--trusted-proxies: "+err.Error())
+		return fs.usageError(stderr, w.F("--trusted-proxies: %s", w.flagProblem(err)))
 	}
 	if u, perr := url.Parse(*o.publicURL); *o.publicURL != "" && (perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "") {
-		return fs.usageError(stderr, "--public-url: want http(s)://host[:port][/path]")
+		return fs.usageError(stderr, w.T("--public-url: want http(s)://host[:port][/path]"))
 	}
 	defer restoreGC()
 	if o.hub, err = hub(); err != nil {
@@ -92,7 +94,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *cpuProfile != "" {
 		stop, err := startCPUProfile(*cpuProfile)
 		if err != nil {
-			fmt.Fprintln(stderr, "npugrade serve: --cpu-profile:", err)
+			fmt.Fprintln(stderr, "npugrade serve: --cpu-profile:", sysProblem(w, err))
 			return exitError
 		}
 		defer stop()
@@ -105,18 +107,18 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer app.db.Close()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		fmt.Fprintln(stderr, "npugrade serve:", err)
+		fmt.Fprintln(stderr, "npugrade serve:", w.F("cannot listen on %s: %s", *addr, sysProblem(w, err)))
 		return exitError
 	}
-	fmt.Fprintf(stdout, "npugrade serving on %s (database %s, %d exercises, %d local runner slots)\n",
-		"http://"+ln.Addr().String(), app.db.Dialect, len(app.cat.List()), *o.local)
+	fmt.Fprint(stdout, w.F("npugrade serving on %s (database %s, %d exercises, %d local runner slots)\n",
+		"http://"+ln.Addr().String(), app.db.Dialect, len(app.cat.List()), *o.local))
 	if *printAdmin {
 		token, err := adminToken(ctx, app.db)
 		if err != nil {
-			fmt.Fprintln(stderr, "npugrade serve:", err)
+			fmt.Fprintln(stderr, "npugrade serve:", dbProblem(w, err))
 			return exitError
 		}
-		fmt.Fprintf(stdout, "admin token: %s\n", token)
+		fmt.Fprint(stdout, w.F("admin token: %s\n", token))
 	}
 	if err := app.run(ctx, o, ln, stderr); err != nil {
 		fmt.Fprintln(stderr, "npugrade serve:", err)
@@ -141,6 +143,8 @@ type serveOptions struct {
 	setupExecutor                              func(ctx context.Context, ex *execution.Executor, stderr io.Writer) error
 	warmPool                                   func(ex *execution.Executor, slots int, log *slog.Logger) (runner.Executor, func())
 	log                                        *slog.Logger
+	// say words the errors serve prints for the person at the terminal.
+	say words
 }
 
 // serveApp is the wired server: one database, queue, catalog, dispatcher
@@ -174,13 +178,14 @@ func warnStaleReferences(ctx context.Context, log *slog.Logger, cat *exercise.Ca
 // openServe loads the catalog, opens (and migrates) the database and wires
 // the services.
 func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
+	w := o.say
 	uploadWindow, err := parseUploadLimit(*o.uploadLimit)
 	if err != nil {
-		return nil, fmt.Errorf("--upload-limit: %w", err)
+		return nil, w.Errorf("--upload-limit: %s", w.flagProblem(err))
 	}
 	cat, err := exercise.Load(*o.exDir, *o.ansDir)
 	if err != nil {
-		return nil, fmt.Errorf("load exercises: %w", err)
+		return nil, w.Errorf("load exercises: %s", sysProblem(w, err))
 	}
 	for _, b := range cat.Broken() {
 		// The others are served; this one answers 404 until it is fixed.
@@ -188,7 +193,7 @@ func openServe(ctx context.Context, o serveOptions) (*serveApp, error) {
 	}
 	db, err := store.Open(ctx, *o.dbURL, o.log)
 	if err != nil {
-		return nil, err
+		return nil, errors.New(dbProblem(w, err))
 	}
 	db.SetPoolSize(*o.dbConns)
 	// A manual cell's rubric that changed since the last start is
@@ -280,7 +285,7 @@ func (a *serveApp) run(ctx context.Context, o serveOptions, ln net.Listener, std
 	if *o.metricsAddr != "" {
 		ms, err := serveMetrics(*o.metricsAddr, a.srv.MetricsHandler())
 		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
+			return o.say.Errorf("--metrics-addr: %s", sysProblem(o.say, err))
 		}
 		defer ms.Close()
 		a.log.Info("metrics served", "addr", *o.metricsAddr)
@@ -316,7 +321,7 @@ func (a *serveApp) startLocalRunner(ctx context.Context, o serveOptions, stderr 
 	}
 	ex := &execution.Executor{Jupyter: *o.jupyter, Profile: "cpu", Match: domain.CPUMatcher, Log: a.log}
 	if err := o.setupExecutor(ctx, ex, stderr); err != nil {
-		return nil, fmt.Errorf("the local runner cannot execute notebooks: %w", err)
+		return nil, o.say.Errorf("the local runner cannot execute notebooks: %s", err)
 	}
 	host, _ := os.Hostname()
 	localID := "local-" + host

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 	"net/url"
 
 	"github.com/npugrade/npugrade/internal/sso"
@@ -21,12 +21,13 @@ func hubFlags(fs *command) func() (*sso.Hub, error) {
 	secret := fs.String("jupyterhub-client-secret", "", "npugrade's OAuth client secret at the hub (the service's api_token; default $NPUGRADE_JUPYTERHUB_CLIENT_SECRET)")
 	group := fs.String("jupyterhub-instructor-group", "instructors", "hub group whose members sign in as instructors")
 	return func() (*sso.Hub, error) {
+		w := fs.words()
 		if *hubURL == "" {
 			return nil, nil
 		}
 		u, err := url.Parse(*hubURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--jupyterhub-url %q: want http(s)://HOST[:PORT]", *hubURL)
+			return nil, w.Errorf("--jupyterhub-url %q: want http(s)://HOST[:PORT]", *hubURL)
 		}
 		s := *secret
 		if s == "" {
@@ -46,14 +47,15 @@ func oidcFlags(fs *command) func() (*sso.OIDC, error) {
 	roles := fs.String("oidc-roles-claim", "groups", "id_token claim listing the user's roles or groups")
 	instr := fs.String("oidc-instructor-value", "instructor", "entry of the roles claim that signs in as an instructor")
 	return func() (*sso.OIDC, error) {
+		w := fs.words()
 		if *issuer == "" {
 			return nil, nil
 		}
 		if u, err := url.Parse(*issuer); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, fmt.Errorf("--oidc-issuer %q: want http(s)://HOST[/PATH]", *issuer)
+			return nil, w.Errorf("--oidc-issuer %q: want http(s)://HOST[/PATH]", *issuer)
 		}
 		if *id == "" {
-			return nil, fmt.Errorf("--oidc-issuer needs --oidc-client-id")
+			return nil, errors.New(w.T("--oidc-issuer needs --oidc-client-id"))
 		}
 		s := *secret
 		if s == "" {

@@ -52,6 +52,8 @@ type Options struct {
 	Only            map[string]bool // exercise ids; empty = all
 	Jobs            int             // notebooks executed at once
 	Progress        io.Writer
+	// Words word the progress lines (default English).
+	Words Words
 	// Seed, when set, is the probe seed of every notebook instead of the
 	// one each draws from the pool by name: a submission's grade is
 	// reproduced with the seed it was graded with.
@@ -63,12 +65,19 @@ type Options struct {
 
 // Case is one graded cell of one notebook, with what was expected.
 type Case struct {
-	CellID   string
-	Want     string // a verdict, or "!pass" for starters
-	Got      domain.CellResult
-	Counted  bool
-	Failure  string // empty when as expected
+	CellID  string
+	Want    string // a verdict, or "!pass" for starters
+	Got     domain.CellResult
+	Counted bool
+	Failure string // empty when as expected; Finding in English
+	// Finding is the Failure as a sentence to word for the reader.
+	Finding  Finding
 	Duration time.Duration
+}
+
+// fail records what was not as expected.
+func (c *Case) fail(f Finding) {
+	c.Finding, c.Failure = f, f.String()
 }
 
 // Notebook is the outcome of one executed notebook.
@@ -83,6 +92,13 @@ type Notebook struct {
 	Cases    []Case
 	ExecErr  string
 	Duration time.Duration
+	// execWhy is ExecErr to word for the reader.
+	execWhy Finding
+}
+
+// execFailed records why the notebook could not be graded.
+func (n *Notebook) execFailed(f Finding) {
+	n.execWhy, n.ExecErr = f, f.String()
 }
 
 // OK reports whether everything in the notebook was as expected.
@@ -133,6 +149,8 @@ type References struct {
 	Err string
 	// Recorded: the fresh outputs were written as the reference.
 	Recorded bool
+	// disagree are the Disagree, to word for the reader.
+	disagree []Finding
 }
 
 // Safe reports whether the fresh outputs may be recorded: the answer ran,
@@ -241,13 +259,14 @@ func Run(ctx context.Context, cat *exercise.Catalog, opt Options) (*Report, erro
 			results[i] = nb
 			if opt.Progress != nil {
 				mu.Lock()
-				status := "ok"
+				say := wordsOr(opt.Words)
+				status := say.F("ok")
 				if nb.ExecErr != "" {
-					status = "EXECUTION ERROR: " + nb.ExecErr
+					status = say.F("EXECUTION ERROR: %s", nb.execFinding().Say(say))
 				} else if !nb.OK() {
-					status = "UNEXPECTED"
+					status = say.F("UNEXPECTED")
 				}
-				fmt.Fprintf(opt.Progress, "%-4s %-8s %-44s %5.1f/%-5g %6.1fs  %s\n", nb.Exercise, nb.Kind, nb.Name, nb.Score, nb.Max, nb.Duration.Seconds(), status)
+				fmt.Fprintf(opt.Progress, "%-4s %-8s %-44s %5.1f/%-5g %6.1fs  %s\n", nb.Exercise, kindIn(say, nb.Kind), nb.Name, nb.Score, nb.Max, nb.Duration.Seconds(), status)
 				mu.Unlock()
 			}
 		}(i, t)
@@ -275,10 +294,12 @@ func settle(rc *References, cat *exercise.Catalog, fresh candidates, results []*
 		}
 		if n.ExecErr != "" {
 			rc.Disagree = append(rc.Disagree, fmt.Sprintf("%s %s: %s", n.Kind, n.Name, n.ExecErr))
+			rc.disagree = append(rc.disagree, found("%s %s: %s", kindName(n.Kind), n.Name, n.execFinding()))
 		}
 		for _, c := range n.Cases {
 			if c.Failure != "" {
 				rc.Disagree = append(rc.Disagree, fmt.Sprintf("%s %s %s: %s", n.Kind, n.Name, c.CellID, c.Failure))
+				rc.disagree = append(rc.disagree, found("%s %s %s: %s", kindName(n.Kind), n.Name, c.CellID, c.Finding))
 			}
 		}
 	}
@@ -295,7 +316,7 @@ func settle(rc *References, cat *exercise.Catalog, fresh candidates, results []*
 	}
 	rc.Recorded = true
 	if opt.Progress != nil {
-		fmt.Fprintf(opt.Progress, "%-4s recorded reference outputs for profile %s (%d cells)\n", ex.ID, opt.Profile, len(ref.Cells))
+		fmt.Fprintf(opt.Progress, "%-4s %s\n", ex.ID, wordsOr(opt.Words).F("recorded reference outputs for profile %s (%d cells)", opt.Profile, len(ref.Cells)))
 	}
 	return nil
 }
@@ -313,9 +334,40 @@ func (c candidates) Reference(_ context.Context, ex *exercise.Exercise, profile 
 	ref, err := ex.Reference(profile)
 	if errors.Is(err, exercise.ErrStaleReference) {
 		// The advice is the report's (References), not the error's.
-		return nil, fmt.Errorf("%w: the reference outputs of %s for profile %q were recorded from another version of the answer, and the answer's fresh outputs could not be had", exercise.ErrStaleReference, ex.ID, profile)
+		return nil, fmt.Errorf("%w: "+staleNoFresh, exercise.ErrStaleReference, ex.ID, profile)
 	}
 	return ref, err
+}
+
+// staleNoFresh says that a notebook could not be graded: its exercise's
+// recorded outputs are stale and fresh ones could not be had.
+const staleNoFresh = "the reference outputs of %s for profile %q were recorded from another version of the answer, and the answer's fresh outputs could not be had"
+
+// kindName is a notebook's kind as a Finding's argument, worded for the
+// reader ("answer", "fixture").
+func kindName(kind string) Finding { return found(kind) }
+
+// kindIn is a notebook's kind in say's words.
+func kindIn(say Words, kind string) string {
+	switch kind {
+	case "answer":
+		return say.F("answer")
+	case "starter":
+		return say.F("starter")
+	case "fixture":
+		return say.F("fixture")
+	case "notebook":
+		return say.F("notebook")
+	}
+	return kind
+}
+
+// execFinding is why the notebook could not be graded, as a Finding.
+func (n *Notebook) execFinding() Finding {
+	if n.execWhy.Format == "" {
+		return found("%s", Feedback(n.ExecErr))
+	}
+	return n.execWhy
 }
 
 // changedCells lists the graded cells of ex whose outputs in fresh differ
@@ -462,7 +514,12 @@ func runTask(ctx context.Context, t task, opt Options, refs grade.References) *N
 	defer func() { out.Duration = time.Since(start) }()
 	// Fail before executing when there is nothing to compare with.
 	if _, err := refs.Reference(ctx, t.ex, opt.Profile); err != nil {
-		out.ExecErr = err.Error()
+		if errors.Is(err, exercise.ErrStaleReference) {
+			// As the error says it, its sentinel's words first.
+			out.execFailed(found("%s: "+staleNoFresh, Feedback(exercise.ErrStaleReference.Error()), t.ex.ID, opt.Profile))
+		} else {
+			out.execFailed(found("%s", Feedback(err.Error())))
+		}
 		return out
 	}
 	// Each notebook draws its seed from the pool by name, as a job would by
@@ -473,13 +530,13 @@ func runTask(ctx context.Context, t task, opt Options, refs grade.References) *N
 	}
 	executed, integ, res, err := execute(ctx, t.ex, t.upload, out.Seed, opt)
 	if err != nil {
-		out.ExecErr = err.Error()
+		out.execFailed(found("%s", Feedback(err.Error())))
 		return out
 	}
 	res.Profile = opt.Profile // the profile whose references this check compares with
 	sc, err := grade.Grader{References: refs}.Grade(ctx, grade.Run{Exercise: t.ex, Integrity: integ, Executed: executed, Result: res})
 	if err != nil {
-		out.ExecErr = err.Error()
+		out.execFailed(found("%s", Feedback(err.Error())))
 		return out
 	}
 	out.Score, out.Max = sc.Score, sc.MaxScore
@@ -495,12 +552,12 @@ func runTask(ctx context.Context, t task, opt Options, refs grade.References) *N
 				c.Want = domain.VerdictNeedsManual // a person grades it, never a run
 			}
 			if cr.Verdict != c.Want {
-				c.Failure = fmt.Sprintf("the answer got %s, want %s: %s", cr.Verdict, c.Want, cr.Message)
+				c.fail(found("the answer got %s, want %s: %s", Verdict(cr.Verdict), Verdict(c.Want), Feedback(cr.Message)))
 			}
 		case "starter":
 			c.Want = "!pass"
 			if cr.Verdict == domain.VerdictPass {
-				c.Failure = "the untouched starter passes this cell; the question gives its points away"
+				c.fail(found("the untouched starter passes this cell; the question gives its points away"))
 			}
 		case "notebook":
 			c.Want = "" // no expectation: the grade is what is reported
@@ -511,14 +568,15 @@ func runTask(ctx context.Context, t task, opt Options, refs grade.References) *N
 			}
 			c.Want = want
 			if cr.Verdict != want {
-				c.Failure = fmt.Sprintf("got %s, want %s: %s", cr.Verdict, want, cr.Message)
+				c.fail(found("got %s, want %s: %s", Verdict(cr.Verdict), Verdict(want), Feedback(cr.Message)))
 			}
 		}
 		out.Cases = append(out.Cases, c)
 	}
 	if t.kind == "fixture" && t.score != nil && math.Abs(out.Score-*t.score) > 1e-9 {
-		out.Cases = append(out.Cases, Case{CellID: "(score)", Want: fmt.Sprint(*t.score),
-			Failure: fmt.Sprintf("the fixture scores %g, want %g", out.Score, *t.score)})
+		c := Case{CellID: "(score)", Want: fmt.Sprint(*t.score)}
+		c.fail(found("the fixture scores %g, want %g", out.Score, *t.score))
+		out.Cases = append(out.Cases, c)
 	}
 	if t.kind == "fixture" {
 		seen := map[string]bool{}
@@ -527,7 +585,9 @@ func runTask(ctx context.Context, t task, opt Options, refs grade.References) *N
 		}
 		for id := range t.expected {
 			if !seen[id] {
-				out.Cases = append(out.Cases, Case{CellID: id, Want: t.expected[id], Failure: "the fixture expects a verdict for " + id + ", which is not a graded cell of " + t.ex.ID})
+				c := Case{CellID: id, Want: t.expected[id]}
+				c.fail(found("the fixture expects a verdict for %s, which is not a graded cell of %s", id, t.ex.ID))
+				out.Cases = append(out.Cases, c)
 			}
 		}
 	}
@@ -608,7 +668,7 @@ func rerun(ctx context.Context, ex *exercise.Exercise, opt Options) ([]string, e
 			seen[g.ID] = string(b)
 		}
 		if opt.Progress != nil {
-			fmt.Fprintf(opt.Progress, "%-4s rerun %d/%d of the answer done\n", ex.ID, i+1, opt.Rerun)
+			fmt.Fprintf(opt.Progress, "%-4s %s\n", ex.ID, wordsOr(opt.Words).F("rerun %d/%d of the answer done", i+1, opt.Rerun))
 		}
 	}
 	var out []string

@@ -11,10 +11,14 @@ import (
 	"text/tabwriter"
 )
 
-// Summary writes the table printed at the end of a check.
-func (r *Report) Summary(w io.Writer) {
+// Summary writes the table printed at the end of a check, in English.
+func (r *Report) Summary(w io.Writer) { r.SummaryIn(w, English) }
+
+// SummaryIn writes the table printed at the end of a check in say's words.
+func (r *Report) SummaryIn(w io.Writer, say Words) {
+	say = wordsOr(say)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "EXERCISE\tNOTEBOOK\tKIND\tSCORE\tCASES\tRESULT")
+	fmt.Fprintln(tw, say.F("EXERCISE\tNOTEBOOK\tKIND\tSCORE\tCASES\tRESULT"))
 	for _, n := range r.Notebooks {
 		failed := 0
 		for _, c := range n.Cases {
@@ -22,55 +26,63 @@ func (r *Report) Summary(w io.Writer) {
 				failed++
 			}
 		}
-		res := "as expected"
+		res := say.F("as expected")
 		if n.Kind == "notebook" {
-			res = "graded"
+			res = say.F("graded")
 		}
 		if n.ExecErr != "" {
-			res = "execution error"
+			res = say.F("execution error")
 		} else if failed > 0 {
-			res = fmt.Sprintf("%d unexpected", failed)
+			res = say.F("%d unexpected", failed)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%d\t%s\n", n.Exercise, n.Name, n.Kind, points(n.Score), points(n.Max), len(n.Cases), res)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%d\t%s\n", n.Exercise, n.Name, kindIn(say, n.Kind), points(n.Score), points(n.Max), len(n.Cases), res)
 	}
 	tw.Flush()
 	for _, n := range r.Notebooks {
 		if n.ExecErr != "" {
-			fmt.Fprintf(w, "\n%s %s: %s\n", n.Exercise, n.Name, n.ExecErr)
+			fmt.Fprintf(w, "\n%s %s: %s\n", n.Exercise, n.Name, n.execFinding().Say(say))
 		}
 		if n.Kind == "notebook" && n.ExecErr == "" {
-			n.cells(w)
+			n.cells(w, say)
 		}
 		for _, c := range n.Cases {
 			if c.Failure != "" {
-				fmt.Fprintf(w, "\n%s %s %s: %s\n", n.Exercise, n.Name, c.CellID, c.Failure)
+				fmt.Fprintf(w, "\n%s %s %s: %s\n", n.Exercise, n.Name, c.CellID, c.failure(say))
 				if c.Got.Diff != "" {
 					fmt.Fprintln(w, indent(c.Got.Diff))
 				} else if c.Got.Observed != "" {
-					fmt.Fprintln(w, indent("observed:\n"+c.Got.Observed))
+					fmt.Fprintln(w, indent(say.F("observed:")+"\n"+c.Got.Observed))
 				}
 			}
 		}
 	}
 	if len(r.Unstable) > 0 {
-		fmt.Fprintf(w, "\ncells whose outputs change between runs (they need a sanitizer or a tolerance): %s\n", strings.Join(r.Unstable, ", "))
+		fmt.Fprintf(w, "\n%s\n", say.F("cells whose outputs change between runs (they need a sanitizer or a tolerance): %s", strings.Join(r.Unstable, ", ")))
 	}
 	for _, ref := range r.References {
-		fmt.Fprintf(w, "\n%s\n", ref.Advice())
+		fmt.Fprintf(w, "\n%s\n", ref.AdviceIn(say))
 	}
-	fmt.Fprintf(w, "\n%d notebooks checked on profile %s in %.1fs\n", len(r.Notebooks), r.Profile, r.Duration.Seconds())
+	fmt.Fprintf(w, "\n%s\n", say.F("%d notebooks checked on profile %s in %.1fs", len(r.Notebooks), r.Profile, r.Duration.Seconds()))
+}
+
+// failure is what was not as expected in say's words.
+func (c *Case) failure(say Words) string {
+	if c.Finding.Format == "" {
+		return say.Feedback(c.Failure)
+	}
+	return c.Finding.Say(say)
 }
 
 // cells lists a learner's notebook cell by cell, as its grade says, with
 // the probe seed that reproduces it.
-func (n *Notebook) cells(w io.Writer) {
-	fmt.Fprintf(w, "\n%s %s (probe seed %d): %s/%s\n", n.Exercise, n.Name, n.Seed, points(n.Score), points(n.Max))
+func (n *Notebook) cells(w io.Writer, say Words) {
+	fmt.Fprintf(w, "\n%s %s %s: %s/%s\n", n.Exercise, n.Name, say.F("(probe seed %d)", n.Seed), points(n.Score), points(n.Max))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, c := range n.Cases {
 		if !c.Got.Counted {
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s/%s\t%s\n", c.CellID, c.Got.Verdict, points(c.Got.Points), points(c.Got.MaxPoints), firstLine(c.Got.Message))
+		fmt.Fprintf(tw, "  %s\t%s\t%s/%s\t%s\n", c.CellID, say.Verdict(c.Got.Verdict), points(c.Got.Points), points(c.Got.MaxPoints), firstLine(say.Feedback(c.Got.Message)))
 	}
 	tw.Flush()
 }
@@ -80,53 +92,72 @@ func firstLine(s string) string {
 	return line
 }
 
-// Advice says what was found about the exercise's reference outputs, and
-// whether to record the fresh ones: only when the answer and every fixture
-// grade as expected against them.
-func (r *References) Advice() string {
+// Advice says, in English, what was found about the exercise's reference
+// outputs, and whether to record the fresh ones.
+func (r *References) Advice() string { return r.AdviceIn(English) }
+
+// AdviceIn says in say's words what was found about the exercise's
+// reference outputs, and whether to record the fresh ones: only when the
+// answer and every fixture grade as expected against them.
+func (r *References) AdviceIn(say Words) string {
+	say = wordsOr(say)
 	var b strings.Builder
 	switch {
 	case r.Recorded:
-		fmt.Fprintf(&b, "%s: recorded the answer's outputs as the reference outputs for profile %s.", r.Exercise, r.Profile)
+		b.WriteString(say.F("%s: recorded the answer's outputs as the reference outputs for profile %s.", r.Exercise, r.Profile))
 	case r.Stale:
-		fmt.Fprintf(&b, "%s: the reference outputs for profile %s were recorded from another version of the answer (they are stale); its notebooks above were graded against the answer's fresh outputs, which are not recorded.", r.Exercise, r.Profile)
+		b.WriteString(say.F("%s: the reference outputs for profile %s were recorded from another version of the answer (they are stale); its notebooks above were graded against the answer's fresh outputs, which are not recorded.", r.Exercise, r.Profile))
 	default:
-		fmt.Fprintf(&b, "%s: the answer's fresh outputs for profile %s were checked before recording them.", r.Exercise, r.Profile)
+		b.WriteString(say.F("%s: the answer's fresh outputs for profile %s were checked before recording them.", r.Exercise, r.Profile))
 	}
 	switch {
 	case r.Changed == nil:
 	case len(r.Changed) == 0:
-		b.WriteString("\n  graded cells whose outputs changed: none")
+		b.WriteString("\n  " + say.F("graded cells whose outputs changed: none"))
 	default:
-		fmt.Fprintf(&b, "\n  graded cells whose outputs changed: %s", strings.Join(r.Changed, ", "))
+		changed := make([]string, len(r.Changed))
+		for i, c := range r.Changed {
+			if id, ok := strings.CutSuffix(c, " (no longer graded)"); ok {
+				c = say.F("%s (no longer graded)", id)
+			}
+			changed[i] = c
+		}
+		b.WriteString("\n  " + say.F("graded cells whose outputs changed: %s", strings.Join(changed, ", ")))
 	}
 	if r.Err != "" {
-		fmt.Fprintf(&b, "\n  the answer does not run as its reference must: %s\n  recording its outputs is not advised: fix the answer first.", r.Err)
+		b.WriteString("\n  " + say.F("the answer does not run as its reference must: %s\n  recording its outputs is not advised: fix the answer first.", say.Feedback(r.Err)))
 		return b.String()
 	}
 	if !r.Safe() {
-		who := disagreeing(r.Disagree)
-		fmt.Fprintf(&b, "\n  graded against the fresh outputs, %s now disagree%s with %s expectations:", strings.Join(who, " and "), plural(len(who)), theirs(len(who)))
-		for _, d := range r.Disagree {
+		who := disagreeing(r.Disagree, say)
+		both := strings.Join(who, say.F(" and "))
+		if len(who) == 1 {
+			b.WriteString("\n  " + say.F("graded against the fresh outputs, %s now disagrees with its expectations:", both))
+		} else {
+			b.WriteString("\n  " + say.F("graded against the fresh outputs, %s now disagree with their expectations:", both))
+		}
+		for i, d := range r.Disagree {
+			if len(r.disagree) == len(r.Disagree) {
+				d = r.disagree[i].Say(say)
+			}
 			fmt.Fprintf(&b, "\n    %s", d)
 		}
 		if r.Update {
-			b.WriteString("\n  NOT recorded: ")
+			b.WriteString("\n  " + say.F("NOT recorded: fix the answer, or, when the change is intended, update the fixtures' expected verdicts (.expected.json) and check again."))
 		} else {
-			b.WriteString("\n  recording them (--update-reference) is not advised: ")
+			b.WriteString("\n  " + say.F("recording them (--update-reference) is not advised: fix the answer, or, when the change is intended, update the fixtures' expected verdicts (.expected.json) and check again."))
 		}
-		b.WriteString("fix the answer, or, when the change is intended, update the fixtures' expected verdicts (.expected.json) and check again.")
 		return b.String()
 	}
 	if r.Stale && !r.Recorded {
-		fmt.Fprintf(&b, "\n  the answer and every fixture grade as expected against them: review the changed cells, then record them with npugrade check --profile %s --only %s --update-reference", r.Profile, r.Exercise)
+		b.WriteString("\n  " + say.F("the answer and every fixture grade as expected against them: review the changed cells, then record them with npugrade check --profile %s --only %s --update-reference", r.Profile, r.Exercise))
 	}
 	return b.String()
 }
 
 // disagreeing names the notebooks of disagreements ("KIND NAME ..."), in
 // order, once each: "the answer", "fixture wrong.ipynb".
-func disagreeing(ds []string) []string {
+func disagreeing(ds []string, say Words) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, d := range ds {
@@ -134,9 +165,9 @@ func disagreeing(ds []string) []string {
 		if len(f) < 2 {
 			continue
 		}
-		name := "fixture " + strings.TrimSuffix(f[1], ":")
+		name := say.F("fixture %s", strings.TrimSuffix(f[1], ":"))
 		if f[0] == "answer" {
-			name = "the answer"
+			name = say.F("the answer")
 		}
 		if !seen[name] {
 			seen[name] = true
@@ -144,20 +175,6 @@ func disagreeing(ds []string) []string {
 		}
 	}
 	return out
-}
-
-func plural(n int) string {
-	if n == 1 {
-		return "s"
-	}
-	return ""
-}
-
-func theirs(n int) string {
-	if n == 1 {
-		return "its"
-	}
-	return "their"
 }
 
 func indent(s string) string {

@@ -229,7 +229,7 @@ func splitHubCells(nb *notebook.Notebook, scan *hubScan, rep *Report) []hubCell 
 	var out []hubCell
 	for _, c := range nb.Cells {
 		if c.CellType == "code" && strings.Contains(string(c.Source), "_answer.txt") {
-			rep.Notes = append(rep.Notes, c.ID+": the cell that prints the answer file is dropped")
+			rep.note("%s: the cell that prints the answer file is dropped", c.ID)
 			continue
 		}
 		if c.CellType != "markdown" {
@@ -341,14 +341,14 @@ func hubCells(it *hubItem, text string, labCode map[int]string, used map[string]
 		}
 		if code == "" && a != nil && a.Idea != "" {
 			code = "# 参考思路：\n" + commentLines(a.Idea)
-			rep.Notes = append(rep.Notes, id+": no reference code in the lab answer notebook; its 参考思路 is the reference")
+			rep.note("%s: no reference code in the lab answer notebook; its 参考思路 is the reference", id)
 		}
 		starter := "# 实验题：需在昇腾 NPU 上运行；不自动评分（由教师按评分细则评阅）\n# YOUR CODE HERE"
 		manual := labManual(it, text)
 		g := map[string]any{"id": uniqueID(used, id), "solution": true, "starter": starter, "requires": map[string]string{"accelerator": "npu"},
 			"manual": manual}
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: lab task -> solution cell on an NPU, graded by hand: %g points, a rubric item per step (%d)",
-			id, manual.Points, len(manual.Rubric)))
+		rep.note("%s: lab task -> solution cell on an NPU, graded by hand: %g points, a rubric item per step (%d)",
+			id, manual.Points, len(manual.Rubric))
 		return []*notebook.Cell{codeCell(g, notebook.BeginSolution+"\n"+strings.TrimRight(code, "\n")+"\n"+notebook.EndSolution)}
 	}
 	implID := uniqueID(used, id+"-impl")
@@ -359,7 +359,7 @@ func hubCells(it *hubItem, text string, labCode map[int]string, used map[string]
 	if a.Explanation != "" {
 		g["feedback"] = "解析：" + a.Explanation
 	}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s, answer %s, %g points -> solution cell and graded check cell", checkID, it.Kind, a.Answer, it.Points))
+	rep.note("%s: %s, answer %s, %g points -> solution cell and graded check cell", checkID, it.Kind, a.Answer, it.Points)
 	return []*notebook.Cell{impl, codeCell(g, fmt.Sprintf("print(%q, %s)", id+":", id))}
 }
 

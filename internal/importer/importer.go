@@ -43,8 +43,10 @@ import (
 type Report struct {
 	// Formats found: nbgrader, otter, nbval, nbclient, papermill, quiz.
 	Formats []string
-	// Notes, one per converted cell.
+	// Notes, one per converted cell, in English.
 	Notes []string
+	// notes are the Notes to word for a reader (NotesIn).
+	notes []Note
 }
 
 func (r *Report) format(f string) {
@@ -262,23 +264,29 @@ func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, opt O
 		}
 		if points > 0 {
 			g["manual"] = map[string]any{"points": points}
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: manually graded %s in nbgrader -> manual cell, %g points", id, what, points))
+			if what == "task" {
+				rep.note("%s: manually graded task in nbgrader -> manual cell, %g points", id, points)
+			} else {
+				rep.note("%s: manually graded answer in nbgrader -> manual cell, %g points", id, points)
+			}
+		} else if what == "task" {
+			rep.note("%s: manually graded task in nbgrader with no points -> kept ungraded", id)
 		} else {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: manually graded %s in nbgrader with no points -> kept ungraded", id, what))
+			rep.note("%s: manually graded answer in nbgrader with no points -> kept ungraded", id)
 		}
 	case m.Solution:
 		g["solution"] = true
-		rep.Notes = append(rep.Notes, id+": nbgrader autograded answer -> solution cell")
+		rep.note("%s: nbgrader autograded answer -> solution cell", id)
 	case m.Grade && c.CellType == "code":
 		probe := hiddenTestsProbe(c, id, used)
 		g["points"], g["compare"] = points, "no-error"
-		note := "passes when it raises nothing"
+		note := noted("passes when it raises nothing")
 		if opt.NbgraderStderr {
 			g["targets"] = []string{"stderr"}
-			note += " and writes nothing to stderr"
+			note = noted("passes when it raises nothing and writes nothing to stderr")
 		}
 		if autotest(c, g) {
-			note = "### AUTOTEST values compared with the answer's, asserts run"
+			note = noted("### AUTOTEST values compared with the answer's, asserts run")
 		}
 		if probe != nil {
 			pg := map[string]any{"id": probe.ID, "probe": true, "for": id, "group": id, "compare": "no-error"}
@@ -293,12 +301,12 @@ func fromNbgrader(c *notebook.Cell, raw json.RawMessage, g map[string]any, opt O
 			}
 			b, _ := json.Marshal(pg)
 			probe.Metadata = map[string]json.RawMessage{"grader": b}
-			note += "; its hidden tests -> probe " + probe.ID + " (run after every cell, never shown to learners; all or nothing with the visible tests)"
+			note = noted("%s; its hidden tests -> probe %s (run after every cell, never shown to learners; all or nothing with the visible tests)", note, probe.ID)
 		}
-		rep.Notes = append(rep.Notes, id+": nbgrader autograder tests -> graded cell, "+note)
+		rep.note("%s: nbgrader autograder tests -> graded cell, %s", id, note)
 		return probe, nil
 	default:
-		rep.Notes = append(rep.Notes, id+": nbgrader locked cell")
+		rep.note("%s: nbgrader locked cell", id)
 	}
 	return nil, nil
 }
@@ -400,23 +408,23 @@ func fromMarkers(c *notebook.Cell, g map[string]any, nbval, lax bool, rep *Repor
 		if nbval && len(c.Outputs) > 0 && !marks["ignore-output"] && !marks["skip"] && (!lax || marks["check-output"]) {
 			// The learner writes it, and nbval checks what it prints.
 			g["compare"], g["points"] = "exact", 1.0
-			rep.Notes = append(rep.Notes, c.ID+": solution region with outputs (nbval) -> solution cell graded on its outputs, exact, 1 point")
+			rep.note("%s: solution region with outputs (nbval) -> solution cell graded on its outputs, exact, 1 point", c.ID)
 			return
 		}
-		rep.Notes = append(rep.Notes, c.ID+": solution region -> solution cell")
+		rep.note("%s: solution region -> solution cell", c.ID)
 		return
 	}
 	switch {
 	case marks["parameters"]:
 		rep.format("papermill")
 		g["id"] = "parameters"
-		rep.Notes = append(rep.Notes, "parameters: papermill parameters cell -> locked")
+		rep.note("parameters: papermill parameters cell -> locked")
 	case marks["skip"]:
 		if !nbval {
 			rep.format("nbclient")
 		}
 		g["compare"] = "skip"
-		rep.Notes = append(rep.Notes, c.ID+": skipped -> compare skip, not run")
+		rep.note("%s: skipped -> compare skip, not run", c.ID)
 	case marks["raises-exception"]:
 		if !nbval {
 			rep.format("nbclient")
@@ -425,15 +433,15 @@ func fromMarkers(c *notebook.Cell, g map[string]any, nbval, lax bool, rep *Repor
 		if e := firstError(c); e != nil {
 			g["ename"] = e.Ename
 		}
-		rep.Notes = append(rep.Notes, c.ID+": raises an exception -> compare error")
+		rep.note("%s: raises an exception -> compare error", c.ID)
 	case marks["ignore-output"]:
 		g["compare"] = "ignore"
-		rep.Notes = append(rep.Notes, c.ID+": output ignored -> compare ignore, not graded")
+		rep.note("%s: output ignored -> compare ignore, not graded", c.ID)
 	case len(c.Outputs) == 0:
 		// nbval does not compare cells the reference never ran.
 	case nbval && (!lax || marks["check-output"]):
 		g["compare"], g["points"] = "exact", 1.0
-		rep.Notes = append(rep.Notes, c.ID+": outputs checked (nbval) -> compare exact, 1 point")
+		rep.note("%s: outputs checked (nbval) -> compare exact, 1 point", c.ID)
 	}
 }
 
@@ -485,7 +493,7 @@ func quizCells(c *notebook.Cell, qs []string, used map[string]bool, rep *Report)
 		cg, _ := json.Marshal(map[string]any{"id": id, "points": 1.0, "compare": "tokens"})
 		out = append(out, &notebook.Cell{ID: id, CellType: "code", Source: notebook.MultilineString(fmt.Sprintf("print(%q, %s)", q+":", q)),
 			Metadata: map[string]json.RawMessage{"grader": cg}, Outputs: []*notebook.Output{}})
-		rep.Notes = append(rep.Notes, id+": quiz variable -> graded check cell printing it")
+		rep.note("%s: quiz variable -> graded check cell printing it", id)
 	}
 	return out
 }

@@ -114,7 +114,7 @@ func fromOtter(nb *notebook.Notebook, used map[string]bool, rep *Report) ([]*not
 			if err := yaml.Unmarshal([]byte(strings.Join(lines[1:], "\n")), &cfg); err != nil {
 				fail(i, "ASSIGNMENT CONFIG: %v", err)
 			}
-			rep.Notes = append(rep.Notes, "ASSIGNMENT CONFIG: read, not applied (Otter's export, PDF and generate settings have no meaning here; requirements must be in the grading environment)")
+			rep.note("ASSIGNMENT CONFIG: read, not applied (Otter's export, PDF and generate settings have no meaning here; requirements must be in the grading environment)")
 			continue
 		}
 		if m := otterBoundary.FindStringSubmatch(lines[0]); t == "raw" && m != nil {
@@ -274,23 +274,27 @@ func (q *otterQuestion) cells(used map[string]bool, rep *Report, fail func(strin
 			c.Source = notebook.MultilineString(strings.Join(otterKept(strings.Split(string(c.Source), "\n")), "\n"))
 		}
 		if q.Manual && k == 0 {
-			points, note := 1.0, " (no points given: 1, Otter's default)"
+			points, given := 1.0, false
 			if p, ok := q.Points.(float64); ok && p > 0 {
-				points, note = p, ""
+				points, given = p, true
 			} else if p, ok := q.Points.(int); ok && p > 0 {
-				points, note = float64(p), ""
+				points, given = float64(p), true
 			}
 			g["manual"] = map[string]any{"points": points}
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: Otter manual question %s -> manual cell, %g points%s", id, q.Name, points, note))
+			if given {
+				rep.note("%s: Otter manual question %s -> manual cell, %g points", id, q.Name, points)
+			} else {
+				rep.note("%s: Otter manual question %s -> manual cell, %g points (no points given: 1, Otter's default)", id, q.Name, points)
+			}
 		} else {
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: Otter solution of %s -> solution cell, its starter as Otter's student notebook shows it", id, q.Name))
+			rep.note("%s: Otter solution of %s -> solution cell, its starter as Otter's student notebook shows it", id, q.Name)
 		}
 		setGrader(c, g)
 		out = append(out, c)
 	}
 	if len(q.tests) == 0 {
 		if !q.Manual {
-			rep.Notes = append(rep.Notes, q.Name+": Otter question without tests -> nothing graded automatically")
+			rep.note("%s: Otter question without tests -> nothing graded automatically", q.Name)
 		}
 		return out
 	}
@@ -320,8 +324,8 @@ func (q *otterQuestion) cells(used map[string]bool, rep *Report, fail func(strin
 		setGrader(tc.cell, g)
 		out = append(out, tc.cell)
 	}
-	rep.Notes = append(rep.Notes, fmt.Sprintf("%s: Otter tests -> %d public test cells and %d hidden (probe cells, never shown), %g points in all, compared exactly with the answer's outputs",
-		q.Name, public, hidden, sum(points)))
+	rep.note("%s: Otter tests -> %d public test cells and %d hidden (probe cells, never shown), %g points in all, compared exactly with the answer's outputs",
+		q.Name, public, hidden, sum(points))
 	return out
 }
 

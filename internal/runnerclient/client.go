@@ -30,6 +30,9 @@ type Client struct {
 	HTTP     *http.Client
 	RunnerID string
 	Wait     time.Duration
+	// Lang, when set, is sent as Accept-Language on every request: the
+	// server words the problems it answers with in the runner's language.
+	Lang string
 	// WarmSpares, when set, says what the runner's pre-started kernels
 	// hold now; registration and heartbeats carry it to the server.
 	WarmSpares func() *runnerproto.WarmSpares
@@ -178,6 +181,17 @@ func (c *Client) Drain(ctx context.Context) error {
 
 var errNoContent = fmt.Errorf("no content")
 
+// ServerError is a problem the server answered with (not a lost lease):
+// its status and its message, worded in the client's Lang.
+type ServerError struct {
+	Status  int
+	Message string
+}
+
+func (e *ServerError) Error() string {
+	return fmt.Sprintf("server answered %d: %s", e.Status, e.Message)
+}
+
 // defaultHTTP is the client of a Client without its own. Its transport
 // keeps up to 64 idle connections to the server (the most long polls a
 // token may hold), where http.DefaultTransport keeps 2: a runner of more
@@ -226,6 +240,9 @@ func (c *Client) send(ctx context.Context, path, lease string, body any, accept 
 	if accept != "" {
 		req.Header.Set("Accept", accept)
 	}
+	if c.Lang != "" {
+		req.Header.Set("Accept-Language", c.Lang)
+	}
 	hc := c.HTTP
 	if hc == nil {
 		hc = defaultHTTP
@@ -247,7 +264,7 @@ func (c *Client) send(ctx context.Context, path, lease string, body any, accept 
 		if len(e.Problems) > 0 {
 			msg += ": " + strings.Join(e.Problems, "; ")
 		}
-		return resp, nil, fmt.Errorf("server answered %d: %s", resp.StatusCode, msg)
+		return resp, nil, &ServerError{Status: resp.StatusCode, Message: msg}
 	case err != nil:
 		return resp, nil, fmt.Errorf("read the answer: %w", err)
 	}

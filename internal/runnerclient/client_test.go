@@ -6,11 +6,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/npugrade/npugrade/internal/domain"
+	"github.com/npugrade/npugrade/internal/envprobe"
 	"github.com/npugrade/npugrade/internal/runnerproto"
 )
 
@@ -75,5 +78,68 @@ func TestClaimsReuseConnections(t *testing.T) {
 	}
 	if n := opened.Load(); n > slots {
 		t.Errorf("%d slots claiming %d rounds opened %d connections, want at most %d", slots, rounds, n, slots)
+	}
+}
+
+// TestClientSendsLanguage: every request of a client with a Lang carries
+// it as Accept-Language (the server words its problems in it), and a
+// problem the server answers with reaches the caller as worded; a client
+// without one sends none.
+func TestClientSendsLanguage(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	asked := map[string][]string{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		asked[r.URL.Path] = append(asked[r.URL.Path], r.Header.Get("Accept-Language"))
+		mu.Unlock()
+		if r.URL.Path == runnerproto.BasePath+"/register" && r.Header.Get("Accept-Language") == "zh-CN" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprint(w, `{"title":"令牌无效","status":401,"detail":"令牌无效"}`)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/heartbeat") {
+			fmt.Fprint(w, `{"cancel":false}`)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	zh := &Client{Server: srv.URL, Token: "t", RunnerID: "r-1", Wait: time.Second, Lang: "zh-CN"}
+	if _, err := zh.Register(ctx, "r", 1, nil, envprobe.Report{}); err == nil || !strings.Contains(err.Error(), "令牌无效") {
+		t.Errorf("register: %v, want the server's Chinese problem", err)
+	}
+	if l, err := zh.Claim(ctx); l != nil || err != nil {
+		t.Errorf("claim: %v %v, want no job", l, err)
+	}
+	lease := &domain.Lease{JobID: 7, Token: "lt"}
+	if cancel, err := zh.Heartbeat(ctx, lease); cancel || err != nil {
+		t.Errorf("heartbeat: %v %v, want no cancel", cancel, err)
+	}
+	for _, f := range []func() error{
+		func() error { return zh.Complete(ctx, lease, domain.ExecutionResult{}) },
+		func() error { return zh.Fail(ctx, lease, "x") },
+		func() error { return zh.Release(ctx, lease) },
+		func() error { return zh.Drain(ctx) },
+	} {
+		if err := f(); err != nil {
+			t.Error(err)
+		}
+	}
+	plain := &Client{Server: srv.URL, Token: "t", RunnerID: "r-2", Wait: time.Second}
+	if err := plain.Drain(ctx); err != nil {
+		t.Error(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, path := range []string{"/register", "/jobs/claim", "/jobs/7/heartbeat", "/jobs/7/complete", "/jobs/7/fail", "/jobs/7/release"} {
+		if got := strings.Join(asked[runnerproto.BasePath+path], ","); got != "zh-CN" {
+			t.Errorf("%s asked in %q, want zh-CN", path, got)
+		}
+	}
+	if got := strings.Join(asked[runnerproto.BasePath+"/drain"], ","); got != "zh-CN," {
+		t.Errorf("/drain asked in %q, want zh-CN then none", got)
 	}
 }
