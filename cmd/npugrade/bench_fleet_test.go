@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -82,6 +83,12 @@ func runFleet(spec string) int {
 		t := http.DefaultTransport.(*http.Transport).Clone()
 		t.MaxIdleConnsPerHost = 64
 		return &http.Client{Timeout: runnerproto.MaxPoll + 30*time.Second, Transport: t}
+	}
+	// NPUGRADE_BENCH_FLEET_CPUPROFILE=FILE profiles the fleet (pprof).
+	if f := os.Getenv("NPUGRADE_BENCH_FLEET_CPUPROFILE"); f != "" {
+		if out, err := os.Create(f); err == nil && pprof.StartCPUProfile(out) == nil {
+			defer func() { pprof.StopCPUProfile(); _ = out.Close() }()
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

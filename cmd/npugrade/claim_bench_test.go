@@ -329,7 +329,9 @@ func pgbenchClaims(b *testing.B, dbURL, stmt, mode string, clients, perClient in
 // queue is empty, against pgbench running the server's own claim
 // statement at 64 clients on the same table, in the same run, on the
 // server's default flags (NPUGRADE_BENCH_LEASE_TTL passes another
-// --lease-ttl). Two clients claim in turn:
+// --lease-ttl; one shorter than a phase lets the old-style client's
+// leases, never heartbeated, expire and come back, and has the fleet
+// heartbeat thousands of held leases). Two clients claim in turn:
 //
 //   - the runner-like fleet (bench_fleet_test.go): 64 runners in a
 //     process of their own that register inside the measured window,
