@@ -35,12 +35,20 @@ go test -run '^$' -bench . -benchtime 1s ./internal/compare/ | tee out/bench-uni
 # Claim latency p50/p99: 10,000 queued jobs, 64 concurrent long-polling runners, Postgres.
 go test -run '^$' -bench BenchmarkClaimLatency -benchtime 3000x ./internal/jobs/ | tee out/bench-claim.txt
 # claim: the same 10,000 jobs claimed by 64 runners over the runner protocol (real HTTP,
-# `npugrade serve` as its own process) vs pgbench of the server's claim statement at 64
-# clients (targets: >= 0.7x its rate, p99 <= 2x its p99, no double lease), and the CPU per
-# claim of the server, the client and Postgres against pgbench's.
+# `npugrade serve` as its own process on its default flags), runner-like: the runners run in
+# a process of their own (runnerclient, as `npugrade runner`), register inside the measured
+# window, claim with the default long poll, decode each lease with its notebook and heartbeat
+# every lease they hold every third of the lease TTL. Against pgbench of the server's claim
+# statement at 64 clients, prepared as the server's pool runs it (targets: >= 0.7x its rate,
+# p99 <= 2x its p99, no double lease); beside it the old-style figure (claims alone from the
+# benchmark's process, registered beforehand, against pgbench in simple mode, which plans the
+# statement on every run) and the CPU per claim of the server, the client and Postgres.
+# NPUGRADE_BENCH_CPUPROFILE / NPUGRADE_BENCH_FLEET_CPUPROFILE=FILE profile the server / runners.
 go test -run '^$' -bench 'BenchmarkClaim$' -benchtime 1x -timeout 20m ./cmd/npugrade/ | tee out/bench-claim-http.txt
-# idle-runners: 1,000 runners long-polling an empty queue for 30 s: server CPU, RSS and the
-# transactions/s it makes Postgres run (targets: < 5 % of a core, < 150 MB).
+# idle-runners: 1,000 `npugrade runner` loops (runnerclient, a process of their own) on an
+# empty queue, registering inside the 30 s window: server CPU, RSS, the CPU of the database's
+# Postgres backends and the transactions/s the server makes Postgres run (targets: < 5 % of a
+# core, < 150 MB); then the old-style figure (bare long polls, registered before the window).
 go test -run '^$' -bench 'BenchmarkIdleRunners' -benchtime 1x -timeout 20m ./cmd/npugrade/ | tee out/bench-idle-runners.txt
 # Gradebook CSV export: 10,000 learners x 5 exercises (50,000 graded submissions), streamed.
 go test -run '^$' -bench 'BenchmarkGradebookCSV' -benchtime 5x -benchmem ./internal/web/ | tee out/bench-gradebook.txt

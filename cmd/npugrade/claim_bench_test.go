@@ -327,9 +327,25 @@ func pgbenchClaims(b *testing.B, dbURL, stmt, mode string, clients, perClient in
 // BenchmarkClaim: 10,000 queued grade jobs, 64 runners claiming at once
 // over the runner protocol (POST /api/runner/v1/jobs/claim) until the
 // queue is empty, against pgbench running the server's own claim
-// statement at 64 clients on the same table, in the same run. Targets:
-// claims/s at least 0.7× pgbench's tx/s, p99 at most 2× pgbench's p99,
-// and no job leased twice.
+// statement at 64 clients on the same table, in the same run, on the
+// server's default flags (NPUGRADE_BENCH_LEASE_TTL passes another
+// --lease-ttl; one shorter than a phase lets the old-style client's
+// leases, never heartbeated, expire and come back, and has the fleet
+// heartbeat thousands of held leases). Two clients claim in turn:
+//
+//   - the runner-like fleet (bench_fleet_test.go): 64 runners in a
+//     process of their own that register inside the measured window,
+//     claim with the default long poll and heartbeat every lease they
+//     hold every third of the lease TTL, as `npugrade runner` does;
+//     measured against pgbench of the claim statement prepared, as the
+//     server's pool runs it;
+//   - the old-style client, for continuity: the claims alone from this
+//     process, registered before the window, against pgbench in simple
+//     mode (which plans the statement each time and so runs it slower
+//     than the server does).
+//
+// Targets (runner-like): claims/s at least 0.7× pgbench's tx/s, p99 at
+// most 2× pgbench's p99, and no job leased twice.
 func BenchmarkClaim(b *testing.B) {
 	if os.Getenv(storetest.EnvDSN) == "" || pgbenchPath() == "" {
 		b.Skip("needs Postgres (NPUGRADE_TEST_POSTGRES_DSN) and pgbench")
@@ -338,7 +354,10 @@ func BenchmarkClaim(b *testing.B) {
 	dbURL := storetest.URL(b, "postgres")
 	addUserTB(b, dbURL, "learner", "learner")
 	token := addUserTB(b, dbURL, "runners", "runner")
-	extra := []string{"--lease-ttl", "1h"}
+	var extra []string
+	if ttl := os.Getenv("NPUGRADE_BENCH_LEASE_TTL"); ttl != "" {
+		extra = append(extra, "--lease-ttl", ttl)
+	}
 	// NPUGRADE_BENCH_CPUPROFILE=FILE profiles the server (pprof) for the
 	// whole run, to see where a claim's CPU goes.
 	prof := os.Getenv("NPUGRADE_BENCH_CPUPROFILE")
@@ -356,6 +375,8 @@ func BenchmarkClaim(b *testing.B) {
 	seedClaimable(b, db, userID, queued)
 	c := newBenchClient(claimers * 2)
 	runners := registerRunners(b, c, s.url, []string{token}, claimers)
+	us := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+	ms := func(d time.Duration, n int) float64 { return float64(d.Microseconds()) / 1000 / float64(max(n, 1)) }
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		requeueAll(b, db)
@@ -363,49 +384,72 @@ func BenchmarkClaim(b *testing.B) {
 		tps, base, pgbenchCPU := pgbenchClaims(b, dbURL, "", "simple", claimers, queued/claimers)
 		pgOfPgbench := pgw()
 		requeueAll(b, db)
+		pgw = watchClaimBackends(db)
+		prepTPS, prep, _ := pgbenchClaims(b, dbURL, "", "prepared", claimers, queued/claimers)
+		pgOfPrep := pgw()
+		requeueAll(b, db)
 		// The server's whole statement under pgbench, prepared as the
 		// server's pool runs it: how much of the gap is the statement's
 		// own work (authentication, runner check), and how much HTTP and
-		// the processes around it. (Unprepared, planning this statement
-		// costs about a third of its rate.)
+		// the processes around it.
 		pgw = watchClaimBackends(db)
 		fullTPS, full, _ := pgbenchClaims(b, dbURL, claimAsScript(token, runners), "prepared", claimers, queued/claimers)
 		pgOfFull := pgw()
 		requeueAll(b, db)
+
+		// Old style: this process claims, runners registered beforehand.
 		cpu0, x0 := s.cpuTime(b), xactCount(db)
 		client0, pgw := selfCPU(), watchClaimBackends(db)
 		rate, lat, dups := httpClaims(b, c, s.url, runners)
 		clientCPU, pgOfHTTP := selfCPU()-client0, pgw()
 		cpu, xacts := s.cpuTime(b)-cpu0, xactCount(db)-x0
+		requeueAll(b, db)
+
+		// Runner-like: the fleet process, registration and heartbeats
+		// included.
+		fcpu0, fx0 := s.cpuTime(b), xactCount(db)
+		pgw = watchClaimBackends(db)
+		fl := startFleet(b, fleetSpec{Server: s.url, Tokens: []string{token}, Prefix: "fleet", Runners: claimers, Claims: queued})
+		res, fleetCPU := fl.wait(b)
+		pgOfFleet := pgw()
+		fcpu, fxacts := s.cpuTime(b)-fcpu0, xactCount(db)-fx0
+		frate := float64(len(res.Claims)) / res.Elapsed.Seconds()
+
 		bp50, bp99 := percentile(base, 0.5), percentile(base, 0.99)
+		pp50, pp99 := percentile(prep, 0.5), percentile(prep, 0.99)
 		p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
-		fmt.Printf("claim: %d claims over HTTP by %d runners: %.0f claims/s, p50 %v, p99 %v; pgbench of the claim statement: %.0f tx/s, p50 %v, p99 %v\n",
-			len(lat), claimers, rate, p50.Round(100*time.Microsecond), p99.Round(100*time.Microsecond), tps,
-			bp50.Round(100*time.Microsecond), bp99.Round(100*time.Microsecond))
-		fmt.Printf("claim: pgbench of the server's whole claim statement (authentication, runner check, lease), prepared: %.0f tx/s (%.2f× the plain statement), p50 %v, p99 %v\n",
-			fullTPS, fullTPS/tps, percentile(full, 0.5).Round(100*time.Microsecond), percentile(full, 0.99).Round(100*time.Microsecond))
-		fmt.Printf("claim: throughput %.2f× pgbench (target ≥ 0.7), p99 %.2f× pgbench's (target ≤ 2), %d jobs leased twice (target 0)\n",
-			rate/tps, float64(p99)/float64(bp99), dups)
+		f50, f99 := percentile(res.Claims, 0.5), percentile(res.Claims, 0.99)
+		fmt.Printf("claim: pgbench of the claim statement: simple %.0f tx/s (p50 %v, p99 %v), prepared %.0f tx/s (p50 %v, p99 %v); the server's whole statement (authentication, runner check, lease), prepared: %.0f tx/s (p50 %v, p99 %v)\n",
+			tps, us(bp50), us(bp99), prepTPS, us(pp50), us(pp99), fullTPS, us(percentile(full, 0.5)), us(percentile(full, 0.99)))
+		fmt.Printf("claim: %-11s %5d claims by %d runners: %5.0f claims/s, p50 %v, p99 %v: %.2f× pgbench prepared (%.2f× simple), p99 %.2f× pgbench prepared's; %d jobs leased twice\n",
+			"runner-like", len(res.Claims), claimers, frate, us(f50), us(f99), frate/prepTPS, frate/tps, float64(f99)/float64(pp99), res.Dups)
+		fmt.Printf("claim: %-11s %5d claims by %d runners: %5.0f claims/s, p50 %v, p99 %v: %.2f× pgbench simple (%.2f× prepared), p99 %.2f× pgbench simple's; %d jobs leased twice\n",
+			"old-style", len(lat), claimers, rate, us(p50), us(p99), rate/tps, rate/prepTPS, float64(p99)/float64(bp99), dups)
+		fmt.Printf("claim: runner-like: registration of %d runners %v, %d heartbeats (every %v) while the leases ran\n",
+			claimers, res.Registered.Round(time.Millisecond), res.Heartbeats, res.HeartbeatP)
+		fmt.Printf("claim: targets (runner-like): throughput %.2f× pgbench prepared (≥ 0.7), p99 %.2f× (≤ 2), %d leased twice (0)\n",
+			frate/prepTPS, float64(f99)/float64(pp99), res.Dups)
 		// Where the gap to pgbench goes: the server's own CPU and the
-		// statements it runs per claim (pgbench runs one).
-		fmt.Printf("claim: server CPU %.3f ms per claim, %.1f Postgres transactions per claim\n",
-			float64(cpu.Microseconds())/1000/float64(len(lat)), xacts/float64(len(lat)))
-		// The clients' own CPU, which shares the machine with the rest:
-		// pgbench's per transaction, the runner-protocol client's per claim
-		// (it reads each lease, notebook included).
-		fmt.Printf("claim: client CPU %.3f ms per claim over HTTP, pgbench %.3f ms per transaction\n",
-			float64(clientCPU.Microseconds())/1000/float64(len(lat)), float64(pgbenchCPU.Microseconds())/1000/float64(len(base)))
-		// Postgres's own CPU (this database's backends): the server's
-		// statement against pgbench's plain one.
-		fmt.Printf("claim: Postgres CPU %.3f ms per claim over HTTP, %.3f ms per pgbench transaction (%.3f of the server's statement, prepared)\n",
-			float64(pgOfHTTP.Microseconds())/1000/float64(len(lat)), float64(pgOfPgbench.Microseconds())/1000/float64(len(base)),
-			float64(pgOfFull.Microseconds())/1000/float64(len(full)))
-		b.ReportMetric(rate, "claims/s")
-		b.ReportMetric(rate/tps, "x-pgbench")
-		b.ReportMetric(float64(p99)/float64(bp99), "p99-x-pgbench")
-		b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms")
-		if dups > 0 {
-			b.Errorf("%d jobs were leased twice", dups)
+		// statements it runs per claim (pgbench runs one), the clients'
+		// CPU (the fleet decodes each lease, notebook included) and
+		// Postgres's (this database's backends).
+		n, fn := len(lat), len(res.Claims)
+		fmt.Printf("claim: server CPU per claim: runner-like %.3f ms, old-style %.3f ms; Postgres transactions per claim: %.2f, %.2f\n",
+			ms(fcpu, fn), ms(cpu, n), fxacts/float64(max(fn, 1)), xacts/float64(max(n, 1)))
+		fmt.Printf("claim: client CPU per claim: runner-like %.3f ms, old-style %.3f ms, pgbench %.3f ms per transaction\n",
+			ms(fleetCPU, fn), ms(clientCPU, n), ms(pgbenchCPU, len(base)))
+		fmt.Printf("claim: Postgres CPU per claim: runner-like %.3f ms, old-style %.3f ms; per pgbench transaction: simple %.3f ms, prepared %.3f ms, the server's statement %.3f ms\n",
+			ms(pgOfFleet, fn), ms(pgOfHTTP, n), ms(pgOfPgbench, len(base)), ms(pgOfPrep, len(prep)), ms(pgOfFull, len(full)))
+		b.ReportMetric(frate, "claims/s")
+		b.ReportMetric(frate/prepTPS, "x-pgbench")
+		b.ReportMetric(float64(f99)/float64(pp99), "p99-x-pgbench")
+		b.ReportMetric(float64(f99.Microseconds())/1000, "p99-ms")
+		b.ReportMetric(rate/tps, "old-x-pgbench")
+		if dups+res.Dups > 0 {
+			b.Errorf("%d jobs were leased twice", dups+res.Dups)
+		}
+		if len(res.Claims) != queued {
+			b.Errorf("the fleet leased %d jobs of %d", len(res.Claims), queued)
 		}
 	}
 	b.ReportMetric(0, "ns/op")
@@ -460,9 +504,19 @@ func httpClaims(b *testing.B, c *benchClient, url string, runners [][2]string) (
 }
 
 // BenchmarkIdleRunners: 1,000 runners long-poll a server with an empty
-// queue. Measured over 30 s: the server's CPU (share of one core) and
-// RSS, and the transactions per second it makes Postgres run
-// (pg_stat_database). Targets: under 5 % of a core, under 150 MB.
+// queue, on its default flags. Measured over 30 s: the server's CPU
+// (share of one core), its RSS, the CPU of this database's Postgres
+// backends and the transactions per second it makes Postgres run
+// (pg_stat_database). Two fleets in turn, each on a server of its own:
+//
+//   - runner-like (bench_fleet_test.go): 1,000 `npugrade runner` loops in
+//     a process of their own; the window opens before they register, so
+//     their registrations count (an idle runner holds no lease, so it
+//     sends no heartbeat);
+//   - old-style, for continuity: this process's bare long polls, the
+//     runners registered before the window.
+//
+// Targets (runner-like): under 5 % of a core, under 150 MB.
 func BenchmarkIdleRunners(b *testing.B) {
 	if os.Getenv(storetest.EnvDSN) == "" {
 		b.Skip("needs Postgres (NPUGRADE_TEST_POSTGRES_DSN)")
@@ -473,12 +527,67 @@ func BenchmarkIdleRunners(b *testing.B) {
 	for i := 0; i < (n+perToken-1)/perToken; i++ {
 		tokens = append(tokens, addUserTB(b, dbURL, fmt.Sprintf("runners%d", i), "runner"))
 	}
-	s := startBenchServer(b, dbURL)
 	db, err := store.Connect(context.Background(), dbURL)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
+	var extra []string
+	if prof := os.Getenv("NPUGRADE_BENCH_CPUPROFILE"); prof != "" {
+		extra = append(extra, "--cpu-profile", prof)
+	}
+	type idle struct {
+		core, pgCore, rss, peak, xps float64
+		el                           time.Duration
+	}
+	// measure reads the server's and Postgres's use over window.
+	measure := func(s *benchServer) idle {
+		cpu0, x0, t0 := s.cpuTime(b), xactCount(db), time.Now()
+		pgw := watchClaimBackends(db)
+		time.Sleep(window - time.Since(t0))
+		pg := pgw()
+		cpu1, x1, el := s.cpuTime(b), xactCount(db), time.Since(t0)
+		var r idle
+		r.el, r.core, r.pgCore = el, float64(cpu1-cpu0)/float64(el), float64(pg)/float64(el)
+		r.rss, r.peak = s.rssMB(b)
+		// Postgres flushes a session's counters at most once a second; the
+		// window is long enough for that not to matter.
+		r.xps = (x1 - x0) / el.Seconds()
+		return r
+	}
+	show := func(what string, r idle) {
+		fmt.Printf("idle-runners: %-11s %d runners for %v: server CPU %.2f%% of a core (%.2f× the 5%% limit), Postgres backends %.2f%%, RSS %.0f MB (peak %.0f; %.2f× the 150 MB limit), Postgres %.1f transactions/s\n",
+			what, n, r.el.Round(time.Second), 100*r.core, r.core/0.05, 100*r.pgCore, r.rss, r.peak, r.rss/150, r.xps)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		// Runner-like: the window opens as the fleet starts registering.
+		s := startBenchServer(b, dbURL, extra...)
+		fl := startFleet(b, fleetSpec{Server: s.url, Tokens: tokens, Prefix: fmt.Sprintf("idle%d", i), Runners: n, IdleFor: window + 5*time.Second})
+		rl := measure(s)
+		res, _ := fl.wait(b)
+		_ = s.cmd.Process.Signal(os.Interrupt)
+		_ = s.cmd.Wait()
+
+		old := idleOldStyle(b, dbURL, tokens, n, measure)
+		show("runner-like", rl)
+		show("old-style", old)
+		fmt.Printf("idle-runners: runner-like: registration of %d runners took %v (inside the window)\n", n, res.Registered.Round(time.Millisecond))
+		b.ReportMetric(100*rl.core, "cpu-%")
+		b.ReportMetric(100*rl.pgCore, "pg-cpu-%")
+		b.ReportMetric(rl.rss, "rss-MB")
+		b.ReportMetric(rl.xps, "pg-xact/s")
+		b.ReportMetric(100*old.core, "old-cpu-%")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+// idleOldStyle is the idle benchmark as it ran before the runner-like
+// fleet: n runners registered from this process, then bare long polls
+// from it, measured once every poll is open.
+func idleOldStyle[T any](b *testing.B, dbURL string, tokens []string, n int, measure func(*benchServer) T) T {
+	s := startBenchServer(b, dbURL)
+	defer func() { _ = s.cmd.Process.Signal(os.Interrupt); _ = s.cmd.Wait() }()
 	c := newBenchClient(n + 100)
 	runners := registerRunners(b, c, s.url, tokens, n)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -497,25 +606,8 @@ func BenchmarkIdleRunners(b *testing.B) {
 		}(r[0], r[1])
 	}
 	defer func() { cancel(); wg.Wait() }()
-	xacts := func() float64 { return xactCount(db) }
 	time.Sleep(5 * time.Second) // every poll is open
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		cpu0, x0, t0 := s.cpuTime(b), xacts(), time.Now()
-		time.Sleep(window)
-		cpu1, x1, el := s.cpuTime(b), xacts(), time.Since(t0)
-		core := float64(cpu1-cpu0) / float64(el)
-		rss, peak := s.rssMB(b)
-		// Postgres flushes a session's counters at most once a second; the
-		// window is long enough for that not to matter.
-		qps := (x1 - x0) / el.Seconds()
-		fmt.Printf("idle-runners: %d long-polling runners for %v: server CPU %.2f%% of a core (%.2f× the 5%% limit), RSS %.0f MB (peak %.0f; %.2f× the 150 MB limit), Postgres %.1f transactions/s\n",
-			n, el.Round(time.Second), 100*core, core/0.05, rss, peak, rss/150, qps)
-		b.ReportMetric(100*core, "cpu-%")
-		b.ReportMetric(rss, "rss-MB")
-		b.ReportMetric(qps, "pg-xact/s")
-	}
-	b.ReportMetric(0, "ns/op")
+	return measure(s)
 }
 
 // selfCPU is this process's user+system CPU time so far.

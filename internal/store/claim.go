@@ -112,24 +112,43 @@ const claimSQLite = `UPDATE jobs SET state = 'leased', lease_token = @token, run
 // claim.
 func (db *DB) ClaimJob(ctx context.Context, c Claim) (*Claimed, error) {
 	if !c.Any && len(c.Requires) == 0 {
-		// Nothing this runner can run is queued: only the runner check.
-		if c.Owner != 0 {
+		// Nothing this runner can run is queued: only the runner check
+		// (on Postgres the claim statement leasing nothing, one round
+		// trip without gorm, as every re-query of an idle poll is).
+		if c.Owner == 0 {
+			return nil, nil
+		}
+		if db.Dialect != "postgres" {
 			found, draining, err := db.TouchOwnRunner(ctx, c.RunnerID, c.Owner)
 			return nil, runnerCheck(found, draining, err)
 		}
-		return nil, nil
+	}
+	keys := claimKeys(c)
+	if db.Dialect == "postgres" {
+		return db.claimPostgres(ctx, c, keys)
+	}
+	return db.claimSQLite(ctx, c, keys)
+}
+
+// claimKeys are the requirement keys claim c may lease: nil for any job,
+// an empty list for none.
+func claimKeys(c Claim) []string {
+	if c.Any {
+		return nil
 	}
 	keys := make([]string, len(c.Requires))
 	for i, r := range c.Requires {
 		keys[i] = requirementKey(r)
 	}
-	if c.Any {
-		keys = nil
+	return keys
+}
+
+// nKeys is claimStatement's count for keys (claimKeys).
+func nKeys(keys []string) int {
+	if keys != nil && len(keys) == 0 {
+		return noKeys
 	}
-	if db.Dialect == "postgres" {
-		return db.claimPostgres(ctx, c, keys)
-	}
-	return db.claimSQLite(ctx, c, keys)
+	return len(keys)
 }
 
 // runnerCheck turns a runner check into a claim's error.
@@ -156,14 +175,22 @@ const (
 	claimAuth         // claimAuthPostgres
 )
 
+// noKeys, as claimStatement's nKeys, leases nothing: the statement only
+// authenticates and checks (and touches) the runner, for a runner that
+// can run nothing queued, which is every idle runner's every poll.
+const noKeys = -1
+
 // claimStatement returns the claim statement of mode for nKeys
-// requirement keys (0: any).
+// requirement keys (0: any; noKeys: none).
 func claimStatement(mode, nKeys int) positionalSQL {
 	key := strconv.Itoa(mode) + "/" + strconv.Itoa(nKeys)
 	if v, ok := claimStatements.Load(key); ok {
 		return v.(positionalSQL)
 	}
 	filter := ""
+	if nKeys == noKeys {
+		filter = " AND false"
+	}
 	if nKeys > 0 {
 		ks := make([]string, nKeys)
 		for i := range ks {
@@ -249,7 +276,7 @@ func (db *DB) claimPostgres(ctx context.Context, c Claim, keys []string) (*Claim
 	if c.Owner != 0 {
 		mode = claimOwned
 	}
-	st := claimStatement(mode, len(keys))
+	st := claimStatement(mode, nKeys(keys))
 	var s claimScan
 	dest := s.dest()
 	var draining bool
@@ -299,7 +326,7 @@ func (a ClaimAuth) admits(t TokenCheck) bool {
 // authentication is no error: the caller answers it from the TokenCheck.
 // On Postgres this is one statement.
 func (db *DB) ClaimJobAs(ctx context.Context, c Claim, a ClaimAuth) (TokenCheck, *Claimed, error) {
-	if db.Dialect != "postgres" || (!c.Any && len(c.Requires) == 0) {
+	if db.Dialect != "postgres" {
 		t, err := db.Authenticate(ctx, a.Token, a.Addr, a.Window)
 		if err != nil || !a.admits(t) {
 			return t, nil, err
@@ -308,17 +335,11 @@ func (db *DB) ClaimJobAs(ctx context.Context, c Claim, a ClaimAuth) (TokenCheck,
 		claimed, err := db.ClaimJob(ctx, c)
 		return t, claimed, err
 	}
-	keys := make([]string, len(c.Requires))
-	for i, r := range c.Requires {
-		keys[i] = requirementKey(r)
-	}
-	if c.Any {
-		keys = nil
-	}
+	keys := claimKeys(c)
 	vals := db.claimVals(c, keys)
 	db.authArgs(vals, a.Token, a.Addr, a.Window)
 	vals["role"] = string(a.Role)
-	st := claimStatement(claimAuth, len(keys))
+	st := claimStatement(claimAuth, nKeys(keys))
 	var (
 		as              authScan
 		s               claimScan

@@ -171,3 +171,92 @@ func TestClaimAuthenticatesInItsStatement(t *testing.T) {
 		})
 	}
 }
+
+// An idle runner's poll (nothing it can run is queued) still
+// authenticates, checks the runner and records the poll; on Postgres it
+// is the claim statement leasing nothing, one transaction per poll
+// (1,000 idle runners poll 40 times a second), where it was two.
+func TestIdleClaimIsOneStatement(t *testing.T) {
+	t.Parallel()
+	for _, d := range storetest.Dialects(t) {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			db := storetest.Open(t, d)
+			ctx := context.Background()
+			owner, ownerTok, err1 := db.CreateUser(ctx, "runners-a", domain.RoleRunner)
+			_, otherTok, err2 := db.CreateUser(ctx, "runners-b", domain.RoleRunner)
+			if err := errors.Join(err1, err2); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"a1", "a2"} {
+				if err := db.UpsertRunner(ctx, store.RunnerRegistration{ID: id, Name: id, UserID: owner.ID, Slots: 1, Profile: "cpu"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := db.SetRunnerDrain(ctx, "a2", true); err != nil {
+				t.Fatal(err)
+			}
+			later := time.Now().UTC().Add(time.Minute).Truncate(time.Millisecond)
+			db.Clock = func() time.Time { return later }
+			// No requirement is runnable: Any unset, Requires empty.
+			idle := func(runner, token string) (store.TokenCheck, *store.Claimed, error) {
+				return db.ClaimJobAs(ctx, store.Claim{RunnerID: runner, Token: "t-" + runner, Expires: later.Add(time.Hour)},
+					store.ClaimAuth{Token: token, Addr: "10.0.0.1", Window: time.Minute, Role: domain.RoleRunner})
+			}
+			for _, c := range []struct {
+				name, runner, token string
+				valid               bool
+				want                error
+			}{
+				{"a guessed token", "a1", "npg_guess", false, nil},
+				{"another token's runner", "a1", otherTok, true, store.ErrRunnerUnknown},
+				{"a draining runner", "a2", ownerTok, true, store.ErrRunnerDraining},
+				{"its own runner", "a1", ownerTok, true, nil},
+			} {
+				check, got, err := idle(c.runner, c.token)
+				if got != nil || !errors.Is(err, c.want) || check.Valid != c.valid {
+					t.Errorf("%s: idle claim = %+v, %+v, %v; want valid %v, %v", c.name, check, got, err, c.valid, c.want)
+				}
+			}
+			var seen []time.Time
+			if err := db.RawScan(ctx, &seen, "SELECT last_seen FROM runners WHERE id = 'a1'"); err != nil || len(seen) != 1 || !seen[0].UTC().Equal(later) {
+				t.Errorf("runner a1 last seen %v (%v), want %v", seen, err, later)
+			}
+			// The re-queries of a long poll (ClaimJob with the owner) too.
+			if got, err := db.ClaimJob(ctx, store.Claim{RunnerID: "a1", Owner: owner.ID, Token: "t", Expires: later}); got != nil || err != nil {
+				t.Errorf("idle re-query = %+v, %v", got, err)
+			}
+			if got, err := db.ClaimJob(ctx, store.Claim{RunnerID: "a2", Owner: owner.ID, Token: "t", Expires: later}); got != nil || !errors.Is(err, store.ErrRunnerDraining) {
+				t.Errorf("idle re-query of a draining runner = %+v, %v", got, err)
+			}
+			if d != "postgres" {
+				return
+			}
+			// Postgres counts this database's transactions; a session's
+			// counts reach the view at most once a second.
+			xacts := func() int64 {
+				time.Sleep(1100 * time.Millisecond)
+				var n int64
+				if err := db.RawExec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+					t.Fatal(err)
+				}
+				if err := db.RawScan(ctx, &n, "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"); err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			const polls = 50
+			x0 := xacts()
+			for range polls {
+				if _, got, err := idle("a1", ownerTok); got != nil || err != nil {
+					t.Fatalf("idle claim = %+v, %v", got, err)
+				}
+			}
+			// The count's own reading statements are transactions too, and
+			// a few more may fall in the window; two per poll would be 100.
+			if n := xacts() - x0; n > polls*3/2 {
+				t.Errorf("%d idle polls ran %d transactions, want at most %d", polls, n, polls*3/2)
+			}
+		})
+	}
+}
