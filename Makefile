@@ -15,7 +15,7 @@ LDFLAGS := -X github.com/npugrade/npugrade/internal/buildinfo.version=$(VERSION)
 # which lacks the PyTorch 2.x the exercises need).
 ENV ?= auto
 
-.PHONY: all build deps env run test test-go test-check test-fuzz bench cross lint clean
+.PHONY: all build deps env run test test-go test-check test-fuzz bench latency cross lint clean
 
 all: build
 
@@ -49,8 +49,13 @@ test-check: build
 test-fuzz:
 	@bash scripts/fuzz.sh 100000x
 
+# `make bench` runs every benchmark; `make bench latency` only the
+# per-chapter latency one (BenchmarkLatency).
 bench: deps build
-	@bash scripts/bench.sh
+	@bash scripts/bench.sh $(filter latency,$(MAKECMDGOALS))
+
+latency:
+	@:
 
 cross:
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -ldflags "$(LDFLAGS)" -o bin/npugrade-linux-arm64 ./cmd/npugrade

@@ -12,6 +12,18 @@ pg_dir=/tmp/npugrade-bench-pg-$$
 trap 'bash scripts/testpg.sh stop "$pg_dir"' EXIT
 export NPUGRADE_TEST_POSTGRES_DSN=$(bash scripts/testpg.sh start "$pg_dir" | tail -1)
 mkdir -p out
+# Per chapter in the cpu environment: submit->graded p50 against the sum of
+# the cells' own times inside the kernel (target: at most that + 0.2 s), and
+# where the rest goes (before the first cell, between cells, after the last).
+latency() {
+	go build -o bin/npugrade ./cmd/npugrade
+	bash scripts/env.sh
+	NPUGRADE_TEST_ENV_DIR="$PWD/data/envs/cpu" NPUGRADE_REQUIRE_ENV=1 go test -run '^$' -bench 'BenchmarkLatency$' -benchtime 1x -timeout 30m ./cmd/npugrade/ | tee out/bench-latency.txt
+}
+if [ "${1:-}" = latency ]; then
+	latency
+	exit 0
+fi
 go test -run '^$' -bench 'BenchmarkIntake$' -benchtime 400x ./cmd/npugrade/ | tee out/bench-intake.txt
 # Grading latency per chapter answer, warm (pre-started kernels) and cold,
 # against a plain nbconvert run side by side; then graded submissions per
@@ -77,3 +89,4 @@ go test -run '^$' -bench 'BenchmarkDashboard' -benchtime 1x -timeout 30m ./cmd/n
 # Intake's notebook work on the ~100 KB ch1 upload, per upload: Parse,
 # the rebuild from the exercise's template, and both (ns, CPU ns incl. GC, bytes, allocations).
 go test -run '^$' -bench 'BenchmarkParseUpload|BenchmarkRebuildUpload|BenchmarkIntakeNotebook' -benchtime 2000x -benchmem ./internal/notebook/ | tee out/bench-intake-notebook.txt
+latency
