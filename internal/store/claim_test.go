@@ -106,19 +106,7 @@ func TestClaimAuthenticatesInItsStatement(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			owner, ownerTok, err1 := db.CreateUser(ctx, "runners-a", domain.RoleRunner)
-			_, otherTok, err2 := db.CreateUser(ctx, "runners-b", domain.RoleRunner)
-			if err := errors.Join(err1, err2); err != nil {
-				t.Fatal(err)
-			}
-			for _, id := range []string{"a1", "a2"} {
-				if err := db.UpsertRunner(ctx, store.RunnerRegistration{ID: id, Name: id, UserID: owner.ID, Slots: 1, Profile: "cpu"}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := db.SetRunnerDrain(ctx, "a2", true); err != nil {
-				t.Fatal(err)
-			}
+			owner, ownerTok, otherTok := seedRunners(t, db)
 			sub, _, err := db.CreateSubmission(ctx, store.NewSubmission{UserID: learner.ID, ExerciseID: "ch1", ExerciseVersion: "v",
 				Upload: []byte(`{"cells":[]}`), Rebuilt: []byte(`{"cells":[]}`), Job: jobs.New(db, nil).GradeJob("ch1", domain.Requirement{}, 3)})
 			if err != nil {
@@ -183,19 +171,7 @@ func TestIdleClaimIsOneStatement(t *testing.T) {
 			t.Parallel()
 			db := storetest.Open(t, d)
 			ctx := context.Background()
-			owner, ownerTok, err1 := db.CreateUser(ctx, "runners-a", domain.RoleRunner)
-			_, otherTok, err2 := db.CreateUser(ctx, "runners-b", domain.RoleRunner)
-			if err := errors.Join(err1, err2); err != nil {
-				t.Fatal(err)
-			}
-			for _, id := range []string{"a1", "a2"} {
-				if err := db.UpsertRunner(ctx, store.RunnerRegistration{ID: id, Name: id, UserID: owner.ID, Slots: 1, Profile: "cpu"}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := db.SetRunnerDrain(ctx, "a2", true); err != nil {
-				t.Fatal(err)
-			}
+			owner, ownerTok, otherTok := seedRunners(t, db)
 			later := time.Now().UTC().Add(time.Minute).Truncate(time.Millisecond)
 			db.Clock = func() time.Time { return later }
 			// No requirement is runnable: Any unset, Requires empty.
@@ -259,4 +235,25 @@ func TestIdleClaimIsOneStatement(t *testing.T) {
 			}
 		})
 	}
+}
+
+// seedRunners makes two runner accounts, a and b, and a's runners a1
+// (claiming) and a2 (draining).
+func seedRunners(t *testing.T, db *store.DB) (owner domain.User, ownerTok, otherTok string) {
+	t.Helper()
+	ctx := context.Background()
+	owner, ownerTok, err1 := db.CreateUser(ctx, "runners-a", domain.RoleRunner)
+	_, otherTok, err2 := db.CreateUser(ctx, "runners-b", domain.RoleRunner)
+	if err := errors.Join(err1, err2); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a1", "a2"} {
+		if err := db.UpsertRunner(ctx, store.RunnerRegistration{ID: id, Name: id, UserID: owner.ID, Slots: 1, Profile: "cpu"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.SetRunnerDrain(ctx, "a2", true); err != nil {
+		t.Fatal(err)
+	}
+	return owner, ownerTok, otherTok
 }
